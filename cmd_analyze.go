@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/ingest"
+	"github.com/trainscope/trainscope/ingest/kineto"
+	"github.com/trainscope/trainscope/sql/duck"
+)
+
+const analyzeHelp = `Usage: trainscope analyze DIR_OR_FILES... [flags]
+
+Reads PyTorch profiler (Kineto) traces, one file per rank (.json or .json.gz),
+loads them into DuckDB, runs the built-in detectors and prints a report with
+Summary, Metrics, Findings and Recommendations.
+
+By default every ProfilerStep but the last is analysed (the last one is often
+cut short), as Holistic Trace Analysis does.
+
+Examples:
+  trainscope analyze traces/                       # a folder of rank traces
+  trainscope analyze traces/ --db run.duckdb       # keep the database for 'trainscope sql'
+  trainscope analyze rank0.json.gz rank1.json.gz --steps 3-7 --format json
+
+Flags:
+`
+
+func flagSet(name string, help string, errOut io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.Usage = func() {
+		fmt.Fprint(errOut, help)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args and turns --help and flag errors into the right
+// exit codes.
+func parseFlags(fs *pflag.FlagSet, args []string, out io.Writer) error {
+	for _, a := range args {
+		if a == "--help" || a == "-h" {
+			fs.SetOutput(out)
+			fs.Usage()
+			return errHelp
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		return &usageError{err.Error()}
+	}
+	return nil
+}
+
+type analyzeFlags struct {
+	format, db, parquet, steps, ranks, run, host, out, config string
+	rank                                                      int
+	quiet, timing                                             bool
+	detectorDirs                                              []string
+}
+
+func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error {
+	var f analyzeFlags
+	fs := flagSet("analyze", analyzeHelp, errOut)
+	fs.StringVar(&f.format, "format", "md", "report format: md or json")
+	fs.StringVar(&f.db, "db", "", "write the DuckDB database to this file (default: in memory, discarded)")
+	fs.StringVar(&f.parquet, "parquet", "", "also export every table to this folder as hive-partitioned Parquet")
+	fs.StringVar(&f.steps, "steps", "", "analyse these ProfilerSteps only, e.g. 3-7 or 5")
+	fs.StringVar(&f.ranks, "ranks", "", "load these ranks only, e.g. 0,2 or 0-3")
+	fs.StringVar(&f.run, "run", "", "run id (default: the name of the folder the traces are in)")
+	fs.StringVar(&f.host, "host", "", "host name to record for these traces")
+	fs.IntVar(&f.rank, "rank", -1, "rank for a trace that names none in distributedInfo or its file name")
+	fs.StringVarP(&f.out, "out", "o", "", "write the report to this file instead of stdout")
+	fs.StringVar(&f.config, "config", "", "config file (YAML, TOML or JSON); also TRAINSCOPE_CONFIG")
+	fs.StringArrayVar(&f.detectorDirs, "detectors", nil, "extra folder of .sql detectors (repeatable)")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress on stderr")
+	fs.BoolVar(&f.timing, "timing", false, "print a per-phase timing line on stderr")
+	if err := parseFlags(fs, args, out); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return &usageError{"analyze: give trace files or folders (see 'trainscope analyze --help')"}
+	}
+	if f.format != "md" && f.format != "json" {
+		return &usageError{fmt.Sprintf("analyze: --format %q: want md or json", f.format)}
+	}
+	window, err := parseSteps(f.steps)
+	if err != nil {
+		return &usageError{"analyze: --steps: " + err.Error()}
+	}
+	ranks, err := parseRanks(f.ranks)
+	if err != nil {
+		return &usageError{"analyze: --ranks: " + err.Error()}
+	}
+	cfg, err := loadConfig(f.config)
+	if err != nil {
+		return err
+	}
+	cfg.Detectors.Dirs = append(cfg.Detectors.Dirs, f.detectorDirs...)
+	set, err := detectors.NewSet(cfg.Detectors)
+	if err != nil {
+		return &inputError{err}
+	}
+	files, err := ingest.Discover(fs.Args())
+	if err != nil {
+		return &inputError{err}
+	}
+
+	t0 := time.Now()
+	st, err := duck.Open(ctx, f.db, duck.Options{Threads: cfg.DuckDB.Threads, MemoryLimit: cfg.DuckDB.MemoryLimit})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	var progress io.Writer
+	if !f.quiet {
+		progress = errOut
+	}
+	stats, err := ingest.Load(ctx, st, files, ingest.Options{RunID: f.run, Host: f.host, Rank: f.rank, Ranks: ranks, Progress: progress})
+	if err != nil {
+		var fe *kineto.FormatError
+		if errors.As(err, &fe) || strings.HasPrefix(err.Error(), "nothing to analyze") || strings.Contains(err.Error(), "already taken") {
+			return &inputError{err}
+		}
+		return err
+	}
+	tLoad := time.Now()
+	if err := detectors.SetWindow(ctx, st, window); err != nil {
+		return err
+	}
+	results, err := set.Run(ctx, st)
+	if err != nil {
+		return err
+	}
+	tDetect := time.Now()
+	rep, err := detectors.BuildReport(ctx, st, results)
+	if err != nil {
+		return err
+	}
+	if f.parquet != "" {
+		if err := st.ExportParquet(ctx, f.parquet); err != nil {
+			return err
+		}
+	}
+	w := out
+	if f.out != "" {
+		file, err := os.Create(f.out)
+		if err != nil {
+			return err
+		}
+		defer file.Close()
+		w = file
+	}
+	if f.format == "json" {
+		err = rep.WriteJSON(w)
+	} else {
+		err = rep.WriteMarkdown(w)
+	}
+	if err != nil {
+		return err
+	}
+	if f.timing {
+		fmt.Fprintf(errOut, "timing: load %s (read %s cpu over %d files, insert %s), detectors %s, report %s; %d events, %.1f MB JSON\n",
+			tLoad.Sub(t0).Round(time.Millisecond), stats.ReadCPU.Round(time.Millisecond), len(files),
+			stats.Insert.Round(time.Millisecond), tDetect.Sub(tLoad).Round(time.Millisecond),
+			time.Since(tDetect).Round(time.Millisecond), stats.Events, float64(stats.JSONBytes)/1e6)
+	}
+	if !f.quiet {
+		if f.out != "" {
+			fmt.Fprintf(errOut, "report: %s\n", f.out)
+		}
+		if f.db != "" {
+			fmt.Fprintf(errOut, "database: %s (query it: trainscope sql --db %s \"SELECT * FROM findings\")\n", f.db, f.db)
+		}
+		if f.parquet != "" {
+			fmt.Fprintf(errOut, "parquet: %s\n", f.parquet)
+		}
+	}
+	return nil
+}
+
+// parseSteps reads "3-7" or "5".
+func parseSteps(s string) (detectors.Window, error) {
+	if s == "" {
+		return detectors.Window{}, nil
+	}
+	lo, hi, found := strings.Cut(s, "-")
+	a, err := strconv.Atoi(strings.TrimSpace(lo))
+	if err != nil {
+		return detectors.Window{}, fmt.Errorf("%q: want N or N-M", s)
+	}
+	b := a
+	if found {
+		if b, err = strconv.Atoi(strings.TrimSpace(hi)); err != nil {
+			return detectors.Window{}, fmt.Errorf("%q: want N or N-M", s)
+		}
+	}
+	if b < a {
+		return detectors.Window{}, fmt.Errorf("%q: the range ends before it starts", s)
+	}
+	return detectors.Window{StepLo: a, StepHi: b, Set: true}, nil
+}
+
+// parseRanks reads "0,2,5-7".
+func parseRanks(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, found := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return nil, fmt.Errorf("%q: want ranks like 0,2 or 0-3", s)
+		}
+		b := a
+		if found {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return nil, fmt.Errorf("%q: want ranks like 0,2 or 0-3", s)
+			}
+		}
+		for r := a; r <= b; r++ {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}

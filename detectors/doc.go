@@ -1,0 +1,20 @@
+// Package detectors runs trainscope's diagnoses. A detector is one .sql
+// file whose header, in SQL comments, states its name, category, kind
+// (metric or finding), default severity, description and thresholds; the
+// thresholds are bound parameters ($name), never formatted into the SQL.
+//
+// The loader is strict: unknown header keys, a name that differs from the
+// file name, thresholds declared but unused or used but undeclared are
+// errors that give file:line. Built-in detectors are embedded from sql/;
+// users add folders of their own and override thresholds through config.
+//
+// Metric detectors measure: each output row is keyed by run_id and
+// optionally rank, step_lo, step_hi and subject, and every other column is
+// a number; the runner stores them in the metrics table (one row per
+// number). Finding detectors judge: each row needs run_id, metric, value and
+// message, and may carry rank, host, step_lo, step_hi, subject, threshold,
+// severity, fix and evidence (JSON); the runner stores them in findings.
+//
+// Reports (markdown and JSON) are rendered from the results of one run of
+// the detectors; they are deterministic for the same database.
+package detectors

@@ -1,0 +1,177 @@
+package detectors
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(r)
+}
+
+// WriteMarkdown writes the report as markdown: Summary, Metrics, Findings,
+// Recommendations.
+func (r *Report) WriteMarkdown(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("# trainscope report\n\n")
+	b.WriteString("## Summary\n\n")
+	for _, run := range r.Runs {
+		fmt.Fprintf(&b, "Run `%s`: %d rank(s) %s", run.RunID, len(run.Ranks), rankList(run.Ranks))
+		if run.WorldSize > 0 {
+			fmt.Fprintf(&b, " of world size %d", run.WorldSize)
+		}
+		if len(run.GPUs) > 0 {
+			fmt.Fprintf(&b, ", %s", strings.Join(run.GPUs, ", "))
+		}
+		fmt.Fprintf(&b, "; steps analysed: %s; %d events from %d file(s).\n\n", run.Steps, run.Events, run.Sources)
+		for _, s := range r.Summary {
+			if s.RunID == run.RunID {
+				fmt.Fprintf(&b, "- %s\n", s.Text)
+			}
+		}
+		b.WriteString("\n")
+	}
+
+	b.WriteString("## Metrics\n\n")
+	for _, t := range r.Metrics {
+		fmt.Fprintf(&b, "### %s\n\n%s.\n\n", t.Detector, t.Description)
+		if len(t.Rows) == 0 {
+			b.WriteString("_No rows: nothing in the analysis window to measure._\n\n")
+			continue
+		}
+		writeTable(&b, t.Columns, t.Rows)
+		b.WriteString("\n")
+	}
+
+	b.WriteString("## Findings\n\n")
+	n := 0
+	for _, f := range r.Findings {
+		if f.Category == "summary" {
+			continue
+		}
+		n++
+		scope := ""
+		if f.Rank != nil {
+			scope = fmt.Sprintf(" — rank %d", *f.Rank)
+		}
+		if f.Subject != "" {
+			scope += " — " + f.Subject
+		}
+		fmt.Fprintf(&b, "### [%s] %s%s\n\n%s\n\n", strings.ToUpper(f.Severity), f.Detector, scope, f.Message)
+		if f.Value != nil {
+			fmt.Fprintf(&b, "- %s: %s", f.Metric, formatFloat(*f.Value))
+			if f.Threshold != nil {
+				fmt.Fprintf(&b, " (threshold %s)", formatFloat(*f.Threshold))
+			}
+			b.WriteString("\n")
+		}
+		if f.Evidence != nil {
+			ev, _ := json.Marshal(f.Evidence)
+			fmt.Fprintf(&b, "- evidence: `%s`\n", ev)
+		}
+		if f.Fix != "" {
+			fmt.Fprintf(&b, "- fix: %s\n", f.Fix)
+		}
+		b.WriteString("\n")
+	}
+	if n == 0 {
+		b.WriteString("No detector crossed its threshold.\n\n")
+	}
+
+	b.WriteString("## Recommendations\n\n")
+	if len(r.Recommendations) == 0 {
+		b.WriteString("None: no finding calls for a change.\n")
+	}
+	for i, rec := range r.Recommendations {
+		fmt.Fprintf(&b, "%d. [%s] %s (from %s)\n", i+1, rec.Severity, rec.Fix, strings.Join(rec.Because, ", "))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func rankList(ranks []int) string {
+	if len(ranks) == 0 {
+		return ""
+	}
+	parts := make([]string, len(ranks))
+	for i, r := range ranks {
+		parts[i] = strconv.Itoa(r)
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+const maxCell = 80
+
+func writeTable(b *strings.Builder, cols []string, rows [][]any) {
+	b.WriteString("|")
+	for _, c := range cols {
+		fmt.Fprintf(b, " %s |", c)
+	}
+	b.WriteString("\n|")
+	for range cols {
+		b.WriteString(" --- |")
+	}
+	b.WriteString("\n")
+	for _, row := range rows {
+		b.WriteString("|")
+		for i, v := range row {
+			fmt.Fprintf(b, " %s |", cell(cols[i], v))
+		}
+		b.WriteString("\n")
+	}
+}
+
+// cell formats one value: durations (columns ending in _ns) in readable
+// units, shares with two decimals, text escaped and shortened.
+func cell(col string, v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		s := strings.ReplaceAll(x, "|", `\|`)
+		if len([]rune(s)) > maxCell {
+			s = string([]rune(s)[:maxCell-1]) + "…"
+		}
+		return "`" + strings.ReplaceAll(s, "`", "'") + "`"
+	case int64:
+		if strings.HasSuffix(col, "_ns") {
+			return Duration(float64(x))
+		}
+		return strconv.FormatInt(x, 10)
+	case float64:
+		if strings.HasSuffix(col, "_ns") {
+			return Duration(x)
+		}
+		return formatFloat(x)
+	}
+	return fmt.Sprint(v)
+}
+
+func formatFloat(f float64) string {
+	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		return strconv.FormatFloat(f, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(f, 'f', 2, 64)
+}
+
+// Duration formats nanoseconds with a unit: ns, us, ms or s.
+func Duration(ns float64) string {
+	a := math.Abs(ns)
+	switch {
+	case a >= 1e9:
+		return fmt.Sprintf("%.3f s", ns/1e9)
+	case a >= 1e6:
+		return fmt.Sprintf("%.3f ms", ns/1e6)
+	case a >= 1e3:
+		return fmt.Sprintf("%.1f us", ns/1e3)
+	}
+	return fmt.Sprintf("%.0f ns", ns)
+}

@@ -1,0 +1,341 @@
+package detectors
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/big"
+	"sort"
+	"strings"
+
+	"github.com/trainscope/trainscope/sql/duck"
+)
+
+// Report is everything a rendered report shows, for one or more runs.
+type Report struct {
+	Runs            []RunInfo        `json:"runs"`
+	Summary         []SummaryLine    `json:"summary"`
+	Metrics         []MetricTable    `json:"metrics"`
+	Findings        []Finding        `json:"findings"`
+	Recommendations []Recommendation `json:"recommendations"`
+}
+
+// RunInfo describes an analysed run.
+type RunInfo struct {
+	RunID     string   `json:"run_id"`
+	Ranks     []int    `json:"ranks"`
+	WorldSize int      `json:"world_size"`
+	GPUs      []string `json:"gpus"`
+	Steps     string   `json:"steps_analysed"`
+	Events    int64    `json:"events"`
+	Sources   int      `json:"sources"`
+}
+
+// SummaryLine is one statement of the summary, with the detector behind it.
+type SummaryLine struct {
+	RunID    string `json:"run_id"`
+	Text     string `json:"text"`
+	Detector string `json:"detector,omitempty"`
+}
+
+// MetricTable is a metric detector's output.
+type MetricTable struct {
+	Detector    string   `json:"detector"`
+	Category    string   `json:"category"`
+	Description string   `json:"description"`
+	Columns     []string `json:"columns"`
+	Rows        [][]any  `json:"rows"`
+}
+
+// Finding is one row of the findings table.
+type Finding struct {
+	RunID     string   `json:"run_id"`
+	Detector  string   `json:"detector"`
+	Category  string   `json:"category"`
+	Severity  string   `json:"severity"`
+	Rank      *int64   `json:"rank,omitempty"`
+	Host      string   `json:"host,omitempty"`
+	StepLo    *int64   `json:"step_lo,omitempty"`
+	StepHi    *int64   `json:"step_hi,omitempty"`
+	Subject   string   `json:"subject,omitempty"`
+	Metric    string   `json:"metric"`
+	Value     *float64 `json:"value,omitempty"`
+	Threshold *float64 `json:"threshold,omitempty"`
+	Message   string   `json:"message"`
+	Fix       string   `json:"fix,omitempty"`
+	Evidence  any      `json:"evidence,omitempty"`
+}
+
+// Recommendation is a fix, with the findings that call for it.
+type Recommendation struct {
+	Severity string   `json:"severity"`
+	Fix      string   `json:"fix"`
+	Because  []string `json:"because"`
+}
+
+func severityRank(s string) int {
+	for i, v := range Severities {
+		if v == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// BuildReport reads findings from the store and metric tables from results.
+func BuildReport(ctx context.Context, st *duck.Store, results []Result) (*Report, error) {
+	r := &Report{}
+	if err := r.loadRuns(ctx, st); err != nil {
+		return nil, err
+	}
+	for _, res := range results {
+		if res.Detector.Kind != KindMetric {
+			continue
+		}
+		t := MetricTable{Detector: res.Detector.Name, Category: res.Detector.Category,
+			Description: res.Detector.Description, Columns: res.Columns}
+		for _, row := range res.Rows {
+			out := make([]any, len(row))
+			for i, v := range row {
+				out[i] = normalize(v)
+			}
+			t.Rows = append(t.Rows, out)
+		}
+		r.Metrics = append(r.Metrics, t)
+	}
+	if err := r.loadFindings(ctx, st); err != nil {
+		return nil, err
+	}
+	r.buildSummary()
+	r.buildRecommendations()
+	return r, nil
+}
+
+func (r *Report) loadRuns(ctx context.Context, st *duck.Store) error {
+	rows, err := st.Query(ctx, `
+SELECT k.run_id, list(k.rank ORDER BY k.rank), max(k.world_size), list(DISTINCT k.gpu_name ORDER BY k.gpu_name) FILTER (WHERE k.gpu_name <> ''),
+       sum(k.events)::BIGINT, count(*),
+       (SELECT coalesce(min(step_lo)::VARCHAR || '-' || max(step_hi)::VARCHAR, 'all') FROM analysis_window w WHERE w.run_id = k.run_id)
+FROM ranks k GROUP BY k.run_id ORDER BY k.run_id`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ri RunInfo
+		var ranks, gpus any
+		var world sql.NullInt64
+		if err := rows.Scan(&ri.RunID, &ranks, &world, &gpus, &ri.Events, &ri.Sources, &ri.Steps); err != nil {
+			return err
+		}
+		for _, v := range asList(ranks) {
+			ri.Ranks = append(ri.Ranks, int(toInt(v)))
+		}
+		for _, v := range asList(gpus) {
+			if s, ok := v.(string); ok {
+				ri.GPUs = append(ri.GPUs, s)
+			}
+		}
+		ri.WorldSize = int(world.Int64)
+		r.Runs = append(r.Runs, ri)
+	}
+	return rows.Err()
+}
+
+func (r *Report) loadFindings(ctx context.Context, st *duck.Store) error {
+	rows, err := st.Query(ctx, `
+SELECT run_id, detector, category, severity, rank, host, step_lo, step_hi, subject, metric, value, threshold, message, fix, evidence
+FROM findings
+ORDER BY run_id, CASE severity WHEN 'critical' THEN 0 WHEN 'warn' THEN 1 ELSE 2 END, detector, rank NULLS FIRST, subject NULLS FIRST, message`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var f Finding
+		var rank, lo, hi sql.NullInt64
+		var host, subject, fix, evidence sql.NullString
+		var value, threshold sql.NullFloat64
+		if err := rows.Scan(&f.RunID, &f.Detector, &f.Category, &f.Severity, &rank, &host, &lo, &hi, &subject,
+			&f.Metric, &value, &threshold, &f.Message, &fix, &evidence); err != nil {
+			return err
+		}
+		f.Rank, f.StepLo, f.StepHi = optInt(rank), optInt(lo), optInt(hi)
+		f.Host, f.Subject, f.Fix = host.String, subject.String, fix.String
+		if value.Valid {
+			v := round(value.Float64)
+			f.Value = &v
+		}
+		if threshold.Valid {
+			v := round(threshold.Float64)
+			f.Threshold = &v
+		}
+		if evidence.Valid && evidence.String != "" {
+			var ev any
+			if json.Unmarshal([]byte(evidence.String), &ev) == nil {
+				f.Evidence = roundAll(ev)
+			} else {
+				f.Evidence = evidence.String
+			}
+		}
+		r.Findings = append(r.Findings, f)
+	}
+	return rows.Err()
+}
+
+func (r *Report) buildSummary() {
+	for _, run := range r.Runs {
+		for _, f := range r.Findings {
+			if f.RunID == run.RunID && f.Detector == "bottleneck_class" {
+				r.Summary = append(r.Summary, SummaryLine{RunID: run.RunID, Text: f.Message, Detector: f.Detector})
+			}
+		}
+		counts := map[string]int{}
+		for _, f := range r.Findings {
+			if f.RunID == run.RunID && f.Category != "summary" {
+				counts[f.Severity]++
+			}
+		}
+		var parts []string
+		for i := len(Severities) - 1; i >= 0; i-- {
+			if n := counts[Severities[i]]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", n, Severities[i]))
+			}
+		}
+		text := "no findings above their thresholds"
+		if len(parts) > 0 {
+			text = "findings: " + strings.Join(parts, ", ")
+		}
+		r.Summary = append(r.Summary, SummaryLine{RunID: run.RunID, Text: text})
+	}
+}
+
+func (r *Report) buildRecommendations() {
+	byFix := map[string]*Recommendation{}
+	var order []string
+	for _, f := range r.Findings {
+		if f.Fix == "" {
+			continue
+		}
+		rec, ok := byFix[f.Fix]
+		if !ok {
+			rec = &Recommendation{Severity: f.Severity, Fix: f.Fix}
+			byFix[f.Fix] = rec
+			order = append(order, f.Fix)
+		}
+		if severityRank(f.Severity) > severityRank(rec.Severity) {
+			rec.Severity = f.Severity
+		}
+		who := f.Detector
+		if f.Rank != nil {
+			who += fmt.Sprintf(" (rank %d)", *f.Rank)
+		}
+		rec.Because = append(rec.Because, who)
+	}
+	for _, k := range order {
+		r.Recommendations = append(r.Recommendations, *byFix[k])
+	}
+	sort.SliceStable(r.Recommendations, func(i, j int) bool {
+		a, b := r.Recommendations[i], r.Recommendations[j]
+		if severityRank(a.Severity) != severityRank(b.Severity) {
+			return severityRank(a.Severity) > severityRank(b.Severity)
+		}
+		return len(a.Because) > len(b.Because)
+	})
+}
+
+func optInt(v sql.NullInt64) *int64 {
+	if !v.Valid {
+		return nil
+	}
+	x := v.Int64
+	return &x
+}
+
+func asList(v any) []any {
+	if l, ok := v.([]any); ok {
+		return l
+	}
+	return nil
+}
+
+func toInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case int32:
+		return int64(x)
+	case int:
+		return int64(x)
+	case float64:
+		return int64(x)
+	}
+	return 0
+}
+
+// normalize turns database values into JSON-stable Go values: integers as
+// int64, floats rounded to 4 decimals.
+func normalize(v any) any {
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case int8:
+		return int64(x)
+	case int16:
+		return int64(x)
+	case int32:
+		return int64(x)
+	case int64:
+		return x
+	case uint8:
+		return int64(x)
+	case uint16:
+		return int64(x)
+	case uint32:
+		return int64(x)
+	case uint64:
+		return int64(x)
+	case float32:
+		return round(float64(x))
+	case float64:
+		return round(x)
+	case []byte:
+		return string(x)
+	case *big.Int:
+		if x.IsInt64() {
+			return x.Int64()
+		}
+		f, _ := new(big.Float).SetInt(x).Float64()
+		return f
+	case interface{ Float64() float64 }:
+		return round(x.Float64())
+	case fmt.Stringer:
+		return x.String()
+	}
+	return v
+}
+
+func round(f float64) float64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0
+	}
+	return math.Round(f*1e4) / 1e4
+}
+
+func roundAll(v any) any {
+	switch x := v.(type) {
+	case float64:
+		return round(x)
+	case map[string]any:
+		for k, e := range x {
+			x[k] = roundAll(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = roundAll(e)
+		}
+	}
+	return v
+}

@@ -1,0 +1,230 @@
+package detectors
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/trainscope/trainscope/sql/duck"
+)
+
+// Window selects the steps detectors look at. Zero values mean the default:
+// every step but the last when a rank has two or more (the last one is
+// often cut short by the profiler), else the whole trace.
+type Window struct {
+	StepLo, StepHi int
+	Set            bool
+}
+
+// Result is one detector's output.
+type Result struct {
+	Detector *Detector
+	Columns  []string
+	Rows     [][]any
+	Elapsed  time.Duration
+}
+
+// keyColumns of metric rows; every other column is a number.
+var metricKeys = map[string]bool{"run_id": true, "rank": true, "step_lo": true, "step_hi": true, "subject": true}
+
+// findingColumns a finding detector may return.
+var findingColumns = map[string]bool{"run_id": true, "rank": true, "host": true, "step_lo": true, "step_hi": true,
+	"subject": true, "metric": true, "value": true, "threshold": true, "message": true, "severity": true,
+	"fix": true, "evidence": true}
+
+// SetWindow fills analysis_window for every rank in the database.
+func SetWindow(ctx context.Context, st *duck.Store, w Window) error {
+	if err := st.Exec(ctx, "DELETE FROM analysis_window"); err != nil {
+		return err
+	}
+	if w.Set {
+		return st.Exec(ctx, `INSERT INTO analysis_window SELECT run_id, rank, ?, ? FROM ranks`, w.StepLo, w.StepHi)
+	}
+	return st.Exec(ctx, `
+INSERT INTO analysis_window
+SELECT r.run_id, r.rank,
+       CASE WHEN count(s.step) >= 2 THEN min(s.step) END,
+       CASE WHEN count(s.step) >= 2 THEN max(s.step) FILTER (WHERE s.step < (SELECT max(step) FROM steps x WHERE x.run_id = r.run_id AND x.rank = r.rank)) END
+FROM ranks r LEFT JOIN steps s ON s.run_id = r.run_id AND s.rank = r.rank
+GROUP BY r.run_id, r.rank`)
+}
+
+// Run runs every detector of the set, metrics first (findings may read the
+// metrics table), replacing earlier results of the same runs.
+func (s *Set) Run(ctx context.Context, st *duck.Store) ([]Result, error) {
+	if err := st.Exec(ctx, "DELETE FROM findings WHERE run_id IN (SELECT run_id FROM ranks)"); err != nil {
+		return nil, err
+	}
+	if err := st.Exec(ctx, "DELETE FROM metrics WHERE run_id IN (SELECT run_id FROM ranks)"); err != nil {
+		return nil, err
+	}
+	var out []Result
+	for _, kind := range []string{KindMetric, KindFinding} {
+		for _, d := range s.Detectors {
+			if d.Kind != kind {
+				continue
+			}
+			r, err := d.run(ctx, st)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func (d *Detector) args() []any {
+	var args []any
+	for _, p := range d.Params {
+		args = append(args, sql.Named(p.Name, p.Value))
+	}
+	return args
+}
+
+func (d *Detector) run(ctx context.Context, st *duck.Store) (Result, error) {
+	start := time.Now()
+	res := Result{Detector: d}
+	where := fmt.Sprintf("detector %s (%s:%d)", d.Name, d.File, d.Line)
+	if err := st.Exec(ctx, "CREATE OR REPLACE TEMP TABLE _detector_out AS "+d.SQL, d.args()...); err != nil {
+		return res, fmt.Errorf("%s: %w", where, err)
+	}
+	rows, err := st.Query(ctx, "SELECT * FROM _detector_out")
+	if err != nil {
+		return res, fmt.Errorf("%s: %w", where, err)
+	}
+	cols, err := rows.ColumnTypes()
+	if err != nil {
+		rows.Close()
+		return res, err
+	}
+	for _, c := range cols {
+		res.Columns = append(res.Columns, c.Name())
+	}
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			rows.Close()
+			return res, fmt.Errorf("%s: %w", where, err)
+		}
+		res.Rows = append(res.Rows, vals)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return res, fmt.Errorf("%s: %w", where, err)
+	}
+	if err := d.store(ctx, st, cols); err != nil {
+		return res, fmt.Errorf("%s: %w", where, err)
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// store copies _detector_out into metrics or findings.
+func (d *Detector) store(ctx context.Context, st *duck.Store, cols []*sql.ColumnType) error {
+	has := map[string]bool{}
+	for _, c := range cols {
+		has[c.Name()] = true
+	}
+	if !has["run_id"] {
+		return fmt.Errorf("output has no run_id column")
+	}
+	col := func(name, def string) string {
+		if has[name] {
+			return name
+		}
+		return def + " AS " + name
+	}
+	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+	if d.Kind == KindMetric {
+		var numeric, text []string
+		for _, c := range cols {
+			if metricKeys[c.Name()] && c.Name() != "subject" {
+				continue
+			}
+			switch strings.ToUpper(c.DatabaseTypeName()) {
+			case "VARCHAR":
+				text = append(text, `"`+c.Name()+`"`)
+			case "BOOLEAN", "BLOB", "DATE", "TIMESTAMP", "LIST", "STRUCT", "MAP":
+				return fmt.Errorf("metric column %q is %s; metric detectors return numbers, and text columns that name what was measured", c.Name(), c.DatabaseTypeName())
+			default:
+				numeric = append(numeric, c.Name())
+			}
+		}
+		if len(numeric) == 0 {
+			return nil
+		}
+		subject := "NULL::VARCHAR"
+		if len(text) > 0 {
+			subject = "concat_ws(' | ', " + strings.Join(text, ", ") + ")"
+		}
+		q := fmt.Sprintf(`INSERT INTO metrics (run_id, detector, rank, step_lo, step_hi, subject, metric, value)
+SELECT run_id, %s, %s, %s, %s, %s, u.m.metric, u.m.value
+FROM _detector_out, LATERAL (SELECT unnest([%s]) AS m) u`,
+			quote(d.Name), col("rank", "NULL::INTEGER"), col("step_lo", "NULL::INTEGER"), col("step_hi", "NULL::INTEGER"),
+			subject, structList(numeric, quote))
+		return st.Exec(ctx, q)
+	}
+	for _, c := range cols {
+		if !findingColumns[c.Name()] {
+			return fmt.Errorf("finding column %q is not one of run_id, rank, host, step_lo, step_hi, subject, metric, value, threshold, message, severity, fix, evidence", c.Name())
+		}
+	}
+	for _, need := range []string{"metric", "value", "message"} {
+		if !has[need] {
+			return fmt.Errorf("finding detectors must return a %s column", need)
+		}
+	}
+	sev := quote(d.Severity)
+	if has["severity"] {
+		sev = "coalesce(severity, " + sev + ")"
+	}
+	fix := quote(d.Fix)
+	if has["fix"] {
+		fix = "coalesce(fix, " + fix + ")"
+	}
+	q := fmt.Sprintf(`INSERT INTO findings (run_id, detector, category, severity, rank, host, step_lo, step_hi, subject, metric, value, threshold, message, fix, evidence)
+SELECT run_id, %s, %s, %s, %s, %s, %s, %s, %s, metric, value::DOUBLE, %s, message, nullif(%s, ''), %s FROM _detector_out`,
+		quote(d.Name), quote(d.Category), sev, col("rank", "NULL::INTEGER"), col("host", "NULL::VARCHAR"),
+		col("step_lo", "NULL::INTEGER"), col("step_hi", "NULL::INTEGER"), col("subject", "NULL::VARCHAR"),
+		thresholdExpr(has), fix, evidenceExpr(has))
+	return st.Exec(ctx, q)
+}
+
+func thresholdExpr(has map[string]bool) string {
+	if has["threshold"] {
+		return "threshold::DOUBLE"
+	}
+	return "NULL::DOUBLE"
+}
+
+func evidenceExpr(has map[string]bool) string {
+	if has["evidence"] {
+		return "evidence::VARCHAR"
+	}
+	return "NULL::VARCHAR"
+}
+
+func structList(numeric []string, quote func(string) string) string {
+	parts := make([]string, 0, len(numeric))
+	for _, c := range numeric {
+		parts = append(parts, fmt.Sprintf("{'metric': %s, 'value': \"%s\"::DOUBLE}", quote(c), c))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Check runs the detector against st (normally an empty database with the
+// schema) and reports SQL and output-shape errors with the file and line.
+func (d *Detector) Check(ctx context.Context, st *duck.Store) error {
+	_, err := d.run(ctx, st)
+	if err != nil {
+		return &LoadError{File: d.File, Line: d.Line, Msg: strings.TrimPrefix(err.Error(), fmt.Sprintf("detector %s (%s:%d): ", d.Name, d.File, d.Line))}
+	}
+	return nil
+}

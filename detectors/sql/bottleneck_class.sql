@@ -1,0 +1,74 @@
+-- name: bottleneck_class
+-- category: summary
+-- kind: finding
+-- severity: info
+-- description: the run's primary bottleneck class (communication, sync, launch-overhead, host, or GPU-bound) and the evidence that decided it, checked in that order
+-- threshold: comm_ratio = 0.10  # worst rank's exposed communication / GPU span
+-- threshold: idle_ratio = 0.20  # mean GPU idle / GPU span
+-- threshold: sync_ratio = 0.05  # worst rank's host time in synchronizing calls / GPU span
+-- threshold: short_ratio = 0.30  # mean share of kernels shorter than their launch
+WITH t AS (
+    SELECT run_id,
+           avg(value) FILTER (WHERE metric = 'idle_pct') / 100 AS idle,
+           avg(value) FILTER (WHERE metric = 'compute_pct') / 100 AS compute,
+           avg(value) FILTER (WHERE metric = 'non_compute_pct') / 100 AS non_compute,
+           count(DISTINCT rank) AS ranks
+    FROM metrics WHERE detector = 'temporal_breakdown'
+    GROUP BY run_id
+), c AS (
+    SELECT run_id, max(value) / 100 AS exposed, arg_max(rank, value) AS worst_rank
+    FROM metrics WHERE detector = 'comm_comp_overlap' AND metric = 'exposed_comm_pct'
+    GROUP BY run_id
+), l AS (
+    SELECT run_id, avg(value) / 100 AS short
+    FROM metrics WHERE detector = 'kernel_launch_stats' AND metric = 'short_pct'
+    GROUP BY run_id
+), sy AS (
+    SELECT h.run_id, h.rank, sum(h.dur) AS sync_ns, count(*) AS calls
+    FROM host_window h
+    WHERE h.kind IN ('runtime', 'driver')
+      AND (h.name LIKE '%Synchronize%' OR h.name IN ('cudaMemcpy', 'hipMemcpy', 'cudaMemset', 'hipMemset'))
+    GROUP BY h.run_id, h.rank
+), s AS (
+    SELECT sy.run_id, max(sy.sync_ns / sp.span_ns) AS sync, arg_max(sy.rank, sy.sync_ns / sp.span_ns) AS worst_rank,
+           sum(sy.calls) AS calls
+    FROM sy JOIN gpu_span sp ON sp.run_id = sy.run_id AND sp.rank = sy.rank
+    GROUP BY sy.run_id
+), j AS (
+    SELECT t.run_id, t.ranks, t.idle, t.compute, t.non_compute,
+           coalesce(c.exposed, 0) AS exposed, c.worst_rank AS comm_rank,
+           coalesce(l.short, 0) AS short,
+           coalesce(s.sync, 0) AS sync, s.worst_rank AS sync_rank, coalesce(s.calls, 0) AS sync_calls
+    FROM t LEFT JOIN c USING (run_id) LEFT JOIN l USING (run_id) LEFT JOIN s USING (run_id)
+), k AS (
+    SELECT *,
+           CASE WHEN exposed >= $comm_ratio THEN 'communication-bound'
+                WHEN idle >= $idle_ratio AND sync >= $sync_ratio THEN 'sync-bound'
+                WHEN idle >= $idle_ratio AND short >= $short_ratio THEN 'launch-overhead-bound'
+                WHEN idle >= $idle_ratio THEN 'host-bound'
+                ELSE 'gpu-bound' END AS class
+    FROM j
+)
+SELECT run_id,
+       class AS subject,
+       'bottleneck_class' AS metric,
+       CASE class WHEN 'communication-bound' THEN exposed WHEN 'sync-bound' THEN sync
+                  WHEN 'launch-overhead-bound' THEN short WHEN 'host-bound' THEN idle ELSE compute END AS value,
+       CASE class WHEN 'communication-bound' THEN $comm_ratio WHEN 'sync-bound' THEN $sync_ratio
+                  WHEN 'launch-overhead-bound' THEN $short_ratio WHEN 'host-bound' THEN $idle_ratio END AS threshold,
+       CASE class
+           WHEN 'communication-bound' THEN printf('communication-bound: on rank %d, %.1f%% of the GPU span is communication that no compute hides (threshold %.0f%%); GPU idle averages %.1f%% over %d ranks',
+                                                  comm_rank, 100 * exposed, 100 * $comm_ratio, 100 * idle, ranks)
+           WHEN 'sync-bound' THEN printf('sync-bound: the GPU is idle %.1f%% of its span and rank %d spends %.1f%% of it in %d synchronizing calls (threshold %.0f%%)',
+                                         100 * idle, sync_rank, 100 * sync, sync_calls::BIGINT, 100 * $sync_ratio)
+           WHEN 'launch-overhead-bound' THEN printf('launch-overhead-bound: the GPU is idle %.1f%% of its span and %.0f%% of kernels run shorter than their launch call (thresholds %.0f%% and %.0f%%)',
+                                                    100 * idle, 100 * short, 100 * $idle_ratio, 100 * $short_ratio)
+           WHEN 'host-bound' THEN printf('host-bound: the GPU is idle %.1f%% of its span (threshold %.0f%%) while kernels are not short and synchronization is low: the CPU side (Python, data loading) sets the pace',
+                                         100 * idle, 100 * $idle_ratio)
+           ELSE printf('GPU-bound: kernels keep the GPU busy %.1f%% of its span (compute %.1f%%, communication or memory only %.1f%%); whether compute or memory bandwidth limits them needs hardware counters (DCGM, Nsight Compute), which this trace does not carry',
+                       100 * (1 - idle), 100 * compute, 100 * non_compute)
+       END AS message,
+       json_object('idle_ratio', round(idle, 4), 'compute_ratio', round(compute, 4), 'exposed_comm_ratio', round(exposed, 4),
+                   'short_kernel_ratio', round(short, 4), 'sync_ratio', round(sync, 4), 'ranks', ranks)::VARCHAR AS evidence
+FROM k
+ORDER BY run_id

@@ -1,0 +1,35 @@
+-- name: comm_exposed_ratio
+-- category: communication
+-- kind: finding
+-- severity: warn
+-- description: ranks whose communication not hidden behind compute takes at least the threshold share of the GPU span
+-- threshold: min_ratio = 0.10  # exposed communication / GPU span
+-- fix: overlap communication with compute: bucket gradients so all-reduce starts during backward (DDP bucket_cap_mb, FSDP backward_prefetch), prefetch parameters (FSDP forward_prefetch), or cut communicated bytes (bf16 reduce, gradient compression, less tensor parallelism across slow links)
+WITH m AS (
+    SELECT run_id, rank,
+           max(value) FILTER (WHERE metric = 'exposed_comm_ns') AS exposed_ns,
+           max(value) FILTER (WHERE metric = 'comm_ns') AS comm_ns,
+           max(value) FILTER (WHERE metric = 'overlap_pct') AS overlap_pct,
+           max(value) FILTER (WHERE metric = 'exposed_comm_pct') AS exposed_pct
+    FROM metrics
+    WHERE detector = 'comm_comp_overlap'
+    GROUP BY run_id, rank
+), top AS (
+    SELECT run_id, rank, string_agg(coll || ' ' || fmt_ns(t), ', ' ORDER BY t DESC) AS colls
+    FROM (SELECT run_id, rank, coalesce(coll_name, name) AS coll, sum(dur) AS t
+          FROM gpu_window WHERE class = 'COMM' GROUP BY run_id, rank, coalesce(coll_name, name)
+          QUALIFY row_number() OVER (PARTITION BY run_id, rank ORDER BY sum(dur) DESC) <= 3)
+    GROUP BY run_id, rank
+)
+SELECT m.run_id, m.rank,
+       'exposed_comm_ratio' AS metric,
+       m.exposed_pct / 100 AS value,
+       $min_ratio AS threshold,
+       CASE WHEN m.exposed_pct / 100 >= 2 * $min_ratio THEN 'critical' END AS severity,
+       printf('rank %d: %.1f%% of the GPU span is communication that no compute overlaps (%s exposed of %s communicating; %.1f%% overlapped)',
+              m.rank, m.exposed_pct, fmt_ns(m.exposed_ns), fmt_ns(m.comm_ns), m.overlap_pct) AS message,
+       json_object('exposed_comm_ns', m.exposed_ns, 'comm_ns', m.comm_ns, 'overlap_pct', round(m.overlap_pct, 2),
+                   'top_collectives', t.colls)::VARCHAR AS evidence
+FROM m LEFT JOIN top t ON t.run_id = m.run_id AND t.rank = m.rank
+WHERE m.exposed_pct / 100 >= $min_ratio
+ORDER BY m.run_id, m.rank

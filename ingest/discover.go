@@ -1,0 +1,77 @@
+package ingest
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// traceLike reports whether a file name looks like an artifact the readers
+// take (or one they refuse with a useful error, like a pickle).
+func traceLike(name string) bool {
+	low := strings.ToLower(name)
+	for _, suf := range []string{".json", ".json.gz", ".pickle", ".pkl", ".raw.gz"} {
+		if strings.HasSuffix(low, suf) {
+			return true
+		}
+	}
+	return false
+}
+
+// Discover expands the paths a user gave: files are taken as they are,
+// folders are walked for trace-like files (*.json, *.json.gz, and *.pickle
+// or *.pkl so that those get their explanation). The result is sorted and
+// has no duplicates.
+func Discover(paths []string) ([]string, error) {
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("no input: give trace files or folders")
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !st.IsDir() {
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+			continue
+		}
+		var found []string
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				if path != p && strings.HasPrefix(d.Name(), ".") {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if traceLike(d.Name()) {
+				found = append(found, path)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(found) == 0 {
+			return nil, fmt.Errorf("%s: no traces in this folder (looked for *.json, *.json.gz, *.pt.trace.json[.gz])", p)
+		}
+		sort.Strings(found)
+		for _, f := range found {
+			if !seen[f] {
+				seen[f] = true
+				out = append(out, f)
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,567 @@
+package kineto
+
+import (
+	"bytes"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/trainscope/trainscope/gpu"
+	"github.com/trainscope/trainscope/stream"
+)
+
+// builder turns parsed events into the trace's column tables.
+type builder struct {
+	t   *Trace
+	str *stream.Strings
+	s   *stream.SliceTable
+
+	kindByCat map[int32]int32 // cat id -> kind id (for cats whose kind does not depend on the name)
+	names     map[int32]nameInfo
+	kinds     map[string]int32
+	strTIDs   map[string]int64
+
+	cpuSteps, gpuSteps map[int32]*span
+	flows              []flow
+	open               map[[2]int64][]pending // B events waiting for their E
+
+	counts   map[int32]int // per kind id
+	nEvents  int
+	phCounts [256]int
+
+	timelineTotals map[int64]int64
+	memMetrics     [4]int32
+}
+
+type span struct{ start, end int64 }
+
+type flow struct {
+	id, pid, tid, ts int64
+	ph               byte
+}
+
+type pending struct {
+	name, cat int32
+	ts        int64
+}
+
+// nameInfo caches what a kernel or memcpy name says.
+type nameInfo struct {
+	comm      bool
+	coll      int32 // collective name id (0 = none)
+	algo      int32
+	proto     int32
+	copyKind  int32
+	hostMem   int32
+	stepNo    int32 // N of "ProfilerStep#N", or -1
+	recParams bool  // record_param_comms
+}
+
+func (b *builder) init(t *Trace) {
+	b.t = t
+	b.str = t.Str
+	b.s = t.Slices
+	b.kindByCat = map[int32]int32{}
+	b.names = map[int32]nameInfo{}
+	b.kinds = map[string]int32{}
+	b.strTIDs = map[string]int64{}
+	b.cpuSteps = map[int32]*span{}
+	b.gpuSteps = map[int32]*span{}
+	b.counts = map[int32]int{}
+	for _, k := range []string{stream.KindKernel, stream.KindComm, stream.KindMemcpy, stream.KindMemset,
+		stream.KindRuntime, stream.KindDriver, stream.KindCPUOp, stream.KindPython, stream.KindAnnotation,
+		stream.KindGPUAnnotation, stream.KindSync, stream.KindOther} {
+		b.kinds[k] = b.str.ID(k)
+	}
+	for i, m := range []string{"memory_allocated_bytes", "memory_reserved_bytes", "cpu_memory_allocated_bytes", "cpu_memory_reserved_bytes"} {
+		b.memMetrics[i] = b.str.ID(m)
+	}
+}
+
+// kindForCat maps a Kineto category to a slice kind; kernels are refined
+// by name later.
+func kindForCat(cat string) string {
+	switch strings.ToLower(cat) {
+	case "kernel":
+		return stream.KindKernel
+	case "gpu_memcpy", "memcpy":
+		return stream.KindMemcpy
+	case "gpu_memset", "memset":
+		return stream.KindMemset
+	case "cuda_runtime", "runtime", "mtia_runtime", "cuda_profiler_range":
+		return stream.KindRuntime
+	case "cuda_driver":
+		return stream.KindDriver
+	case "cpu_op", "operator":
+		return stream.KindCPUOp
+	case "python_function":
+		return stream.KindPython
+	case "user_annotation":
+		return stream.KindAnnotation
+	case "gpu_user_annotation":
+		return stream.KindGPUAnnotation
+	case "cuda_sync":
+		return stream.KindSync
+	}
+	return stream.KindOther
+}
+
+func (b *builder) intern(raw []byte, esc bool) int32 {
+	if esc {
+		return b.str.ID(unescape(raw))
+	}
+	return b.str.IDBytes(raw)
+}
+
+func (b *builder) nameInfo(id int32, kind string) nameInfo {
+	if ni, ok := b.names[id]; ok {
+		return ni
+	}
+	name := b.str.Get(id)
+	ni := nameInfo{stepNo: -1}
+	if n, ok := strings.CutPrefix(name, "ProfilerStep#"); ok {
+		if v, err := strconv.Atoi(strings.TrimSpace(n)); err == nil {
+			ni.stepNo = int32(v)
+		}
+	}
+	ni.recParams = name == "record_param_comms"
+	if kind == stream.KindKernel && gpu.IsCollectiveKernel(name) {
+		ni.comm = true
+		c := gpu.ParseCollectiveKernel(name)
+		ni.coll = b.optID(c.Name)
+		ni.algo = b.optID(c.Algo)
+		ni.proto = b.optID(c.Protocol)
+	}
+	if kind == stream.KindMemcpy || kind == stream.KindMemset {
+		c := gpu.ParseCopy(name)
+		ni.copyKind = b.optID(c.Kind)
+		ni.hostMem = b.optID(c.HostMem)
+	}
+	b.names[id] = ni
+	return ni
+}
+
+func (b *builder) optID(s string) int32 {
+	if s == "" {
+		return 0
+	}
+	return b.str.ID(s)
+}
+
+func (b *builder) tid(e *event) int64 {
+	if e.tidStr == nil || e.tid != -1 {
+		return e.tid
+	}
+	if v, ok := b.strTIDs[string(e.tidStr)]; ok {
+		return v
+	}
+	v := -1000 - int64(len(b.strTIDs))
+	name := string(e.tidStr)
+	b.strTIDs[name] = v
+	b.t.ThreadNames[v] = name
+	return v
+}
+
+// commit stores one parsed event. off is its end offset, for errors.
+func (b *builder) commit(e *event, off int64) {
+	b.nEvents++
+	b.phCounts[e.ph]++
+	switch e.ph {
+	case 'X':
+		b.slice(e, e.ts, e.dur)
+	case 'B':
+		key := [2]int64{e.pid, b.tid(e)}
+		b.open[key] = append(b.lazyOpen()[key], pending{name: b.intern(e.name, e.nameEsc), cat: b.str.IDBytes(e.cat), ts: e.ts})
+	case 'E':
+		key := [2]int64{e.pid, b.tid(e)}
+		st := b.lazyOpen()[key]
+		if len(st) == 0 {
+			return
+		}
+		top := st[len(st)-1]
+		b.open[key] = st[:len(st)-1]
+		e.name, e.nameEsc = []byte(b.str.Get(top.name)), false
+		e.cat = []byte(b.str.Get(top.cat))
+		b.slice(e, top.ts, e.ts-top.ts)
+	case 'i', 'I':
+		b.instant(e)
+	case 'C':
+		for k := range e.nCounters {
+			name := string(e.name)
+			if !bytes.Equal(e.counterNames[k], []byte("value")) || e.nCounters > 1 {
+				name += "." + string(e.counterNames[k])
+			}
+			b.counter(-1, e.ts, b.str.ID(name), e.counterVals[k])
+		}
+	case 's', 'f', 't':
+		cat := e.cat
+		if bytes.Equal(cat, []byte("ac2g")) || bytes.Equal(cat, []byte("async_cpu_to_gpu")) {
+			if e.hasID {
+				b.flows = append(b.flows, flow{id: e.id, pid: e.pid, tid: b.tid(e), ts: e.ts, ph: e.ph})
+			}
+		}
+	case 'M':
+		b.metadata(e)
+	}
+}
+
+func (b *builder) lazyOpen() map[[2]int64][]pending {
+	if b.open == nil {
+		b.open = map[[2]int64][]pending{}
+	}
+	return b.open
+}
+
+func (b *builder) metadata(e *event) {
+	if e.args.has&aName == 0 {
+		return
+	}
+	switch string(e.name) {
+	case "thread_name":
+		b.t.ThreadNames[b.tid(e)] = string(e.args.name)
+	case "process_name":
+		b.t.ProcessNames[e.pid] = string(e.args.name)
+	}
+}
+
+func (b *builder) instant(e *event) {
+	if bytes.Equal(e.name, []byte("Record Window End")) {
+		b.t.Complete = true
+		return
+	}
+	if !bytes.Equal(e.name, []byte("[memory]")) {
+		return
+	}
+	a := &e.args
+	cpu := a.has&aDeviceType != 0 && a.deviceType == 0
+	dev := int64(-1)
+	if a.has&aDeviceID != 0 && !cpu {
+		dev = a.deviceID
+	}
+	off := 0
+	if cpu {
+		off = 2
+	}
+	if a.has&aTotalAllocated != 0 {
+		b.counter(dev, e.ts, b.memMetrics[off], float64(a.totalAllocated))
+	}
+	if a.has&aTotalReserved != 0 {
+		b.counter(dev, e.ts, b.memMetrics[off+1], float64(a.totalReserved))
+	}
+}
+
+func (b *builder) counter(dev, ts int64, metric int32, v float64) {
+	c := &b.t.Counters
+	c.Device.AppendOpt(int32(dev), dev >= 0)
+	c.TS.Append(ts)
+	c.Metric.Append(metric)
+	c.Value.Append(v)
+}
+
+// timeline stores one memory-timeline entry [ts, action, bytes, category]
+// as the running total of its category.
+func (b *builder) timeline(v [4]int64) {
+	if b.timelineTotals == nil {
+		b.timelineTotals = map[int64]int64{}
+	}
+	b.nEvents++
+	b.timelineTotals[v[3]] += v[2]
+	metric := b.str.ID("memory_timeline_bytes." + timelineCategory(v[3]))
+	b.counter(-1, v[0], metric, float64(b.timelineTotals[v[3]]))
+}
+
+// timelineCategory names the categories of torch.profiler's memory timeline.
+func timelineCategory(c int64) string {
+	names := [...]string{"parameter", "optimizer_state", "input", "temporary", "activation", "gradient", "autograd_detail"}
+	if c >= 0 && int(c) < len(names) {
+		return names[c]
+	}
+	return "unknown"
+}
+
+func (b *builder) slice(e *event, ts, dur int64) {
+	s := b.s
+	catID := b.str.IDBytes(e.cat)
+	nameID := b.intern(e.name, e.nameEsc)
+	kindID, ok := b.kindByCat[catID]
+	if !ok {
+		kindID = b.kinds[kindForCat(b.str.Get(catID))]
+		b.kindByCat[catID] = kindID
+	}
+	kind := b.str.Get(kindID)
+	ni := nameInfo{stepNo: -1}
+	switch kind {
+	case stream.KindKernel, stream.KindMemcpy, stream.KindMemset, stream.KindAnnotation, stream.KindGPUAnnotation, stream.KindCPUOp:
+		ni = b.nameInfo(nameID, kind)
+		if ni.comm {
+			kindID = b.kinds[stream.KindComm]
+			kind = stream.KindComm
+		}
+	}
+	b.counts[kindID]++
+	a := &e.args
+	s.Kind.Append(kindID)
+	s.Cat.Append(catID)
+	s.Name.Append(nameID)
+	s.TS.Append(ts)
+	s.Dur.Append(max(dur, 0))
+	s.PID.Append(e.pid)
+	s.TID.Append(b.tid(e))
+	gpuSide := kind == stream.KindKernel || kind == stream.KindComm || kind == stream.KindMemcpy || kind == stream.KindMemset
+	switch {
+	case a.has&aDevice != 0:
+		s.Device.Append(int32(a.device))
+	case gpuSide || kind == stream.KindGPUAnnotation:
+		s.Device.Append(int32(e.pid))
+	default:
+		s.Device.AppendNull()
+	}
+	switch {
+	case a.has&aStream != 0:
+		s.Stream.Append(a.stream)
+	case gpuSide || kind == stream.KindGPUAnnotation:
+		s.Stream.Append(b.tid(e))
+	default:
+		s.Stream.AppendNull()
+	}
+	s.Correlation.AppendOpt(a.correlation, a.has&aCorrelation != 0)
+	s.ExternalID.AppendOpt(a.externalID, a.has&aExternalID != 0)
+	hasGrid, hasBlock := a.has&aGrid != 0, a.has&aBlock != 0
+	s.GridX.AppendOpt(int32(a.grid[0]), hasGrid)
+	s.GridY.AppendOpt(int32(a.grid[1]), hasGrid)
+	s.GridZ.AppendOpt(int32(a.grid[2]), hasGrid)
+	s.BlockX.AppendOpt(int32(a.block[0]), hasBlock)
+	s.BlockY.AppendOpt(int32(a.block[1]), hasBlock)
+	s.BlockZ.AppendOpt(int32(a.block[2]), hasBlock)
+	s.Registers.AppendOpt(int32(a.registers), a.has&aRegisters != 0)
+	s.SharedMem.AppendOpt(a.sharedMem, a.has&aSharedMem != 0)
+	s.Occupancy.AppendOpt(a.occupancy, a.has&aOccupancy != 0)
+	s.Bytes.AppendOpt(a.bytes, a.has&aBytes != 0)
+	s.CopyKind.AppendOpt(ni.copyKind, ni.copyKind != 0)
+	s.HostMem.AppendOpt(ni.hostMem, ni.hostMem != 0)
+
+	coll := ni.coll
+	if a.has&aCollName != 0 && len(a.collName) > 0 {
+		coll = b.str.ID(gpu.NormalizeCollective(string(a.collName)))
+	}
+	s.CollName.AppendOpt(coll, coll != 0)
+	s.CollInElems.AppendOpt(a.inElems, a.has&aInElems != 0)
+	s.CollOutElems.AppendOpt(a.outElems, a.has&aOutElems != 0)
+	b.optDict(&s.CollDtype, a.dtype, a.has&aDtype != 0)
+	s.CollGroupSize.AppendOpt(int32(a.groupSize), a.has&aGroupSize != 0)
+	b.optDict(&s.PGName, a.pgName, a.has&aPGName != 0)
+	b.optDict(&s.PGDesc, a.pgDesc, a.has&aPGDesc != 0)
+	b.optDict(&s.PGRanks, a.pgRanks, a.has&aPGRanks != 0)
+	s.CollAlgo.AppendOpt(ni.algo, ni.algo != 0)
+	s.CollProto.AppendOpt(ni.proto, ni.proto != 0)
+
+	if ni.stepNo >= 0 {
+		steps := b.cpuSteps
+		if kind == stream.KindGPUAnnotation {
+			steps = b.gpuSteps
+		}
+		if sp, ok := steps[ni.stepNo]; ok {
+			sp.start = min(sp.start, ts)
+			sp.end = max(sp.end, ts+dur)
+		} else {
+			steps[ni.stepNo] = &span{ts, ts + dur}
+		}
+	}
+}
+
+func (b *builder) optDict(col *stream.Dict, raw []byte, ok bool) {
+	if !ok || raw == nil {
+		col.AppendNull()
+		return
+	}
+	col.Append(b.str.IDBytes(raw))
+}
+
+// finish resolves everything that needs the whole file: the rank, the time
+// base, steps, launches and the step of every slice.
+func (b *builder) finish(opt Options) error {
+	t := b.t
+	b.resolveRank(opt)
+	s := b.s
+	n := s.Len()
+	if t.HasBaseTime && t.BaseTimeNS != 0 {
+		base := t.BaseTimeNS
+		for i := range s.TS.V {
+			s.TS.V[i] += base
+		}
+		for i := range t.Counters.TS.V {
+			t.Counters.TS.V[i] += base
+		}
+		for _, m := range []map[int32]*span{b.cpuSteps, b.gpuSteps} {
+			for _, sp := range m {
+				sp.start += base
+				sp.end += base
+			}
+		}
+		for i := range b.flows {
+			b.flows[i].ts += base
+		}
+	}
+	if t.Format == FormatMemoryTimeline {
+		b.fixTimelineTimes()
+	}
+
+	steps := b.cpuSteps
+	if len(steps) == 0 {
+		steps = b.gpuSteps
+	}
+	nums := make([]int32, 0, len(steps))
+	for k := range steps {
+		nums = append(nums, k)
+	}
+	slices.SortFunc(nums, func(x, y int32) int {
+		if c := steps[x].start - steps[y].start; c != 0 {
+			if c < 0 {
+				return -1
+			}
+			return 1
+		}
+		return int(x - y)
+	})
+	for _, k := range nums {
+		t.Steps.Step.Append(k)
+		t.Steps.Start.Append(steps[k].start)
+		t.Steps.End.Append(steps[k].end)
+	}
+
+	b.bindFlows()
+	b.assignSteps(n)
+
+	t.StartNS, t.EndNS = 0, 0
+	other := b.kinds[stream.KindOther]
+	first := true
+	for i := range n {
+		if s.Kind.V[i] == other {
+			continue
+		}
+		st, en := s.TS.V[i], s.TS.V[i]+s.Dur.V[i]
+		if first || st < t.StartNS {
+			t.StartNS = st
+		}
+		if first || en > t.EndNS {
+			t.EndNS = en
+		}
+		first = false
+	}
+
+	t.Counts["events"] = b.nEvents
+	for _, ph := range []byte("XBEiICMstf") {
+		if b.phCounts[ph] > 0 {
+			t.Counts[string(ph)] = b.phCounts[ph]
+		}
+	}
+	for id, c := range b.counts {
+		t.Counts["kind:"+b.str.Get(id)] = c
+	}
+	t.Counts["steps"] = t.Steps.Len()
+	return nil
+}
+
+func (b *builder) resolveRank(opt Options) {
+	t := b.t
+	switch r, ok := RankFromName(t.Path); {
+	case t.Dist.Rank != nil:
+		t.Rank, t.RankSource = int32(*t.Dist.Rank), "distributedInfo"
+	case ok:
+		t.Rank, t.RankSource = int32(r), "file name"
+	case opt.Rank >= 0:
+		t.Rank, t.RankSource = int32(opt.Rank), "flag"
+	default:
+		t.Rank, t.RankSource = 0, "default"
+	}
+}
+
+func (b *builder) fixTimelineTimes() {
+	ts := b.t.Counters.TS.V
+	first := int64(-1)
+	for _, v := range ts {
+		if v > 0 && (first < 0 || v < first) {
+			first = v
+		}
+	}
+	for i, v := range ts {
+		if v < 0 {
+			ts[i] = max(first, 0)
+		}
+	}
+}
+
+// bindFlows fills missing correlation ids from ac2g flow events: the flow
+// start sits on the launching runtime call, the flow end on the GPU activity.
+func (b *builder) bindFlows() {
+	s := b.s
+	if len(b.flows) == 0 || s.Correlation.NullCount() == 0 {
+		return
+	}
+	type key struct{ pid, tid, ts int64 }
+	ends := make(map[key]int64, len(b.flows))
+	for _, f := range b.flows {
+		ends[key{f.pid, f.tid, f.ts}] = f.id
+	}
+	for i := range s.Len() {
+		if s.Correlation.Valid(i) {
+			continue
+		}
+		if id, ok := ends[key{s.PID.V[i], s.TID.V[i], s.TS.V[i]}]; ok {
+			s.Correlation.Set(i, id)
+		}
+	}
+}
+
+// assignSteps gives every slice its step: GPU work takes the step of the
+// runtime call that launched it (as HTA does), host work the ProfilerStep
+// range that contains its start.
+func (b *builder) assignSteps(n int) {
+	s := b.s
+	t := b.t
+	s.Step = stream.Nulls[int32](n)
+	s.LaunchTS = stream.Nulls[int64](n)
+	starts, ends, nums := t.Steps.Start.V, t.Steps.End.V, t.Steps.Step.V
+	stepAt := func(ts int64) (int32, bool) {
+		i := sort.Search(len(starts), func(k int) bool { return starts[k] > ts }) - 1
+		for ; i >= 0; i-- {
+			if ts < ends[i] {
+				return nums[i], true
+			}
+			if i > 0 && ends[i-1] <= starts[i] {
+				break
+			}
+		}
+		return 0, false
+	}
+	runtime, driver := b.kinds[stream.KindRuntime], b.kinds[stream.KindDriver]
+	gpuKinds := map[int32]bool{b.kinds[stream.KindKernel]: true, b.kinds[stream.KindComm]: true,
+		b.kinds[stream.KindMemcpy]: true, b.kinds[stream.KindMemset]: true}
+	launches := make(map[int64]int32, b.counts[runtime]+b.counts[driver])
+	for i := range n {
+		k := s.Kind.V[i]
+		if gpuKinds[k] || k == b.kinds[stream.KindGPUAnnotation] || k == b.kinds[stream.KindSync] {
+			continue
+		}
+		if step, ok := stepAt(s.TS.V[i]); ok {
+			s.Step.Set(i, step)
+		}
+		if (k == runtime || k == driver) && s.Correlation.Valid(i) {
+			launches[s.Correlation.V[i]] = int32(i)
+		}
+	}
+	for i := range n {
+		if !gpuKinds[s.Kind.V[i]] || !s.Correlation.Valid(i) {
+			continue
+		}
+		j, ok := launches[s.Correlation.V[i]]
+		if !ok {
+			continue
+		}
+		s.LaunchTS.Set(i, s.TS.V[j])
+		if s.Step.Valid(int(j)) {
+			s.Step.Set(i, s.Step.V[j])
+		}
+	}
+}

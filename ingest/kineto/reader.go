@@ -1,0 +1,459 @@
+package kineto
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/trainscope/trainscope/stream"
+)
+
+// ReadFile reads one trace file (.json or .json.gz, detected by content).
+func ReadFile(path string, opt Options) (*Trace, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("%s: is a directory", path)
+	}
+	return Read(f, path, opt)
+}
+
+// Read reads a trace from r; name is used in errors and for the rank
+// fallback from the file name.
+func Read(r io.Reader, name string, opt Options) (*Trace, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	head, _ := br.Peek(4)
+	if len(head) == 0 {
+		return nil, &FormatError{Path: name, Msg: "empty file: expected a Chrome-trace JSON object (PyTorch profiler trace)"}
+	}
+	if isPickle(head, name) {
+		return nil, &FormatError{Path: name, Msg: "this is a Python pickle, not a JSON trace; " + pickleHelp}
+	}
+	var src io.Reader = br
+	var counter *countingReader
+	gz := len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b
+	if gz {
+		counter = &countingReader{r: br}
+		zr, err := gzip.NewReader(counter)
+		if err != nil {
+			return nil, &FormatError{Path: name, Offset: counter.n, Compressed: true, Msg: "bad gzip header: " + err.Error()}
+		}
+		zr.Multistream(true)
+		src = zr
+		if !opt.NoPrefetch {
+			pf := newPrefetcher(zr)
+			defer pf.Close()
+			src = pf
+		}
+	}
+	p := newParser(src, name, opt)
+	err := p.run()
+	if err != nil {
+		var fe *FormatError
+		if gz && errors.As(err, &fe) && fe.Msg == "" {
+			fe.Msg = "truncated or corrupt gzip stream"
+		}
+		if gz && p.readErr != nil {
+			return nil, &FormatError{Path: name, Offset: counter.n, Compressed: true,
+				Msg: fmt.Sprintf("corrupt or truncated gzip stream after %d bytes of JSON: %v", p.s.base+int64(p.s.end), p.readErr)}
+		}
+		return nil, err
+	}
+	return p.trace, nil
+}
+
+func isPickle(head []byte, name string) bool {
+	low := strings.ToLower(name)
+	if strings.HasSuffix(low, ".pickle") || strings.HasSuffix(low, ".pkl") {
+		return true
+	}
+	return len(head) >= 2 && head[0] == 0x80 && head[1] >= 2 && head[1] <= 5
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// window is the parser's refillable view of the input.
+type window struct {
+	r    io.Reader
+	buf  []byte
+	end  int   // valid bytes in buf
+	base int64 // stream offset of buf[0]
+	eof  bool
+}
+
+// refill keeps buf[keep:end], moves it to the front and reads more. It
+// reports false when no more bytes can come.
+func (w *window) refill(keep int) (bool, error) {
+	if w.eof {
+		return false, nil
+	}
+	if keep > 0 {
+		copy(w.buf, w.buf[keep:w.end])
+		w.end -= keep
+		w.base += int64(keep)
+	}
+	if w.end == len(w.buf) {
+		nb := make([]byte, 2*len(w.buf))
+		copy(nb, w.buf[:w.end])
+		w.buf = nb
+	}
+	for w.end < len(w.buf) {
+		n, err := w.r.Read(w.buf[w.end:])
+		w.end += n
+		if err == io.EOF {
+			w.eof = true
+			break
+		}
+		if err != nil {
+			return w.end > 0, err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return true, nil
+}
+
+type topState int
+
+const (
+	stStart           topState = iota
+	stKey                      // inside the top-level object, expecting a key or '}'
+	stAfterValue               // after a top-level value, expecting ',' or '}'
+	stEvents                   // inside traceEvents, expecting an event or ']'
+	stAfterEvent               // after an event, expecting ',' or ']'
+	stArrayEvents              // top-level array of events
+	stAfterArrayEvent          // ...
+	stTimeline                 // top-level array of [ts, action, bytes, category]
+	stAfterTimeline
+	stDone
+)
+
+type parser struct {
+	s       window
+	name    string
+	opt     Options
+	state   topState
+	pos     int // committed position in s.buf
+	trace   *Trace
+	ev      event
+	readErr error
+	b       builder
+	seenKey map[string]bool
+}
+
+const initialWindow = 1 << 20
+
+func newParser(r io.Reader, name string, opt Options) *parser {
+	str := stream.NewStrings()
+	t := &Trace{
+		Path: name, Format: FormatChrome, Str: str,
+		Slices:       stream.NewSliceTable(str),
+		Counts:       map[string]int{},
+		ThreadNames:  map[int64]string{},
+		ProcessNames: map[int64]string{},
+	}
+	t.Counters.Str = str
+	p := &parser{s: window{r: r, buf: make([]byte, initialWindow)}, name: name, opt: opt, trace: t, seenKey: map[string]bool{}}
+	p.b.init(t)
+	return p
+}
+
+func (p *parser) errAt(off int, msg string) error {
+	return &FormatError{Path: p.name, Offset: p.s.base + int64(off), Msg: msg}
+}
+
+func (p *parser) run() error {
+	for p.state != stDone {
+		err := p.chunk()
+		if err == nil {
+			continue
+		}
+		if err != errNeedMore {
+			return err
+		}
+		more, rerr := p.s.refill(p.pos)
+		p.pos = 0
+		if rerr != nil {
+			p.readErr = rerr
+			if !more {
+				return p.errAt(p.s.end, "read error")
+			}
+		}
+		if !more {
+			return p.truncated()
+		}
+	}
+	// trailing bytes after the top-level value must be whitespace
+	for {
+		for ; p.pos < p.s.end; p.pos++ {
+			switch p.s.buf[p.pos] {
+			case ' ', '\n', '\r', '\t', 0:
+			default:
+				return p.errAt(p.pos, "unexpected data after the end of the JSON document")
+			}
+		}
+		more, rerr := p.s.refill(p.pos)
+		p.pos = 0
+		if rerr != nil {
+			p.readErr = rerr
+			return p.errAt(p.s.end, "read error")
+		}
+		if !more {
+			break
+		}
+	}
+	p.trace.JSONBytes = p.s.base + int64(p.s.end)
+	return p.b.finish(p.opt)
+}
+
+var errNeedMore = errors.New("need more input")
+
+func (p *parser) truncated() error {
+	if p.readErr != nil {
+		return p.errAt(p.s.end, "read error: "+p.readErr.Error())
+	}
+	if p.s.base+int64(p.s.end) == 0 || p.onlySpace() {
+		return p.errAt(0, "empty file: expected a Chrome-trace JSON object (PyTorch profiler trace)")
+	}
+	what := "the end of the JSON document"
+	switch p.state {
+	case stEvents, stAfterEvent, stArrayEvents, stAfterArrayEvent:
+		what = fmt.Sprintf("the rest of traceEvents (file truncated after %d complete events)", p.trace.Counts["events"])
+	}
+	return p.errAt(p.s.end, "unexpected end of file: expected "+what)
+}
+
+func (p *parser) onlySpace() bool {
+	return len(bytes.TrimSpace(p.s.buf[:p.s.end])) == 0 && p.s.base == 0
+}
+
+// chunk parses units until the window runs out (errNeedMore), the document
+// ends, or the input is bad.
+func (p *parser) chunk() (err error) {
+	c := cursor{b: p.s.buf[:p.s.end], i: p.pos}
+	defer func() {
+		if r := recover(); r != nil {
+			switch v := r.(type) {
+			case shortInput:
+				err = errNeedMore
+			case *syntaxError:
+				err = p.errAt(v.at, "expected "+v.want+p.found(v.at))
+			case *FormatError:
+				err = v
+			default:
+				panic(r)
+			}
+		}
+	}()
+	for p.state != stDone {
+		p.unit(&c)
+		p.pos = c.i
+	}
+	return nil
+}
+
+func (p *parser) found(at int) string {
+	if at >= p.s.end {
+		return ""
+	}
+	end := min(at+16, p.s.end)
+	return fmt.Sprintf(", found %q", p.s.buf[at:end])
+}
+
+// unit parses one step of the top-level grammar. It must not change parser
+// state before it has read everything it needs from the window.
+func (p *parser) unit(c *cursor) {
+	switch p.state {
+	case stStart:
+		switch c.ws() {
+		case '{':
+			c.i++
+			p.state = stKey
+		case '[':
+			c.i++
+			switch c.ws() {
+			case '{', ']':
+				p.state = stArrayEvents
+			case '[':
+				p.trace.Format = FormatMemoryTimeline
+				p.state = stTimeline
+			default:
+				c.fail("an array of trace events")
+			}
+		default:
+			c.fail("a JSON object '{' (PyTorch profiler Chrome trace)")
+		}
+	case stKey:
+		if c.ws() == '}' {
+			c.i++
+			p.state = stDone
+			return
+		}
+		key, _ := c.str()
+		c.expect(':', "':' after a key")
+		if string(key) == "traceEvents" {
+			c.expect('[', "'[' to start traceEvents")
+			p.seenKey["traceEvents"] = true
+			p.state = stEvents
+			return
+		}
+		p.topValue(c, string(key))
+		p.state = stAfterValue
+	case stAfterValue:
+		switch c.ws() {
+		case ',':
+			c.i++
+			p.state = stKey
+		case '}':
+			c.i++
+			p.state = stDone
+		default:
+			c.fail("',' or '}' after a top-level value")
+		}
+	case stEvents, stArrayEvents:
+		if c.ws() == ']' {
+			c.i++
+			p.state = p.afterEvents()
+			return
+		}
+		c.parseEvent(&p.ev)
+		p.b.commit(&p.ev, p.s.base+int64(c.i))
+		if p.state == stEvents {
+			p.state = stAfterEvent
+		} else {
+			p.state = stAfterArrayEvent
+		}
+	case stAfterEvent, stAfterArrayEvent:
+		switch c.ws() {
+		case ',':
+			c.i++
+			if p.state == stAfterEvent {
+				p.state = stEvents
+			} else {
+				p.state = stArrayEvents
+			}
+		case ']':
+			c.i++
+			p.state = p.afterEvents()
+		default:
+			c.fail("',' or ']' between trace events")
+		}
+	case stTimeline:
+		if c.ws() == ']' {
+			c.i++
+			p.state = stDone
+			return
+		}
+		var v [4]int64
+		c.expect('[', "a [timestamp, action, bytes, category] entry")
+		for k := range 4 {
+			if k > 0 {
+				c.expect(',', "',' in a memory timeline entry")
+			}
+			v[k] = c.int()
+		}
+		c.expect(']', "']' closing a memory timeline entry")
+		p.b.timeline(v)
+		p.state = stAfterTimeline
+	case stAfterTimeline:
+		switch c.ws() {
+		case ',':
+			c.i++
+			p.state = stTimeline
+		case ']':
+			c.i++
+			p.state = stDone
+		default:
+			c.fail("',' or ']' between memory timeline entries")
+		}
+	}
+}
+
+func (p *parser) afterEvents() topState {
+	if p.state == stEvents || p.state == stAfterEvent {
+		return stAfterValue
+	}
+	return stDone
+}
+
+// topValue handles one top-level key other than traceEvents.
+func (p *parser) topValue(c *cursor, key string) {
+	t := p.trace
+	start := c.i
+	switch key {
+	case "segments", "device_traces":
+		panic(&FormatError{Path: p.name, Offset: p.s.base + int64(start),
+			Msg: "this is a CUDA memory snapshot (torch.cuda.memory._snapshot), not a profiler trace; analyze it with `trainscope profile --memory " + p.name + "`"})
+	case "distributedInfo":
+		raw := c.raw()
+		var d DistributedInfo
+		if err := json.Unmarshal(raw, &d); err != nil {
+			panic(&FormatError{Path: p.name, Offset: p.s.base + int64(start), Msg: "distributedInfo: " + err.Error()})
+		}
+		t.Dist = d
+	case "deviceProperties":
+		raw := c.raw()
+		var d []DeviceProps
+		if err := json.Unmarshal(raw, &d); err == nil {
+			t.Devices = d
+		}
+	case "baseTimeNanoseconds":
+		t.BaseTimeNS = c.int()
+		t.HasBaseTime = true
+	case "displayTimeUnit":
+		raw, _ := c.strOrSkip()
+		t.DisplayTimeUnit = string(raw)
+	case "traceName":
+		raw, _ := c.strOrSkip()
+		t.TraceName = string(raw)
+	case "nodes":
+		if c.ws() != '[' {
+			c.skip()
+			return
+		}
+		t.Format = FormatExecTrace
+		raw := c.raw()
+		var nodes []json.RawMessage
+		if err := json.Unmarshal(raw, &nodes); err != nil {
+			panic(&FormatError{Path: p.name, Offset: p.s.base + int64(start), Msg: "execution trace nodes: " + err.Error()})
+		}
+		t.ETNodes = len(nodes)
+	default:
+		c.skip()
+	}
+}
+
+var rankInName = regexp.MustCompile(`(?i)(?:^|[^a-z])(?:rank|worker)[-_]?(\d+)`)
+
+// RankFromName returns the rank a file name claims ("rank-3", "rank3",
+// "worker_3", "..._rank12_dp0...").
+func RankFromName(path string) (int, bool) {
+	m := rankInName.FindStringSubmatch(filepath.Base(path))
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m[1])
+	return n, err == nil
+}

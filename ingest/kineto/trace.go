@@ -1,0 +1,123 @@
+package kineto
+
+import (
+	"github.com/trainscope/trainscope/stream"
+)
+
+// Format names what a file turned out to hold.
+type Format string
+
+const (
+	FormatChrome         Format = "kineto"          // Chrome-trace JSON from torch.profiler
+	FormatMemoryTimeline Format = "memory_timeline" // MemoryProfileTimeline.export_memory_timeline_raw
+	FormatExecTrace      Format = "execution_trace" // PyTorch Execution Trace (nodes, no timeline)
+)
+
+// Options tune how a trace is read. The zero value is usable.
+type Options struct {
+	// RunID and Host label every row.
+	RunID, Host string
+	// Rank is used when neither distributedInfo nor the file name gives one;
+	// negative means "unknown" (the trace is then rank 0 unless the caller
+	// renumbers it).
+	Rank int
+	// NoPrefetch turns off the background decompression goroutine.
+	NoPrefetch bool
+}
+
+// Trace is one file read into column tables.
+type Trace struct {
+	Path   string
+	Format Format
+
+	Rank       int32
+	RankSource string // distributedInfo, file name, flag, default
+	Dist       DistributedInfo
+	Devices    []DeviceProps
+	TraceName  string
+
+	BaseTimeNS      int64
+	HasBaseTime     bool
+	DisplayTimeUnit string
+	Complete        bool // saw the final "Record Window End" instant
+
+	Str      *stream.Strings
+	Slices   *stream.SliceTable
+	Steps    stream.StepTable
+	Counters stream.CounterTable
+
+	// Counts of events by phase and by slice kind: keys "X", "i", "C", "M",
+	// "s", "f", and "kind:<kind>".
+	Counts map[string]int
+
+	ThreadNames  map[int64]string // tid -> name from "M" thread_name events
+	ProcessNames map[int64]string // pid -> name from "M" process_name events
+
+	StartNS, EndNS int64 // span of duration events (ns since epoch)
+	JSONBytes      int64 // uncompressed bytes parsed
+	ETNodes        int   // nodes of an execution trace
+}
+
+// DistributedInfo is the trace's top-level distributedInfo object.
+type DistributedInfo struct {
+	Backend     string         `json:"backend"`
+	Rank        *int           `json:"rank"`
+	WorldSize   int            `json:"world_size"`
+	PGCount     int            `json:"pg_count"`
+	PGConfig    []ProcessGroup `json:"pg_config"`
+	NCCLVersion string         `json:"nccl_version"`
+}
+
+// ProcessGroup is one pg_config entry.
+type ProcessGroup struct {
+	Name          flexString `json:"pg_name"`
+	Desc          string     `json:"pg_desc"`
+	BackendConfig string     `json:"backend_config"`
+	Size          int        `json:"pg_size"`
+	Ranks         []int      `json:"ranks"`
+}
+
+// DeviceProps is one deviceProperties entry.
+type DeviceProps struct {
+	ID             int    `json:"id"`
+	Name           string `json:"name"`
+	TotalGlobalMem int64  `json:"totalGlobalMem"`
+	ComputeMajor   int    `json:"computeMajor"`
+	ComputeMinor   int    `json:"computeMinor"`
+	NumSMs         int    `json:"numSms"`
+}
+
+// flexString accepts a JSON string or number.
+type flexString string
+
+func (f *flexString) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		*f = flexString(unescape(b[1 : len(b)-1]))
+		return nil
+	}
+	*f = flexString(b)
+	return nil
+}
+
+// GPUName is the name of the device the rank's kernels ran on, or of the
+// first visible device when that is unknown.
+func (t *Trace) GPUName() string {
+	dev := -1
+	if t.Slices != nil {
+		for i, v := range t.Slices.Device.V {
+			if t.Slices.Device.Valid(i) {
+				dev = int(v)
+				break
+			}
+		}
+	}
+	for _, d := range t.Devices {
+		if d.ID == dev {
+			return d.Name
+		}
+	}
+	if len(t.Devices) > 0 {
+		return t.Devices[0].Name
+	}
+	return ""
+}

@@ -1,0 +1,227 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trainscope/trainscope/ingest/kineto"
+	"github.com/trainscope/trainscope/sql/duck"
+)
+
+// Options tune Load.
+type Options struct {
+	RunID string // default: derived from the paths
+	Host  string
+	// Rank is given to a trace that names no rank in distributedInfo or its
+	// file name; -1 numbers such traces in file order after the known ranks.
+	Rank int
+	// Ranks keeps only these ranks (nil keeps all).
+	Ranks []int
+	// Workers reading files in parallel; 0 means GOMAXPROCS.
+	Workers int
+	// Progress receives one line per file; nil is silent.
+	Progress io.Writer
+}
+
+// Stats describe a load.
+type Stats struct {
+	Files     []FileStat
+	Events    int64
+	Slices    int64
+	JSONBytes int64
+	ReadCPU   time.Duration // summed over workers: decompress + parse
+	Insert    time.Duration // time inserting into DuckDB
+	Wall      time.Duration
+}
+
+// FileStat describes one loaded file.
+type FileStat struct {
+	Path      string
+	Format    kineto.Format
+	Rank      int32
+	Events    int
+	Slices    int
+	JSONBytes int64
+	Read      time.Duration
+	Skipped   string // why the file was not loaded, when it was not
+}
+
+// DefaultRunID derives a run id from the paths a user gave: the name of the
+// single folder, else of the common parent folder, else "run".
+func DefaultRunID(paths []string) string {
+	if len(paths) == 1 {
+		if st, err := os.Stat(paths[0]); err == nil && st.IsDir() {
+			if abs, err := filepath.Abs(paths[0]); err == nil {
+				return filepath.Base(abs)
+			}
+		}
+	}
+	dir := ""
+	for i, p := range paths {
+		d, _ := filepath.Abs(filepath.Dir(p))
+		if i == 0 {
+			dir = d
+		} else if d != dir {
+			return "run"
+		}
+	}
+	if dir == "" || dir == "/" || dir == "." {
+		return "run"
+	}
+	return filepath.Base(dir)
+}
+
+type readResult struct {
+	idx   int
+	trace *kineto.Trace
+	err   error
+	took  time.Duration
+}
+
+// Load reads files with the Kineto reader and inserts them into st.
+func Load(ctx context.Context, st *duck.Store, files []string, opt Options) (*Stats, error) {
+	start := time.Now()
+	if opt.RunID == "" {
+		opt.RunID = DefaultRunID(files)
+	}
+	workers := opt.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan int)
+	results := make(chan readResult, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				t0 := time.Now()
+				tr, err := kineto.ReadFile(files[i], kineto.Options{RunID: opt.RunID, Host: opt.Host, Rank: -1,
+					NoPrefetch: len(files) >= 2*workers})
+				select {
+				case results <- readResult{idx: i, trace: tr, err: err, took: time.Since(t0)}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	go func() {
+		defer close(jobs)
+		for i := range files {
+			select {
+			case jobs <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	go func() { wg.Wait(); close(results) }()
+
+	stats := &Stats{Files: make([]FileStat, len(files))}
+	keep := map[int]bool{}
+	for _, r := range opt.Ranks {
+		keep[r] = true
+	}
+	taken := map[int32]string{}
+	var unranked []*kineto.Trace
+	var runs runAccumulator
+	runs.id = opt.RunID
+	done := 0
+	for res := range results {
+		if res.err != nil {
+			return nil, res.err
+		}
+		done++
+		tr := res.trace
+		fs := &stats.Files[res.idx]
+		*fs = FileStat{Path: tr.Path, Format: tr.Format, Rank: tr.Rank, Events: tr.Counts["events"],
+			Slices: tr.Slices.Len(), JSONBytes: tr.JSONBytes, Read: res.took}
+		stats.ReadCPU += res.took
+		stats.Events += int64(fs.Events)
+		stats.JSONBytes += tr.JSONBytes
+		switch {
+		case tr.Format == kineto.FormatExecTrace:
+			fs.Skipped = fmt.Sprintf("a PyTorch Execution Trace (%d operator nodes, no timeline); pair it with the Kineto trace of the same run", tr.ETNodes)
+		case tr.RankSource == "default" && opt.Rank < 0:
+			unranked = append(unranked, tr)
+		case len(keep) > 0 && !keep[int(tr.Rank)]:
+			fs.Skipped = fmt.Sprintf("rank %d is not in --ranks", tr.Rank)
+		}
+		if tr.RankSource == "default" && opt.Rank >= 0 {
+			tr.Rank, tr.RankSource = int32(opt.Rank), "flag"
+			fs.Rank = tr.Rank
+		}
+		if fs.Skipped == "" && !(tr.RankSource == "default" && opt.Rank < 0) {
+			if err := insertTrace(ctx, st, opt, tr, taken, &runs, stats); err != nil {
+				return nil, err
+			}
+		}
+		progress(opt.Progress, done, len(files), fs)
+	}
+	// Traces that name no rank get the lowest free ranks, in file order.
+	sort.Slice(unranked, func(i, j int) bool { return unranked[i].Path < unranked[j].Path })
+	next := int32(0)
+	for _, tr := range unranked {
+		for taken[next] != "" {
+			next++
+		}
+		tr.Rank, tr.RankSource = next, "file order"
+		for i := range stats.Files {
+			if stats.Files[i].Path == tr.Path {
+				stats.Files[i].Rank = next
+			}
+		}
+		if len(keep) > 0 && !keep[int(next)] {
+			taken[next] = tr.Path
+			continue
+		}
+		if err := insertTrace(ctx, st, opt, tr, taken, &runs, stats); err != nil {
+			return nil, err
+		}
+	}
+	if len(taken) == 0 {
+		return stats, fmt.Errorf("nothing to analyze: %s", skippedSummary(stats))
+	}
+	if err := runs.insert(ctx, st); err != nil {
+		return nil, err
+	}
+	stats.Wall = time.Since(start)
+	return stats, nil
+}
+
+func skippedSummary(s *Stats) string {
+	var parts []string
+	for _, f := range s.Files {
+		if f.Skipped != "" {
+			parts = append(parts, f.Path+": "+f.Skipped)
+		}
+	}
+	if len(parts) == 0 {
+		return "no ranks selected"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func progress(w io.Writer, done, total int, f *FileStat) {
+	if w == nil {
+		return
+	}
+	if f.Skipped != "" {
+		fmt.Fprintf(w, "[%d/%d] skipped %s: %s\n", done, total, f.Path, f.Skipped)
+		return
+	}
+	fmt.Fprintf(w, "[%d/%d] %s: %s, rank %d, %d events, %.1f MB JSON, read in %s\n", done, total, f.Path, f.Format,
+		f.Rank, f.Events, float64(f.JSONBytes)/1e6, f.Read.Round(time.Millisecond))
+}

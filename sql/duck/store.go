@@ -1,0 +1,199 @@
+package duck
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	duckdb "github.com/duckdb/duckdb-go/v2"
+
+	"github.com/trainscope/trainscope/sql/schema"
+)
+
+// Store is one DuckDB database with a single connection.
+type Store struct {
+	Path string
+
+	connector *duckdb.Connector
+	db        *sql.DB
+	conn      *sql.Conn
+	arrow     *duckdb.Arrow
+	mu        sync.Mutex
+	views     int
+}
+
+// Options tune Open.
+type Options struct {
+	// Threads caps DuckDB's worker threads; 0 leaves DuckDB's default.
+	Threads int
+	// MemoryLimit such as "1GB"; empty leaves DuckDB's default.
+	MemoryLimit string
+	// ReadOnly opens an existing file without applying the schema.
+	ReadOnly bool
+}
+
+// Open opens (creating if needed) the database at path; "" is in-memory.
+func Open(ctx context.Context, path string, opt Options) (*Store, error) {
+	dsn := path
+	if opt.ReadOnly {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("open database: %w", err)
+		}
+		dsn += "?access_mode=READ_ONLY"
+	} else if path != "" {
+		if dir := filepath.Dir(path); dir != "" {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("open database %s: %w", path, err)
+			}
+		}
+	}
+	connector, err := duckdb.NewConnector(dsn, nil)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", displayPath(path), err)
+	}
+	db := sql.OpenDB(connector)
+	db.SetMaxOpenConns(1)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		connector.Close()
+		return nil, fmt.Errorf("open database %s: %w", displayPath(path), err)
+	}
+	s := &Store{Path: path, connector: connector, db: db, conn: conn}
+	err = conn.Raw(func(dc any) error {
+		a, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
+		s.arrow = a
+		return err
+	})
+	if err == nil && opt.Threads > 0 {
+		_, err = conn.ExecContext(ctx, fmt.Sprintf("SET threads = %d", opt.Threads))
+	}
+	if err == nil && opt.MemoryLimit != "" {
+		_, err = conn.ExecContext(ctx, "SET memory_limit = '"+strings.ReplaceAll(opt.MemoryLimit, "'", "")+"'")
+	}
+	if err == nil && !opt.ReadOnly {
+		err = s.applySchema(ctx)
+	}
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func displayPath(p string) string {
+	if p == "" {
+		return "(in memory)"
+	}
+	return p
+}
+
+func (s *Store) applySchema(ctx context.Context) error {
+	for _, f := range schema.Files() {
+		if _, err := s.conn.ExecContext(ctx, f.SQL); err != nil {
+			return fmt.Errorf("apply schema %s: %w", f.Name, err)
+		}
+	}
+	return nil
+}
+
+// Conn is the store's only connection. Callers must not close it.
+func (s *Store) Conn() *sql.Conn { return s.conn }
+
+// Exec runs a statement.
+func (s *Store) Exec(ctx context.Context, query string, args ...any) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, err := s.conn.ExecContext(ctx, query, args...)
+	return err
+}
+
+// Query runs a query; the caller closes the rows before the next call.
+func (s *Store) Query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return s.conn.QueryContext(ctx, query, args...)
+}
+
+// QueryArrow runs a query and returns its result as Arrow records.
+func (s *Store) QueryArrow(ctx context.Context, query string, args ...any) (array.RecordReader, error) {
+	return s.arrow.QueryContext(ctx, query, args...)
+}
+
+// Insert appends a record batch to a table, matching columns by name.
+func (s *Store) Insert(ctx context.Context, table string, rec arrow.RecordBatch) error {
+	if rec.NumRows() == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rdr, err := array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
+	if err != nil {
+		return err
+	}
+	defer rdr.Release()
+	s.views++
+	view := fmt.Sprintf("incoming_%d", s.views)
+	release, err := s.arrow.RegisterView(rdr, view)
+	if err != nil {
+		return fmt.Errorf("insert into %s: %w", table, err)
+	}
+	defer release()
+	if _, err := s.conn.ExecContext(ctx, "INSERT INTO "+quoteIdent(table)+" BY NAME SELECT * FROM "+view); err != nil {
+		return fmt.Errorf("insert into %s: %w", table, err)
+	}
+	_, err = s.conn.ExecContext(ctx, "DROP VIEW IF EXISTS "+view)
+	return err
+}
+
+// ExportParquet writes every event and result table under dir, partitioned
+// by run (hive layout: dir/<table>/run_id=<id>/data_0.parquet).
+func (s *Store) ExportParquet(ctx context.Context, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("parquet export: %w", err)
+	}
+	for _, t := range ExportTables {
+		var n int64
+		if err := s.conn.QueryRowContext(ctx, "SELECT count(*) FROM "+quoteIdent(t)).Scan(&n); err != nil {
+			return fmt.Errorf("parquet export %s: %w", t, err)
+		}
+		if n == 0 {
+			continue
+		}
+		target := filepath.Join(dir, t)
+		q := fmt.Sprintf("COPY %s TO '%s' (FORMAT parquet, PARTITION_BY (run_id), COMPRESSION zstd, OVERWRITE_OR_IGNORE true)",
+			quoteIdent(t), strings.ReplaceAll(target, "'", "''"))
+		if _, err := s.conn.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("parquet export %s: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// ExportTables are the tables ExportParquet writes.
+var ExportTables = []string{"runs", "ranks", "process_groups", "slices", "steps", "counters", "findings", "metrics"}
+
+// Close releases the connection and the database.
+func (s *Store) Close() error {
+	var errs []error
+	if s.conn != nil {
+		errs = append(errs, s.conn.Close())
+	}
+	if s.db != nil {
+		errs = append(errs, s.db.Close())
+	}
+	if s.connector != nil {
+		errs = append(errs, s.connector.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func quoteIdent(s string) string {
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+}

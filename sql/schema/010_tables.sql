@@ -1,0 +1,105 @@
+-- Event tables. Times are BIGINT nanoseconds since the Unix epoch,
+-- durations BIGINT nanoseconds. Column order matches stream/schema.go.
+
+CREATE TABLE IF NOT EXISTS runs (
+    run_id      VARCHAR PRIMARY KEY,
+    framework   VARCHAR,
+    model       VARCHAR,
+    world_size  INTEGER,
+    gpu_type    VARCHAR,
+    start_ns    BIGINT,
+    end_ns      BIGINT,
+    sources     VARCHAR[]
+);
+
+-- One row per rank of a run: where its data came from and what the trace
+-- said about itself.
+CREATE TABLE IF NOT EXISTS ranks (
+    run_id        VARCHAR NOT NULL,
+    rank          INTEGER NOT NULL,
+    host          VARCHAR NOT NULL,
+    source        VARCHAR NOT NULL,
+    rank_source   VARCHAR,
+    world_size    INTEGER,
+    backend       VARCHAR,
+    gpu_name      VARCHAR,
+    gpu_mem_bytes BIGINT,
+    num_sms       INTEGER,
+    base_time_ns  BIGINT,
+    start_ns      BIGINT,
+    end_ns        BIGINT,
+    complete      BOOLEAN,
+    events        BIGINT,
+    json_bytes    BIGINT,
+    PRIMARY KEY (run_id, rank)
+);
+
+-- Process groups from distributedInfo.pg_config, per reporting rank.
+CREATE TABLE IF NOT EXISTS process_groups (
+    run_id         VARCHAR NOT NULL,
+    rank           INTEGER NOT NULL,
+    pg_name        VARCHAR NOT NULL,
+    pg_desc        VARCHAR,
+    backend_config VARCHAR,
+    pg_size        INTEGER,
+    ranks          INTEGER[]
+);
+
+CREATE TABLE IF NOT EXISTS slices (
+    run_id          VARCHAR NOT NULL,
+    rank            INTEGER NOT NULL,
+    host            VARCHAR NOT NULL,
+    step            INTEGER,
+    kind            VARCHAR NOT NULL,
+    cat             VARCHAR NOT NULL,
+    name            VARCHAR NOT NULL,
+    ts              BIGINT NOT NULL,
+    dur             BIGINT NOT NULL,
+    pid             BIGINT NOT NULL,
+    tid             BIGINT NOT NULL,
+    device          INTEGER,
+    stream          BIGINT,
+    correlation     BIGINT,
+    external_id     BIGINT,
+    launch_ts       BIGINT,
+    grid_x          INTEGER,
+    grid_y          INTEGER,
+    grid_z          INTEGER,
+    block_x         INTEGER,
+    block_y         INTEGER,
+    block_z         INTEGER,
+    registers       INTEGER,
+    shared_mem      BIGINT,
+    occupancy       DOUBLE,
+    bytes           BIGINT,
+    copy_kind       VARCHAR,
+    host_mem        VARCHAR,
+    coll_name       VARCHAR,
+    coll_in_elems   BIGINT,
+    coll_out_elems  BIGINT,
+    coll_dtype      VARCHAR,
+    coll_group_size INTEGER,
+    pg_name         VARCHAR,
+    pg_desc         VARCHAR,
+    pg_ranks        VARCHAR,
+    coll_algo       VARCHAR,
+    coll_proto      VARCHAR
+);
+
+CREATE TABLE IF NOT EXISTS steps (
+    run_id   VARCHAR NOT NULL,
+    rank     INTEGER NOT NULL,
+    step     INTEGER NOT NULL,
+    start_ns BIGINT NOT NULL,
+    end_ns   BIGINT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS counters (
+    run_id VARCHAR NOT NULL,
+    rank   INTEGER,
+    host   VARCHAR NOT NULL,
+    device INTEGER,
+    ts     BIGINT NOT NULL,
+    metric VARCHAR NOT NULL,
+    value  DOUBLE NOT NULL
+);

@@ -1,0 +1,40 @@
+-- Detector output. A finding is a judgement (it has a severity and a fix);
+-- a metric is a measurement that reports tabulate and dashboards plot.
+
+CREATE TABLE IF NOT EXISTS findings (
+    run_id     VARCHAR NOT NULL,
+    detector   VARCHAR NOT NULL,
+    category   VARCHAR NOT NULL,
+    severity   VARCHAR NOT NULL,
+    rank       INTEGER,
+    host       VARCHAR,
+    step_lo    INTEGER,
+    step_hi    INTEGER,
+    subject    VARCHAR,
+    metric     VARCHAR NOT NULL,
+    value      DOUBLE,
+    threshold  DOUBLE,
+    message    VARCHAR NOT NULL,
+    fix        VARCHAR,
+    evidence   VARCHAR
+);
+
+CREATE TABLE IF NOT EXISTS metrics (
+    run_id   VARCHAR NOT NULL,
+    detector VARCHAR NOT NULL,
+    rank     INTEGER,
+    step_lo  INTEGER,
+    step_hi  INTEGER,
+    subject  VARCHAR,
+    metric   VARCHAR NOT NULL,
+    value    DOUBLE
+);
+
+-- The step window each rank is analysed over; filled by the detector
+-- runner before detectors run. NULL bounds mean "the whole trace".
+CREATE TABLE IF NOT EXISTS analysis_window (
+    run_id  VARCHAR NOT NULL,
+    rank    INTEGER NOT NULL,
+    step_lo INTEGER,
+    step_hi INTEGER
+);

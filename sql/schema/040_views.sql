@@ -1,0 +1,75 @@
+-- Views shared by detectors.
+
+-- GPU activity inside each rank's analysis window, with HTA's kernel
+-- classes: COMM (NCCL/RCCL kernels), MEM (memcpy, memset), COMP (the rest).
+-- GPU work belongs to the step of the runtime call that launched it; with
+-- a step window set, work without a known launch is outside the window.
+CREATE OR REPLACE VIEW gpu_window AS
+SELECT s.run_id, s.rank, s.host, s.step, s.kind, s.name, s.device, s.stream,
+       s.ts, s.dur, s.ts + s.dur AS end_ts, s.correlation, s.launch_ts,
+       s.bytes, s.copy_kind, s.host_mem,
+       s.coll_name, s.coll_in_elems, s.coll_out_elems, s.coll_dtype, s.coll_group_size,
+       s.pg_name, s.pg_desc, s.pg_ranks, s.coll_algo, s.coll_proto,
+       CASE WHEN s.kind = 'comm' THEN 'COMM'
+            WHEN s.kind IN ('memcpy', 'memset') THEN 'MEM'
+            ELSE 'COMP' END AS class
+FROM slices s
+JOIN analysis_window w ON w.run_id = s.run_id AND w.rank = s.rank
+WHERE s.kind IN ('kernel', 'comm', 'memcpy', 'memset')
+  AND (w.step_lo IS NULL OR s.step BETWEEN w.step_lo AND w.step_hi);
+
+-- Host-side slices inside the analysis window.
+CREATE OR REPLACE VIEW host_window AS
+SELECT s.*
+FROM slices s
+JOIN analysis_window w ON w.run_id = s.run_id AND w.rank = s.rank
+WHERE s.kind NOT IN ('kernel', 'comm', 'memcpy', 'memset', 'gpu_annotation', 'sync')
+  AND (w.step_lo IS NULL OR s.step BETWEEN w.step_lo AND w.step_hi);
+
+-- Per rank: the span of GPU activity in the window (HTA's kernel_time).
+CREATE OR REPLACE VIEW gpu_span AS
+SELECT run_id, rank, min(ts) AS start_ns, max(end_ts) AS end_ns, max(end_ts) - min(ts) AS span_ns
+FROM gpu_window
+GROUP BY run_id, rank;
+
+-- One row per rank taking part in a collective instance. Instances are
+-- matched across ranks by communicator (process-group ranks, else its name,
+-- else the stream), step and order within the step: NCCL runs the
+-- collectives of one communicator in the same order on every member.
+-- Rank clocks are aligned on collective ends (the ends of one collective
+-- agree across ranks; the starts differ by the time ranks waited), so
+-- arrival times compare across hosts whose clocks are skewed.
+CREATE OR REPLACE VIEW collective_instances AS
+WITH c AS (
+    SELECT run_id, rank, host, step, name, coll_name, ts, end_ts, coll_in_elems, coll_dtype,
+           coalesce(pg_ranks, pg_name, 'stream ' || stream) AS comm,
+           row_number() OVER (PARTITION BY run_id, rank, coalesce(pg_ranks, pg_name, 'stream ' || stream), coalesce(step, -1)
+                              ORDER BY ts, end_ts) AS seq
+    FROM gpu_window
+    WHERE class = 'COMM'
+), inst AS (
+    SELECT run_id, comm, coalesce(step, -1) AS step_key, seq, median(end_ts) AS med_end, count(*) AS members
+    FROM c
+    GROUP BY run_id, comm, coalesce(step, -1), seq
+    HAVING count(DISTINCT rank) >= 2 AND count(DISTINCT coalesce(coll_name, name)) = 1
+), off AS (
+    SELECT c.run_id, c.rank, median(c.end_ts - i.med_end)::BIGINT AS clock_offset_ns
+    FROM c JOIN inst i ON i.run_id = c.run_id AND i.comm = c.comm AND i.step_key = coalesce(c.step, -1) AND i.seq = c.seq
+    GROUP BY c.run_id, c.rank
+)
+SELECT c.run_id, c.comm, c.step, c.seq, c.rank, c.host, c.name, c.coll_name, i.members,
+       c.ts, c.end_ts, o.clock_offset_ns,
+       c.ts - o.clock_offset_ns AS arrival_ns,
+       c.end_ts - o.clock_offset_ns AS aligned_end_ns
+FROM c
+JOIN inst i ON i.run_id = c.run_id AND i.comm = c.comm AND i.step_key = coalesce(c.step, -1) AND i.seq = c.seq
+JOIN off o ON o.run_id = c.run_id AND o.rank = c.rank;
+
+-- Per collective instance: who arrived last and how long the others waited.
+CREATE OR REPLACE VIEW collective_waits AS
+SELECT run_id, comm, step, seq, any_value(coalesce(coll_name, name)) AS collective, count(*) AS members,
+       max(arrival_ns) - min(arrival_ns) AS spread_ns,
+       arg_max(rank, arrival_ns) AS last_rank,
+       sum(max_arrival - arrival_ns) AS wait_caused_ns
+FROM (SELECT *, max(arrival_ns) OVER (PARTITION BY run_id, comm, step, seq) AS max_arrival FROM collective_instances)
+GROUP BY run_id, comm, step, seq;

@@ -1,0 +1,16 @@
+// Package stream is trainscope's event model: the Arrow schema of every table
+// (runs, ranks, slices, steps, counters, process_groups), the column builders
+// that readers fill, and (later) the wire codec and JetStream plumbing.
+//
+// stream is the leaf of the import graph: it imports nothing of ours.
+//
+// Ownership: a reader fills a table builder (SliceTable, StepTable, ...) and
+// turns it into an arrow.RecordBatch with Record. The record wraps the
+// builder's Go slices without copying; the caller owns the record and must
+// Release it, and must not append to the builder afterwards. A stage that keeps
+// a record past the call that handed it over calls Retain.
+//
+// Times are int64 nanoseconds since the Unix epoch; durations int64 ns.
+// Repeated strings are dictionary-encoded (int32 indices into a per-record
+// dictionary).
+package stream

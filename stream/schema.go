@@ -1,0 +1,101 @@
+package stream
+
+import "github.com/apache/arrow-go/v18/arrow"
+
+// SchemaVersion is bumped whenever a table's columns change. It travels
+// with every batch so that an ingestor can refuse batches it cannot read.
+const SchemaVersion = 1
+
+// Slice kinds: the kind column of the slices table.
+const (
+	KindKernel        = "kernel"         // GPU compute kernel
+	KindComm          = "comm"           // GPU collective / p2p kernel (NCCL, RCCL)
+	KindMemcpy        = "memcpy"         // GPU memory copy
+	KindMemset        = "memset"         // GPU memset
+	KindRuntime       = "runtime"        // CUDA / HIP runtime API call
+	KindDriver        = "driver"         // CUDA driver API call
+	KindCPUOp         = "cpu_op"         // ATen / framework operator
+	KindPython        = "python"         // Python function (with_stack)
+	KindAnnotation    = "annotation"     // record_function range on the host
+	KindGPUAnnotation = "gpu_annotation" // record_function range projected on a stream
+	KindSync          = "sync"           // cudaStreamSynchronize / event sync seen on the GPU
+	KindOther         = "other"          // profiler overhead, spans, unknown categories
+)
+
+// GPUKinds are the kinds that run on a GPU stream.
+var GPUKinds = []string{KindKernel, KindComm, KindMemcpy, KindMemset}
+
+func field(name string, t arrow.DataType, nullable bool) arrow.Field {
+	return arrow.Field{Name: name, Type: t, Nullable: nullable}
+}
+
+var (
+	i32 = arrow.PrimitiveTypes.Int32
+	i64 = arrow.PrimitiveTypes.Int64
+	f64 = arrow.PrimitiveTypes.Float64
+)
+
+// SlicesSchema is the schema of the slices table: every duration event.
+var SlicesSchema = arrow.NewSchema([]arrow.Field{
+	field("run_id", DictString, false),
+	field("rank", i32, false),
+	field("host", DictString, false),
+	field("step", i32, true),
+	field("kind", DictString, false),
+	field("cat", DictString, false),
+	field("name", DictString, false),
+	field("ts", i64, false),
+	field("dur", i64, false),
+	field("pid", i64, false),
+	field("tid", i64, false),
+	field("device", i32, true),
+	field("stream", i64, true),
+	field("correlation", i64, true),
+	field("external_id", i64, true),
+	field("launch_ts", i64, true),
+	// kernels
+	field("grid_x", i32, true),
+	field("grid_y", i32, true),
+	field("grid_z", i32, true),
+	field("block_x", i32, true),
+	field("block_y", i32, true),
+	field("block_z", i32, true),
+	field("registers", i32, true),
+	field("shared_mem", i64, true),
+	field("occupancy", f64, true),
+	// memcpy / memset
+	field("bytes", i64, true),
+	field("copy_kind", DictString, true),
+	field("host_mem", DictString, true),
+	// collectives
+	field("coll_name", DictString, true),
+	field("coll_in_elems", i64, true),
+	field("coll_out_elems", i64, true),
+	field("coll_dtype", DictString, true),
+	field("coll_group_size", i32, true),
+	field("pg_name", DictString, true),
+	field("pg_desc", DictString, true),
+	field("pg_ranks", DictString, true),
+	field("coll_algo", DictString, true),
+	field("coll_proto", DictString, true),
+}, nil)
+
+// StepsSchema is the schema of the steps table: one row per (rank, step).
+var StepsSchema = arrow.NewSchema([]arrow.Field{
+	field("run_id", DictString, false),
+	field("rank", i32, false),
+	field("step", i32, false),
+	field("start_ns", i64, false),
+	field("end_ns", i64, false),
+}, nil)
+
+// CountersSchema is the schema of the counters table: sampled values.
+var CountersSchema = arrow.NewSchema([]arrow.Field{
+	field("run_id", DictString, false),
+	field("rank", i32, true),
+	field("host", DictString, false),
+	field("device", i32, true),
+	field("ts", i64, false),
+	field("metric", DictString, false),
+	field("value", f64, false),
+}, nil)
