@@ -179,3 +179,38 @@ func Nulls[T int32 | int64 | float64 | uint8](n int) Num[T] {
 
 // NullCount is the number of null rows.
 func (c *Num[T]) NullCount() int { return c.nulls }
+
+// Sparse collects a mostly-null column as (row, value) pairs and becomes a
+// full column only when the record is built; appending costs nothing for
+// rows that have no value.
+type Sparse[T int32 | int64 | float64 | uint8] struct {
+	Rows []int32
+	Vals []T
+}
+
+// Set gives row its value; rows must be set in increasing order.
+func (s *Sparse[T]) Set(row int, v T) {
+	s.Rows = append(s.Rows, int32(row))
+	s.Vals = append(s.Vals, v)
+}
+
+// Dense materialises the column for n rows.
+func (s *Sparse[T]) Dense(n int) Num[T] {
+	c := Nulls[T](n)
+	for i, r := range s.Rows {
+		c.V[r] = s.Vals[i]
+		bitutil.SetBit(c.bits, int(r))
+	}
+	c.nulls = n - len(s.Rows)
+	return c
+}
+
+// SparseDict is a mostly-null dictionary column.
+type SparseDict struct {
+	Sparse[int32]
+}
+
+func (s *SparseDict) dictArray(n int, dict *array.Data) arrow.Array {
+	d := Dict{Num: s.Dense(n)}
+	return d.dictArray(dict)
+}

@@ -1,6 +1,8 @@
 package stream
 
 import (
+	"slices"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
@@ -11,22 +13,23 @@ import (
 type SliceTable struct {
 	Str *Strings
 
-	Step                                         Num[int32]
-	Kind, Cat, Name                              Dict
-	TS, Dur, PID, TID                            Num[int64]
-	Device                                       Num[int32]
-	Stream, Correlation, ExternalID, LaunchTS    Num[int64]
-	GridX, GridY, GridZ, BlockX, BlockY, BlockZ  Num[int32]
-	Registers                                    Num[int32]
-	SharedMem                                    Num[int64]
-	Occupancy                                    Num[float64]
-	Bytes                                        Num[int64]
-	CopyKind, HostMem                            Dict
-	CollName                                     Dict
-	CollInElems, CollOutElems                    Num[int64]
-	CollDtype                                    Dict
-	CollGroupSize                                Num[int32]
-	PGName, PGDesc, PGRanks, CollAlgo, CollProto Dict
+	Step                                      Num[int32]
+	Kind, Cat, Name                           Dict
+	TS, Dur, PID, TID                         Num[int64]
+	Device                                    Num[int32]
+	Stream, Correlation, ExternalID, LaunchTS Num[int64]
+	// kernel, memcpy and collective details: present on few rows
+	GridX, GridY, GridZ, BlockX, BlockY, BlockZ  Sparse[int32]
+	Registers                                    Sparse[int32]
+	SharedMem                                    Sparse[int64]
+	Occupancy                                    Sparse[float64]
+	Bytes                                        Sparse[int64]
+	CopyKind, HostMem                            SparseDict
+	CollName                                     SparseDict
+	CollInElems, CollOutElems                    Sparse[int64]
+	CollDtype                                    SparseDict
+	CollGroupSize                                Sparse[int32]
+	PGName, PGDesc, PGRanks, CollAlgo, CollProto SparseDict
 }
 
 // NewSliceTable returns an empty table over the given string table.
@@ -50,14 +53,14 @@ func (t *SliceTable) Record(runID, host string, rank int32) arrow.RecordBatch {
 		t.TS.array(i64), t.Dur.array(i64), t.PID.array(i64), t.TID.array(i64),
 		t.Device.array(i32),
 		t.Stream.array(i64), t.Correlation.array(i64), t.ExternalID.array(i64), t.LaunchTS.array(i64),
-		t.GridX.array(i32), t.GridY.array(i32), t.GridZ.array(i32),
-		t.BlockX.array(i32), t.BlockY.array(i32), t.BlockZ.array(i32),
-		t.Registers.array(i32), t.SharedMem.array(i64), t.Occupancy.array(f64),
-		t.Bytes.array(i64), t.CopyKind.dictArray(dict), t.HostMem.dictArray(dict),
-		t.CollName.dictArray(dict), t.CollInElems.array(i64), t.CollOutElems.array(i64),
-		t.CollDtype.dictArray(dict), t.CollGroupSize.array(i32),
-		t.PGName.dictArray(dict), t.PGDesc.dictArray(dict), t.PGRanks.dictArray(dict),
-		t.CollAlgo.dictArray(dict), t.CollProto.dictArray(dict),
+		sp32(&t.GridX, n), sp32(&t.GridY, n), sp32(&t.GridZ, n),
+		sp32(&t.BlockX, n), sp32(&t.BlockY, n), sp32(&t.BlockZ, n),
+		sp32(&t.Registers, n), sp64(&t.SharedMem, n), spf64(&t.Occupancy, n),
+		sp64(&t.Bytes, n), t.CopyKind.dictArray(n, dict), t.HostMem.dictArray(n, dict),
+		t.CollName.dictArray(n, dict), sp64(&t.CollInElems, n), sp64(&t.CollOutElems, n),
+		t.CollDtype.dictArray(n, dict), sp32(&t.CollGroupSize, n),
+		t.PGName.dictArray(n, dict), t.PGDesc.dictArray(n, dict), t.PGRanks.dictArray(n, dict),
+		t.CollAlgo.dictArray(n, dict), t.CollProto.dictArray(n, dict),
 	}
 	return newRecord(SlicesSchema, cols, n)
 }
@@ -147,4 +150,33 @@ func constI32(v int32, n int) arrow.Array {
 		c.V[i] = v
 	}
 	return c.array(i32)
+}
+
+func sp32(s *Sparse[int32], n int) arrow.Array {
+	c := s.Dense(n)
+	return c.array(i32)
+}
+
+func sp64(s *Sparse[int64], n int) arrow.Array {
+	c := s.Dense(n)
+	return c.array(i64)
+}
+
+func spf64(s *Sparse[float64], n int) arrow.Array {
+	c := s.Dense(n)
+	return c.array(f64)
+}
+
+// Reserve sets the capacity of the dense columns for about n rows, so that
+// a reader that knows its input size avoids regrowing them.
+func (t *SliceTable) Reserve(n int) {
+	if n <= t.Len() {
+		return
+	}
+	for _, c := range []*Num[int64]{&t.TS, &t.Dur, &t.PID, &t.TID, &t.Stream, &t.Correlation, &t.ExternalID} {
+		c.V = slices.Grow(c.V, n-len(c.V))
+	}
+	for _, c := range []*Num[int32]{&t.Kind.Num, &t.Cat.Num, &t.Name.Num, &t.Device} {
+		c.V = slices.Grow(c.V, n-len(c.V))
+	}
 }

@@ -20,15 +20,18 @@ type builder struct {
 	kindByCat map[int32]int32 // cat id -> kind id (for cats whose kind does not depend on the name)
 	names     map[int32]nameInfo
 	kinds     map[string]int32
+	raw       map[string]int32 // raw JSON spelling -> string id
+	colls     map[string]int32 // raw collective name -> normalised id
 	strTIDs   map[string]int64
 
 	cpuSteps, gpuSteps map[int32]*span
 	flows              []flow
 	open               map[[2]int64][]pending // B events waiting for their E
 
-	counts   map[int32]int // per kind id
-	nEvents  int
-	phCounts [256]int
+	counts       map[int32]int // per kind id
+	uncorrelated int           // GPU activities and runtime calls without a correlation id
+	nEvents      int
+	phCounts     [256]int
 
 	timelineTotals map[int64]int64
 	memMetrics     [4]int32
@@ -65,6 +68,8 @@ func (b *builder) init(t *Trace) {
 	b.kindByCat = map[int32]int32{}
 	b.names = map[int32]nameInfo{}
 	b.kinds = map[string]int32{}
+	b.raw = make(map[string]int32, 1024)
+	b.colls = map[string]int32{}
 	b.strTIDs = map[string]int64{}
 	b.cpuSteps = map[int32]*span{}
 	b.gpuSteps = map[int32]*span{}
@@ -107,11 +112,19 @@ func kindForCat(cat string) string {
 	return stream.KindOther
 }
 
-func (b *builder) intern(raw []byte, esc bool) int32 {
-	if esc {
-		return b.str.ID(unescape(raw))
+// intern returns the string id of a raw JSON string body, decoding escapes
+// the first time a spelling is seen.
+func (b *builder) intern(raw []byte) int32 {
+	if id, ok := b.raw[string(raw)]; ok {
+		return id
 	}
-	return b.str.IDBytes(raw)
+	s := string(raw)
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		s = unescape(raw)
+	}
+	id := b.str.ID(s)
+	b.raw[string(raw)] = id
+	return id
 }
 
 func (b *builder) nameInfo(id int32, kind string) nameInfo {
@@ -172,7 +185,7 @@ func (b *builder) commit(e *event, off int64) {
 		b.slice(e, e.ts, e.dur)
 	case 'B':
 		key := [2]int64{e.pid, b.tid(e)}
-		b.open[key] = append(b.lazyOpen()[key], pending{name: b.intern(e.name, e.nameEsc), cat: b.str.IDBytes(e.cat), ts: e.ts})
+		b.open[key] = append(b.lazyOpen()[key], pending{name: b.intern(e.name), cat: b.intern(e.cat), ts: e.ts})
 	case 'E':
 		key := [2]int64{e.pid, b.tid(e)}
 		st := b.lazyOpen()[key]
@@ -181,7 +194,7 @@ func (b *builder) commit(e *event, off int64) {
 		}
 		top := st[len(st)-1]
 		b.open[key] = st[:len(st)-1]
-		e.name, e.nameEsc = []byte(b.str.Get(top.name)), false
+		e.name = []byte(b.str.Get(top.name))
 		e.cat = []byte(b.str.Get(top.cat))
 		b.slice(e, top.ts, e.ts-top.ts)
 	case 'i', 'I':
@@ -282,8 +295,8 @@ func timelineCategory(c int64) string {
 
 func (b *builder) slice(e *event, ts, dur int64) {
 	s := b.s
-	catID := b.str.IDBytes(e.cat)
-	nameID := b.intern(e.name, e.nameEsc)
+	catID := b.intern(e.cat)
+	nameID := b.intern(e.name)
 	kindID, ok := b.kindByCat[catID]
 	if !ok {
 		kindID = b.kinds[kindForCat(b.str.Get(catID))]
@@ -326,35 +339,65 @@ func (b *builder) slice(e *event, ts, dur int64) {
 		s.Stream.AppendNull()
 	}
 	s.Correlation.AppendOpt(a.correlation, a.has&aCorrelation != 0)
+	if a.has&aCorrelation == 0 && (gpuSide || kind == stream.KindRuntime || kind == stream.KindDriver) {
+		b.uncorrelated++
+	}
 	s.ExternalID.AppendOpt(a.externalID, a.has&aExternalID != 0)
-	hasGrid, hasBlock := a.has&aGrid != 0, a.has&aBlock != 0
-	s.GridX.AppendOpt(int32(a.grid[0]), hasGrid)
-	s.GridY.AppendOpt(int32(a.grid[1]), hasGrid)
-	s.GridZ.AppendOpt(int32(a.grid[2]), hasGrid)
-	s.BlockX.AppendOpt(int32(a.block[0]), hasBlock)
-	s.BlockY.AppendOpt(int32(a.block[1]), hasBlock)
-	s.BlockZ.AppendOpt(int32(a.block[2]), hasBlock)
-	s.Registers.AppendOpt(int32(a.registers), a.has&aRegisters != 0)
-	s.SharedMem.AppendOpt(a.sharedMem, a.has&aSharedMem != 0)
-	s.Occupancy.AppendOpt(a.occupancy, a.has&aOccupancy != 0)
-	s.Bytes.AppendOpt(a.bytes, a.has&aBytes != 0)
-	s.CopyKind.AppendOpt(ni.copyKind, ni.copyKind != 0)
-	s.HostMem.AppendOpt(ni.hostMem, ni.hostMem != 0)
-
+	row := s.Len() - 1
+	if a.has&aGrid != 0 {
+		s.GridX.Set(row, int32(a.grid[0]))
+		s.GridY.Set(row, int32(a.grid[1]))
+		s.GridZ.Set(row, int32(a.grid[2]))
+	}
+	if a.has&aBlock != 0 {
+		s.BlockX.Set(row, int32(a.block[0]))
+		s.BlockY.Set(row, int32(a.block[1]))
+		s.BlockZ.Set(row, int32(a.block[2]))
+	}
+	if a.has&aRegisters != 0 {
+		s.Registers.Set(row, int32(a.registers))
+	}
+	if a.has&aSharedMem != 0 {
+		s.SharedMem.Set(row, a.sharedMem)
+	}
+	if a.has&aOccupancy != 0 {
+		s.Occupancy.Set(row, a.occupancy)
+	}
+	if a.has&aBytes != 0 {
+		s.Bytes.Set(row, a.bytes)
+	}
+	if ni.copyKind != 0 {
+		s.CopyKind.Set(row, ni.copyKind)
+	}
+	if ni.hostMem != 0 {
+		s.HostMem.Set(row, ni.hostMem)
+	}
 	coll := ni.coll
 	if a.has&aCollName != 0 && len(a.collName) > 0 {
-		coll = b.str.ID(gpu.NormalizeCollective(string(a.collName)))
+		coll = b.collective(a.collName)
 	}
-	s.CollName.AppendOpt(coll, coll != 0)
-	s.CollInElems.AppendOpt(a.inElems, a.has&aInElems != 0)
-	s.CollOutElems.AppendOpt(a.outElems, a.has&aOutElems != 0)
-	b.optDict(&s.CollDtype, a.dtype, a.has&aDtype != 0)
-	s.CollGroupSize.AppendOpt(int32(a.groupSize), a.has&aGroupSize != 0)
-	b.optDict(&s.PGName, a.pgName, a.has&aPGName != 0)
-	b.optDict(&s.PGDesc, a.pgDesc, a.has&aPGDesc != 0)
-	b.optDict(&s.PGRanks, a.pgRanks, a.has&aPGRanks != 0)
-	s.CollAlgo.AppendOpt(ni.algo, ni.algo != 0)
-	s.CollProto.AppendOpt(ni.proto, ni.proto != 0)
+	if coll != 0 {
+		s.CollName.Set(row, coll)
+	}
+	if a.has&aInElems != 0 {
+		s.CollInElems.Set(row, a.inElems)
+	}
+	if a.has&aOutElems != 0 {
+		s.CollOutElems.Set(row, a.outElems)
+	}
+	if a.has&aGroupSize != 0 {
+		s.CollGroupSize.Set(row, int32(a.groupSize))
+	}
+	b.optDict(&s.CollDtype, row, a.dtype, a.has&aDtype != 0)
+	b.optDict(&s.PGName, row, a.pgName, a.has&aPGName != 0)
+	b.optDict(&s.PGDesc, row, a.pgDesc, a.has&aPGDesc != 0)
+	b.optDict(&s.PGRanks, row, a.pgRanks, a.has&aPGRanks != 0)
+	if ni.algo != 0 {
+		s.CollAlgo.Set(row, ni.algo)
+	}
+	if ni.proto != 0 {
+		s.CollProto.Set(row, ni.proto)
+	}
 
 	if ni.stepNo >= 0 {
 		steps := b.cpuSteps
@@ -370,12 +413,20 @@ func (b *builder) slice(e *event, ts, dur int64) {
 	}
 }
 
-func (b *builder) optDict(col *stream.Dict, raw []byte, ok bool) {
-	if !ok || raw == nil {
-		col.AppendNull()
-		return
+func (b *builder) optDict(col *stream.SparseDict, row int, raw []byte, ok bool) {
+	if ok && raw != nil {
+		col.Set(row, b.intern(raw))
 	}
-	col.Append(b.str.IDBytes(raw))
+}
+
+// collective normalises a "Collective name" argument, once per spelling.
+func (b *builder) collective(raw []byte) int32 {
+	if id, ok := b.colls[string(raw)]; ok {
+		return id
+	}
+	id := b.str.ID(gpu.NormalizeCollective(string(raw)))
+	b.colls[string(raw)] = id
+	return id
 }
 
 // finish resolves everything that needs the whole file: the rank, the time
@@ -496,7 +547,7 @@ func (b *builder) fixTimelineTimes() {
 // start sits on the launching runtime call, the flow end on the GPU activity.
 func (b *builder) bindFlows() {
 	s := b.s
-	if len(b.flows) == 0 || s.Correlation.NullCount() == 0 {
+	if len(b.flows) == 0 || b.uncorrelated == 0 {
 		return
 	}
 	type key struct{ pid, tid, ts int64 }
@@ -504,8 +555,12 @@ func (b *builder) bindFlows() {
 	for _, f := range b.flows {
 		ends[key{f.pid, f.tid, f.ts}] = f.id
 	}
+	linkable := map[int32]bool{}
+	for _, k := range []string{stream.KindKernel, stream.KindComm, stream.KindMemcpy, stream.KindMemset, stream.KindRuntime, stream.KindDriver} {
+		linkable[b.kinds[k]] = true
+	}
 	for i := range s.Len() {
-		if s.Correlation.Valid(i) {
+		if s.Correlation.Valid(i) || !linkable[s.Kind.V[i]] {
 			continue
 		}
 		if id, ok := ends[key{s.PID.V[i], s.TID.V[i], s.TS.V[i]}]; ok {

@@ -9,7 +9,6 @@ type event struct {
 	scope        byte // instant scope: g, p, t
 	bp           byte // flow binding point
 	name, cat    []byte
-	nameEsc      bool
 	pid, tid     int64
 	tidStr       []byte // tid given as a non-numeric string
 	pidStr       []byte
@@ -72,25 +71,31 @@ const (
 
 // parseEvent parses one event object at the cursor into e.
 func (c *cursor) parseEvent(e *event) {
-	*e = event{}
+	// reset only what parsing reads back; the counter arrays are bounded by nCounters
+	e.ph, e.scope, e.bp = 0, 0, 0
+	e.name, e.cat, e.tidStr, e.pidStr = nil, nil, nil, nil
+	e.pid, e.tid, e.ts, e.dur, e.id = 0, 0, 0, 0, 0
+	e.hasTS, e.hasDur, e.hasID = false, false, false
+	e.args.has = 0
+	e.nCounters = 0
 	c.expect('{', "an event object '{'")
 	if c.ws() == '}' {
 		c.i++
 		return
 	}
 	for {
-		key, _ := c.str()
+		key := c.str()
 		c.expect(':', "':' after an event key")
 		switch string(key) {
 		case "ph":
-			v, _ := c.str()
+			v := c.str()
 			if len(v) > 0 {
 				e.ph = v[0]
 			}
 		case "name":
-			e.name, e.nameEsc = c.str()
+			e.name = c.str()
 		case "cat":
-			e.cat, _ = c.str()
+			e.cat = c.str()
 		case "ts":
 			e.ts = c.micros()
 			e.hasTS = true
@@ -99,33 +104,33 @@ func (c *cursor) parseEvent(e *event) {
 			e.hasDur = true
 		case "pid":
 			if c.ws() == '"' {
-				e.pidStr, _ = c.str()
+				e.pidStr = c.str()
 				e.pid = parseIntOr(e.pidStr, -1)
 			} else {
 				e.pid = c.int()
 			}
 		case "tid":
 			if c.ws() == '"' {
-				e.tidStr, _ = c.str()
+				e.tidStr = c.str()
 				e.tid = parseIntOr(e.tidStr, -1)
 			} else {
 				e.tid = c.int()
 			}
 		case "id":
 			if c.ws() == '"' {
-				raw, _ := c.str()
+				raw := c.str()
 				e.id = parseIntOr(raw, 0)
 			} else {
 				e.id = c.int()
 			}
 			e.hasID = true
 		case "bp":
-			v, _ := c.str()
+			v := c.str()
 			if len(v) > 0 {
 				e.bp = v[0]
 			}
 		case "s":
-			v, _ := c.str()
+			v := c.str()
 			if len(v) > 0 {
 				e.scope = v[0]
 			}
@@ -168,7 +173,7 @@ func (c *cursor) parseArgs(a *eventArgs) {
 		return
 	}
 	for {
-		key, _ := c.str()
+		key := c.str()
 		c.expect(':', "':' after an args key")
 		switch string(key) {
 		case "correlation":
@@ -204,10 +209,10 @@ func (c *cursor) parseArgs(a *eventArgs) {
 			a.bytes = c.int()
 			a.has |= aBytes
 		case "Collective name":
-			a.collName, _ = c.strOrSkip()
+			a.collName = c.strOrSkip()
 			a.has |= aCollName
 		case "dtype":
-			a.dtype, _ = c.strOrSkip()
+			a.dtype = c.strOrSkip()
 			a.has |= aDtype
 		case "In msg nelems":
 			a.inElems = c.int()
@@ -219,14 +224,14 @@ func (c *cursor) parseArgs(a *eventArgs) {
 			a.groupSize = c.int()
 			a.has |= aGroupSize
 		case "Process Group Name":
-			a.pgName, _ = c.strOrSkip()
+			a.pgName = c.strOrSkip()
 			a.has |= aPGName
 		case "Process Group Description":
-			a.pgDesc, _ = c.strOrSkip()
+			a.pgDesc = c.strOrSkip()
 			a.has |= aPGDesc
 		case "Process Group Ranks":
 			if c.ws() == '"' {
-				a.pgRanks, _ = c.str()
+				a.pgRanks = c.str()
 			} else {
 				a.pgRanks = c.raw()
 			}
@@ -244,7 +249,7 @@ func (c *cursor) parseArgs(a *eventArgs) {
 			a.deviceType = c.int()
 			a.has |= aDeviceType
 		case "name":
-			a.name, _ = c.strOrSkip()
+			a.name = c.strOrSkip()
 			a.has |= aName
 		default:
 			c.skip()
@@ -263,12 +268,12 @@ func (c *cursor) parseArgs(a *eventArgs) {
 
 // strOrSkip reads a string value, or skips a value of another type and
 // returns nil.
-func (c *cursor) strOrSkip() ([]byte, bool) {
+func (c *cursor) strOrSkip() []byte {
 	if c.ws() == '"' {
 		return c.str()
 	}
 	c.skip()
-	return nil, false
+	return nil
 }
 
 // triple reads [x, y, z]; anything else is skipped and reported false.
@@ -307,7 +312,7 @@ func (c *cursor) parseCounterArgs(e *event) {
 		return
 	}
 	for {
-		key, _ := c.str()
+		key := c.str()
 		c.expect(':', "':' after a counter name")
 		ch := c.ws()
 		if (ch == '-' || (ch >= '0' && ch <= '9')) && e.nCounters < maxCounterSeries {

@@ -3,6 +3,7 @@ package kineto
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,8 +25,15 @@ func ReadFile(path string, opt Options) (*Trace, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
 		return nil, fmt.Errorf("%s: is a directory", path)
+	}
+	if opt.SizeHint == 0 {
+		opt.SizeHint = jsonSize(f, st.Size())
 	}
 	return Read(f, path, opt)
 }
@@ -72,6 +80,24 @@ func Read(r io.Reader, name string, opt Options) (*Trace, error) {
 		return nil, err
 	}
 	return p.trace, nil
+}
+
+// jsonSize guesses the JSON size of a file: its size, or for gzip the
+// uncompressed size its trailer records (modulo 4 GiB).
+func jsonSize(f *os.File, size int64) int64 {
+	var head [2]byte
+	if _, err := f.ReadAt(head[:], 0); err != nil || head[0] != 0x1f || head[1] != 0x8b || size < 18 {
+		return size
+	}
+	var tail [4]byte
+	if _, err := f.ReadAt(tail[:], size-4); err != nil {
+		return size
+	}
+	n := int64(binary.LittleEndian.Uint32(tail[:]))
+	for n < size {
+		n += 1 << 32
+	}
+	return n
 }
 
 func isPickle(head []byte, name string) bool {
@@ -165,6 +191,10 @@ type parser struct {
 
 const initialWindow = 1 << 20
 
+// bytesPerEvent is a low estimate of JSON bytes per duration event in real
+// traces (300-600 here), used to size columns from a file's size.
+const bytesPerEvent = 450
+
 func newParser(r io.Reader, name string, opt Options) *parser {
 	str := stream.NewStrings()
 	t := &Trace{
@@ -177,6 +207,9 @@ func newParser(r io.Reader, name string, opt Options) *parser {
 	t.Counters.Str = str
 	p := &parser{s: window{r: r, buf: make([]byte, initialWindow)}, name: name, opt: opt, trace: t, seenKey: map[string]bool{}}
 	p.b.init(t)
+	if opt.SizeHint > 0 {
+		t.Slices.Reserve(int(min(opt.SizeHint/bytesPerEvent, 50_000_000)))
+	}
 	return p
 }
 
@@ -311,7 +344,7 @@ func (p *parser) unit(c *cursor) {
 			p.state = stDone
 			return
 		}
-		key, _ := c.str()
+		key := c.str()
 		c.expect(':', "':' after a key")
 		if string(key) == "traceEvents" {
 			c.expect('[', "'[' to start traceEvents")
@@ -423,10 +456,10 @@ func (p *parser) topValue(c *cursor, key string) {
 		t.BaseTimeNS = c.int()
 		t.HasBaseTime = true
 	case "displayTimeUnit":
-		raw, _ := c.strOrSkip()
+		raw := c.strOrSkip()
 		t.DisplayTimeUnit = string(raw)
 	case "traceName":
-		raw, _ := c.strOrSkip()
+		raw := c.strOrSkip()
 		t.TraceName = string(raw)
 	case "nodes":
 		if c.ws() != '[' {

@@ -54,39 +54,35 @@ func (c *cursor) expect(ch byte, want string) {
 	c.i++
 }
 
-// str reads a JSON string and returns its raw bytes (without quotes) and
-// whether they hold escapes.
-func (c *cursor) str() ([]byte, bool) {
+// str reads a JSON string and returns its raw bytes (without quotes;
+// escapes are left as they are: see builder.intern).
+func (c *cursor) str() []byte {
 	if c.ws() != '"' {
 		c.fail("a string")
 	}
 	start := c.i + 1
 	j := start
-	esc := false
 	for {
 		k := bytes.IndexByte(c.b[j:], '"')
 		if k < 0 {
 			panic(errShort)
 		}
 		j += k
-		// count the backslashes before the quote
+		if c.b[j-1] != '\\' {
+			break
+		}
+		// count the backslashes before the quote: an odd number escapes it
 		n := 0
 		for p := j - 1; p >= start && c.b[p] == '\\'; p-- {
 			n++
-		}
-		if n > 0 {
-			esc = true
 		}
 		if n%2 == 0 {
 			break
 		}
 		j++
 	}
-	if !esc && bytes.IndexByte(c.b[start:j], '\\') >= 0 {
-		esc = true
-	}
 	c.i = j + 1
-	return c.b[start:j], esc
+	return c.b[start:j]
 }
 
 // unescape decodes a raw JSON string body that holds escapes.
@@ -122,7 +118,7 @@ func (c *cursor) numEnd() int {
 func (c *cursor) micros() int64 {
 	start := c.i
 	if c.ws() == '"' {
-		raw, _ := c.str()
+		raw := c.str()
 		ns, ok := parseMicros(bytes.TrimSpace(raw))
 		if !ok {
 			c.i = start
@@ -197,7 +193,7 @@ func parseMicrosSlow(tok []byte) (int64, bool) {
 // number; any other string reads as 0.
 func (c *cursor) int() int64 {
 	if c.ws() == '"' {
-		raw, _ := c.str()
+		raw := c.str()
 		return parseIntString(raw)
 	}
 	end := c.numEnd()
@@ -270,7 +266,7 @@ func parseInt(tok []byte) (int64, bool) {
 // float reads a JSON number as float64.
 func (c *cursor) float() float64 {
 	if c.ws() == '"' {
-		raw, _ := c.str()
+		raw := c.str()
 		f, _ := strconv.ParseFloat(string(raw), 64)
 		return f
 	}

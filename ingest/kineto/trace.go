@@ -23,6 +23,9 @@ type Options struct {
 	Rank int
 	// NoPrefetch turns off the background decompression goroutine.
 	NoPrefetch bool
+	// SizeHint is the expected JSON size in bytes (0: unknown); ReadFile
+	// sets it from the file.
+	SizeHint int64
 }
 
 // Trace is one file read into column tables.
