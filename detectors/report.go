@@ -90,7 +90,7 @@ func BuildReport(ctx context.Context, st *duck.Store, results []Result) (*Report
 	if err := r.loadRuns(ctx, st); err != nil {
 		return nil, err
 	}
-	for _, res := range results {
+	for _, res := range ordered(results) {
 		if res.Detector.Kind != KindMetric {
 			continue
 		}
@@ -338,4 +338,29 @@ func roundAll(v any) any {
 		}
 	}
 	return v
+}
+
+// reportOrder is the order built-in metric tables appear in: the broad
+// picture first, details after. Other detectors follow by name.
+var reportOrder = []string{"temporal_breakdown", "step_time", "kernel_type_breakdown", "comm_comp_overlap",
+	"straggler", "idle_breakdown", "kernel_launch_stats", "top_kernels"}
+
+func ordered(results []Result) []Result {
+	pos := func(name string) int {
+		for i, n := range reportOrder {
+			if n == name {
+				return i
+			}
+		}
+		return len(reportOrder)
+	}
+	out := append([]Result(nil), results...)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i].Detector.Name, out[j].Detector.Name
+		if pa, pb := pos(a), pos(b); pa != pb {
+			return pa < pb
+		}
+		return a < b
+	})
+	return out
 }

@@ -7,7 +7,10 @@
 -- threshold: idle_ratio = 0.20  # mean GPU idle / GPU span
 -- threshold: sync_ratio = 0.05  # worst rank's host time in synchronizing calls / GPU span
 -- threshold: short_ratio = 0.30  # mean share of kernels shorter than their launch
-WITH t AS (
+-- threshold: min_kernels = 50  # fewer GPU activities than this in the window are too few to classify
+WITH n AS (
+    SELECT run_id, count(*) AS kernels FROM gpu_window GROUP BY run_id
+), t AS (
     SELECT run_id,
            avg(value) FILTER (WHERE metric = 'idle_pct') / 100 AS idle,
            avg(value) FILTER (WHERE metric = 'compute_pct') / 100 AS compute,
@@ -35,14 +38,15 @@ WITH t AS (
     FROM sy JOIN gpu_span sp ON sp.run_id = sy.run_id AND sp.rank = sy.rank
     GROUP BY sy.run_id
 ), j AS (
-    SELECT t.run_id, t.ranks, t.idle, t.compute, t.non_compute,
+    SELECT t.run_id, t.ranks, n.kernels, t.idle, t.compute, t.non_compute,
            coalesce(c.exposed, 0) AS exposed, c.worst_rank AS comm_rank,
            coalesce(l.short, 0) AS short,
            coalesce(s.sync, 0) AS sync, s.worst_rank AS sync_rank, coalesce(s.calls, 0) AS sync_calls
-    FROM t LEFT JOIN c USING (run_id) LEFT JOIN l USING (run_id) LEFT JOIN s USING (run_id)
+    FROM t JOIN n USING (run_id) LEFT JOIN c USING (run_id) LEFT JOIN l USING (run_id) LEFT JOIN s USING (run_id)
 ), k AS (
     SELECT *,
-           CASE WHEN exposed >= $comm_ratio THEN 'communication-bound'
+           CASE WHEN kernels < $min_kernels THEN 'unclassified'
+                WHEN exposed >= $comm_ratio THEN 'communication-bound'
                 WHEN idle >= $idle_ratio AND sync >= $sync_ratio THEN 'sync-bound'
                 WHEN idle >= $idle_ratio AND short >= $short_ratio THEN 'launch-overhead-bound'
                 WHEN idle >= $idle_ratio THEN 'host-bound'
@@ -53,10 +57,13 @@ SELECT run_id,
        class AS subject,
        'bottleneck_class' AS metric,
        CASE class WHEN 'communication-bound' THEN exposed WHEN 'sync-bound' THEN sync
-                  WHEN 'launch-overhead-bound' THEN short WHEN 'host-bound' THEN idle ELSE compute END AS value,
+                  WHEN 'launch-overhead-bound' THEN short WHEN 'host-bound' THEN idle
+                  WHEN 'unclassified' THEN kernels ELSE compute END AS value,
        CASE class WHEN 'communication-bound' THEN $comm_ratio WHEN 'sync-bound' THEN $sync_ratio
-                  WHEN 'launch-overhead-bound' THEN $short_ratio WHEN 'host-bound' THEN $idle_ratio END AS threshold,
+                  WHEN 'launch-overhead-bound' THEN $short_ratio WHEN 'host-bound' THEN $idle_ratio
+                  WHEN 'unclassified' THEN $min_kernels END AS threshold,
        CASE class
+           WHEN 'unclassified' THEN printf('too little GPU work to classify: %d GPU activities in the analysis window (at least %d needed)', kernels, $min_kernels::BIGINT)
            WHEN 'communication-bound' THEN printf('communication-bound: on rank %d, %.1f%% of the GPU span is communication that no compute hides (threshold %.0f%%); GPU idle averages %.1f%% over %d ranks',
                                                   comm_rank, 100 * exposed, 100 * $comm_ratio, 100 * idle, ranks)
            WHEN 'sync-bound' THEN printf('sync-bound: the GPU is idle %.1f%% of its span and rank %d spends %.1f%% of it in %d synchronizing calls (threshold %.0f%%)',

@@ -1,0 +1,133 @@
+package detectors
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const goodHeader = `-- name: sample
+-- category: test
+-- kind: finding
+-- severity: warn
+-- description: a sample detector
+-- threshold: min_ratio = 0.1  # what it means
+SELECT 'r' AS run_id, 'm' AS metric, 1.0 AS value, 'msg' AS message WHERE 1 > $min_ratio
+`
+
+func TestParseGood(t *testing.T) {
+	d, err := Parse("x/sample.sql", []byte(goodHeader))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Name != "sample" || d.Kind != KindFinding || d.Severity != "warn" || d.Category != "test" {
+		t.Errorf("header = %+v", d)
+	}
+	if len(d.Params) != 1 || d.Params[0].Name != "min_ratio" || d.Params[0].Default != 0.1 || d.Params[0].Doc != "what it means" || d.Params[0].Line != 6 {
+		t.Errorf("params = %+v", d.Params)
+	}
+	if d.Line != 7 || !strings.HasPrefix(d.SQL, "SELECT") {
+		t.Errorf("body at line %d: %q", d.Line, d.SQL)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	cases := []struct {
+		name, file, text, want string
+	}{
+		{"unknown key", "sample.sql", strings.Replace(goodHeader, "-- severity: warn", "-- severty: warn", 1), "sample.sql:4: unknown header key \"severty\""},
+		{"name differs", "other.sql", goodHeader, "other.sql:1: name \"sample\" differs from the file name \"other.sql\""},
+		{"undeclared parameter", "sample.sql", strings.Replace(goodHeader, "$min_ratio", "$max_ratio", 1), "sample.sql:7: parameter $max_ratio is not declared"},
+		{"unused threshold", "sample.sql", strings.Replace(goodHeader, "WHERE 1 > $min_ratio", "", 1), "sample.sql:6: threshold min_ratio is declared but the SQL never uses $min_ratio"},
+		{"two statements", "sample.sql", goodHeader + "; DROP TABLE slices\n", "sample.sql:8: a detector is one SQL statement"},
+		{"bad kind", "sample.sql", strings.Replace(goodHeader, "kind: finding", "kind: alert", 1), "sample.sql:3: kind \"alert\" must be metric or finding"},
+		{"bad severity", "sample.sql", strings.Replace(goodHeader, "severity: warn", "severity: high", 1), "sample.sql:4: severity \"high\" must be one of info, warn, critical"},
+		{"bad threshold", "sample.sql", strings.Replace(goodHeader, "min_ratio = 0.1", "min_ratio = ten", 1), "sample.sql:6: threshold must be 'name = number"},
+		{"duplicate key", "sample.sql", strings.Replace(goodHeader, "-- kind: finding", "-- kind: finding\n-- kind: metric", 1), "sample.sql:4: kind given twice (first at line 3)"},
+		{"missing name", "sample.sql", strings.Replace(goodHeader, "-- name: sample\n", "", 1), "sample.sql:1: missing '-- name:' header"},
+		{"no body", "sample.sql", "-- name: sample\n-- category: c\n-- kind: metric\n-- description: d\n", "no SQL after the header"},
+		{"free text in header", "sample.sql", "-- name: sample\n-- this is prose\n", "sample.sql:2: header line must be '-- key: value'"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse(c.file, []byte(c.text))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error = %v, want it to contain %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestParseIgnoresDollarInStringsAndComments(t *testing.T) {
+	text := strings.Replace(goodHeader, "'msg' AS message", "'costs $5' AS message -- not a $param\n", 1)
+	if _, err := Parse("sample.sql", []byte(text)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBuiltinsLoad(t *testing.T) {
+	ds, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) < 10 {
+		t.Fatalf("only %d built-in detectors", len(ds))
+	}
+	for _, d := range ds {
+		if !d.Builtin || d.Description == "" {
+			t.Errorf("%s: builtin=%v description=%q", d.Name, d.Builtin, d.Description)
+		}
+	}
+}
+
+func TestNewSetOverridesAndErrors(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "sample.sql"), []byte(goodHeader), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	set, err := NewSet(Config{
+		Dirs:       []string{dir},
+		Disable:    []string{"top_kernels"},
+		Thresholds: map[string]map[string]float64{"sample": {"min_ratio": 0.5}, "idle_breakdown": {"kernel_wait_ns": 5000}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]*Detector{}
+	for _, d := range set.Detectors {
+		found[d.Name] = d
+	}
+	if found["top_kernels"] != nil {
+		t.Error("disabled detector still in the set")
+	}
+	if d := found["sample"]; d == nil || d.Builtin || d.Params[0].Value != 0.5 || d.Params[0].Default != 0.1 {
+		t.Errorf("user detector = %+v", d)
+	}
+	if d := found["idle_breakdown"]; d == nil || d.Params[0].Value != 5000 {
+		t.Errorf("override of a built-in threshold not applied: %+v", d)
+	}
+
+	_, err = NewSet(Config{
+		Disable:    []string{"nope"},
+		Thresholds: map[string]map[string]float64{"gpu_idle": {"max_idle": 1}, "ghost": {"x": 1}},
+	})
+	for _, want := range []string{
+		`detectors.disable[0]: no detector named "nope"`,
+		`detectors.thresholds.gpu_idle.max_idle: gpu_idle has no threshold "max_idle" (it has: max_idle_ratio)`,
+		`detectors.thresholds.ghost: no detector named "ghost"`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error = %v, want it to contain %q", err, want)
+		}
+	}
+
+	// A user detector may not shadow a built-in.
+	shadow := strings.ReplaceAll(goodHeader, "sample", "gpu_idle")
+	if err := os.WriteFile(filepath.Join(dir, "gpu_idle.sql"), []byte(shadow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewSet(Config{Dirs: []string{dir}}); err == nil || !strings.Contains(err.Error(), "already defined in detectors/sql/gpu_idle.sql") {
+		t.Errorf("shadowing error = %v", err)
+	}
+}

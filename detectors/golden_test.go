@@ -1,0 +1,101 @@
+package detectors_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/trainscope/trainscope/detectors"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata")
+
+// TestGoldenReports renders each case's report as markdown and JSON and
+// compares it with testdata/<case>/want.{md,json}; -update rewrites them.
+func TestGoldenReports(t *testing.T) {
+	cases := []struct {
+		name string
+		dir  func(t *testing.T) string
+		cfg  detectors.Config
+	}{
+		{"hand", handRun, lowThresholds},
+		{"nccl_parser_config", corpusDir("hta/tests__data__nccl_parser_config__nccl_data.json.gz"), detectors.Config{}},
+		{"sampled_pair", corpusDir("hta/tests__data__trace_filter__sampled_rank-0.json.gz", "hta/tests__data__trace_filter__sampled_rank-1.json.gz"), detectors.Config{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st, res := analyzeDir(t, c.dir(t), c.name, detectors.Window{}, c.cfg)
+			rep, err := detectors.BuildReport(context.Background(), st, res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var md, js bytes.Buffer
+			if err := rep.WriteMarkdown(&md); err != nil {
+				t.Fatal(err)
+			}
+			if err := rep.WriteJSON(&js); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, filepath.Join("testdata", c.name, "want.md"), md.Bytes())
+			golden(t, filepath.Join("testdata", c.name, "want.json"), js.Bytes())
+		})
+	}
+}
+
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run the test with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		gl, wl := bytes.Split(got, []byte("\n")), bytes.Split(want, []byte("\n"))
+		for i := 0; i < len(gl) || i < len(wl); i++ {
+			var g, w []byte
+			if i < len(gl) {
+				g = gl[i]
+			}
+			if i < len(wl) {
+				w = wl[i]
+			}
+			if !bytes.Equal(g, w) {
+				t.Fatalf("%s differs at line %d:\n got: %s\nwant: %s\n(run with -update if the change is intended)", path, i+1, g, w)
+			}
+		}
+	}
+}
+
+const corpus = "../../shared/corpus/kineto"
+
+// corpusDir links corpus files into a temporary folder (the run id comes
+// from the test case, not the folder).
+func corpusDir(files ...string) func(t *testing.T) string {
+	return func(t *testing.T) string {
+		dir := t.TempDir()
+		for _, f := range files {
+			src, err := filepath.Abs(filepath.Join(corpus, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(src); err != nil {
+				t.Skipf("corpus file missing: %v", err)
+			}
+			if err := os.Symlink(src, filepath.Join(dir, filepath.Base(f))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+}

@@ -1,0 +1,192 @@
+package detectors_test
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/ingest"
+	"github.com/trainscope/trainscope/sql/duck"
+)
+
+// analyzeDir loads a folder into a fresh in-memory store and runs every
+// built-in detector over the default window.
+func analyzeDir(t *testing.T, dir, runID string, w detectors.Window, cfg ...detectors.Config) (*duck.Store, []detectors.Result) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := duck.Open(ctx, "", duck.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	files, err := ingest.Discover([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ingest.Load(ctx, st, files, ingest.Options{RunID: runID, Rank: -1}); err != nil {
+		t.Fatal(err)
+	}
+	var c detectors.Config
+	if len(cfg) > 0 {
+		c = cfg[0]
+	}
+	set, err := detectors.NewSet(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := detectors.SetWindow(ctx, st, w); err != nil {
+		t.Fatal(err)
+	}
+	res, err := set.Run(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, res
+}
+
+func metric(t *testing.T, st *duck.Store, detector string, rank any, subject any, name string) float64 {
+	t.Helper()
+	var v float64
+	err := st.Conn().QueryRowContext(context.Background(),
+		`SELECT value FROM metrics WHERE detector = ? AND metric = ? AND rank IS NOT DISTINCT FROM ? AND subject IS NOT DISTINCT FROM ?`,
+		detector, name, rank, subject).Scan(&v)
+	if err != nil {
+		t.Fatalf("%s.%s rank=%v subject=%v: %v", detector, name, rank, subject, err)
+	}
+	return v
+}
+
+const us = 1000.0 // ns per µs
+
+func TestHandRunMetrics(t *testing.T) {
+	st, _ := analyzeDir(t, handRun(t), "hand", detectors.Window{})
+	cases := []struct {
+		detector string
+		rank     any
+		subject  any
+		metric   string
+		want     float64
+	}{
+		// window = steps 1-2; GPU span on both ranks is 100 µs .. 1860 µs
+		{"temporal_breakdown", 0, nil, "span_ns", 1760 * us},
+		{"temporal_breakdown", 0, nil, "idle_ns", 600 * us},
+		{"temporal_breakdown", 0, nil, "compute_ns", 740 * us},
+		{"temporal_breakdown", 0, nil, "non_compute_ns", 420 * us},
+		{"temporal_breakdown", 0, nil, "idle_pct", 100 * 600.0 / 1760},
+		{"temporal_breakdown", 1, nil, "idle_ns", 700 * us},
+		{"temporal_breakdown", 1, nil, "compute_ns", 740 * us},
+		{"temporal_breakdown", 1, nil, "non_compute_ns", 320 * us},
+		// comm on rank 0: 250 µs a step, 50 µs of it under K2
+		{"comm_comp_overlap", 0, nil, "comm_ns", 500 * us},
+		{"comm_comp_overlap", 0, nil, "overlap_ns", 100 * us},
+		{"comm_comp_overlap", 0, nil, "overlap_pct", 20},
+		{"comm_comp_overlap", 0, nil, "exposed_comm_ns", 400 * us},
+		{"comm_comp_overlap", 0, nil, "exposed_comm_pct", 100 * 400.0 / 1760},
+		{"comm_comp_overlap", 1, nil, "overlap_ns", 0},
+		{"comm_comp_overlap", 1, nil, "exposed_comm_ns", 300 * us},
+		// stream 7 gaps: 10 (kernel wait) 320 50 (host wait) per step, 240 between steps
+		{"idle_breakdown", 0, "stream 7", "gaps", 7},
+		{"idle_breakdown", 0, "stream 7", "kernel_wait_ns", 20 * us},
+		{"idle_breakdown", 0, "stream 7", "host_wait_ns", 980 * us},
+		{"idle_breakdown", 0, "stream 7", "other_ns", 0},
+		{"idle_breakdown", 0, "stream 20", "host_wait_ns", 750 * us},
+		// launches: 4 kernels + 1 memcpy a step; the memcpy (10 µs) is shorter than its call (20 µs)
+		{"kernel_launch_stats", 0, nil, "launches", 10},
+		{"kernel_launch_stats", 0, nil, "short_kernels", 2},
+		{"kernel_launch_stats", 0, nil, "short_pct", 20},
+		{"kernel_launch_stats", 0, nil, "delay_p50_ns", 45 * us},
+		{"kernel_launch_stats", 0, nil, "delay_max_ns", 285 * us},
+		{"kernel_launch_stats", 0, nil, "launch_delay_outliers", 2},
+		// exclusive overlap classes, summed over both ranks
+		{"kernel_type_breakdown", nil, "COMP", "time_ns", 1380 * us},
+		{"kernel_type_breakdown", nil, "COMM", "time_ns", 700 * us},
+		{"kernel_type_breakdown", nil, "COMP+COMM", "time_ns", 100 * us},
+		{"kernel_type_breakdown", nil, "MEM", "time_ns", 40 * us},
+		// rank 1 is last at both all-reduces, 100 µs late each time
+		{"straggler", 1, nil, "instances", 2},
+		{"straggler", 1, nil, "times_last", 2},
+		{"straggler", 1, nil, "wait_caused_ns", 200 * us},
+		{"straggler", 0, nil, "times_last", 0},
+		{"step_time", 0, nil, "steps", 2},
+		{"step_time", 0, nil, "mean_ns", 1000 * us},
+		{"top_kernels", nil, "COMP | gemm_k1", "count", 4},
+		{"top_kernels", nil, "COMP | gemm_k1", "sum_ns", 800 * us},
+	}
+	for _, c := range cases {
+		got := metric(t, st, c.detector, c.rank, c.subject, c.metric)
+		if math.Abs(got-c.want) > 1e-6*math.Max(1, math.Abs(c.want)) {
+			t.Errorf("%s rank=%v subject=%v %s = %v, want %v", c.detector, c.rank, c.subject, c.metric, got, c.want)
+		}
+	}
+}
+
+func TestHandRunStepWindow(t *testing.T) {
+	// Only step 2: the span is 1100..1860 µs.
+	st, _ := analyzeDir(t, handRun(t), "hand", detectors.Window{StepLo: 2, StepHi: 2, Set: true})
+	if got := metric(t, st, "temporal_breakdown", 0, nil, "span_ns"); got != 760*us {
+		t.Errorf("span with --steps 2 = %v, want %v", got, 760*us)
+	}
+	// Step 3 alone holds one 100 µs kernel.
+	st3, _ := analyzeDir(t, handRun(t), "hand", detectors.Window{StepLo: 3, StepHi: 3, Set: true})
+	if got := metric(t, st3, "temporal_breakdown", 0, nil, "compute_ns"); got != 100*us {
+		t.Errorf("compute with --steps 3 = %v, want %v", got, 100*us)
+	}
+}
+
+// lowThresholds lets the 20-activity hand run be classified.
+var lowThresholds = detectors.Config{Thresholds: map[string]map[string]float64{"bottleneck_class": {"min_kernels": 10}}}
+
+func TestHandRunFindings(t *testing.T) {
+	st, _ := analyzeDir(t, handRun(t), "hand", detectors.Window{}, lowThresholds)
+	rows, err := st.Query(context.Background(), `SELECT detector, coalesce(rank, -1), severity, round(value, 4) FROM findings ORDER BY ALL`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[string]float64{}
+	for rows.Next() {
+		var det, sev string
+		var rank int
+		var v float64
+		if err := rows.Scan(&det, &rank, &sev, &v); err != nil {
+			t.Fatal(err)
+		}
+		got[det+"/"+sev+"/"+string(rune('0'+rank+1))] = v
+	}
+	// exposed comm: rank 0 400/1760 = 22.7% (>= 2 x 10%: critical), rank 1 300/1760 = 17.0% (warn)
+	want := map[string]float64{
+		"comm_exposed_ratio/critical/1": 0.2273,
+		"comm_exposed_ratio/warn/2":     0.1705,
+		"gpu_idle/warn/1":               0.3409,
+		"gpu_idle/warn/2":               0.3977,
+		"bottleneck_class/info/0":       0.2273,
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || math.Abs(g-v) > 1e-4 {
+			t.Errorf("finding %s = %v (present %v), want %v; all: %v", k, g, ok, v, got)
+		}
+	}
+	// 10 launches is under launch_overhead's min_launches; two collectives are
+	// under straggler_rank's min_instances.
+	for _, k := range []string{"launch_overhead", "straggler_rank"} {
+		for g := range got {
+			if len(g) > len(k) && g[:len(k)] == k {
+				t.Errorf("unexpected finding %s", g)
+			}
+		}
+	}
+}
+
+func TestHandRunTooSmallToClassify(t *testing.T) {
+	st, _ := analyzeDir(t, handRun(t), "hand", detectors.Window{})
+	var subject string
+	var value float64
+	if err := st.Conn().QueryRowContext(context.Background(),
+		`SELECT subject, value FROM findings WHERE detector = 'bottleneck_class'`).Scan(&subject, &value); err != nil {
+		t.Fatal(err)
+	}
+	if subject != "unclassified" || value != 20 {
+		t.Errorf("bottleneck_class = %s %v, want unclassified with 20 activities", subject, value)
+	}
+}
