@@ -28,15 +28,16 @@ bench: build ## Go benchmarks and the syn8 end-to-end benchmark (see bench/RESUL
 
 demo: build ## analyze the bundled sample run and write a report and a database
 	@mkdir -p $(DEMO_OUT)
-	@rm -f $(DEMO_OUT)/run.duckdb
-	$(BIN) analyze $(DEMO_DIR) --run demo --db $(DEMO_OUT)/run.duckdb --out $(DEMO_OUT)/report.md
+	@rm -f $(DEMO_OUT)/run.duckdb $(DEMO_OUT)/run.duckdb.wal
+	$(BIN) analyze $(DEMO_DIR) --run demo --db $(DEMO_OUT)/run.duckdb --out $(DEMO_OUT)/report.md --parquet $(DEMO_OUT)/parquet
 	@echo
-	@sed -n '1,40p' $(DEMO_OUT)/report.md
-	@echo "..."
+	@sed -n '/^## Summary/,/^## Metrics/p' $(DEMO_OUT)/report.md | sed '$$d'
+	@$(BIN) sql --db $(DEMO_OUT)/run.duckdb "SELECT severity, detector, rank, round(value, 3) AS value, threshold FROM findings ORDER BY CASE severity WHEN 'critical' THEN 0 WHEN 'warn' THEN 1 ELSE 2 END, detector, rank"
 	@echo
-	@echo "report:   $(DEMO_OUT)/report.md"
-	@echo "database: $(DEMO_OUT)/run.duckdb"
-	@echo "try:      $(BIN) sql --db $(DEMO_OUT)/run.duckdb \"SELECT severity, detector, message FROM findings\""
+	@echo "full report: $(DEMO_OUT)/report.md"
+	@echo "database:    $(DEMO_OUT)/run.duckdb"
+	@echo "parquet:     $(DEMO_OUT)/parquet"
+	@echo "query it:    $(BIN) sql --db $(DEMO_OUT)/run.duckdb \"SELECT * FROM metrics WHERE detector = 'temporal_breakdown'\""
 
 lint: vet ## gofmt check and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -48,7 +49,8 @@ fmt: ## gofmt the tree
 	gofmt -w $$(git ls-files '*.go')
 
 golden: ## rewrite golden report files after an intended change
-	$(GO) test -tags $(TAGS) ./detectors/... ./ -run Golden -update
+	$(GO) test -tags $(TAGS) ./detectors/ -run Golden -update
+	$(GO) test -tags $(TAGS) . -run ReadmeDetectorTable -update
 
 fuzz: ## fuzz the Kineto reader for a minute
 	$(GO) test -tags $(TAGS) ./ingest/kineto -run '^$$' -fuzz FuzzKineto -fuzztime 60s

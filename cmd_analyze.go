@@ -39,7 +39,7 @@ func flagSet(name string, help string, errOut io.Writer) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(errOut)
 	fs.Usage = func() {
-		fmt.Fprint(errOut, help)
+		fmt.Fprint(fs.Output(), help)
 		fs.PrintDefaults()
 	}
 	return fs

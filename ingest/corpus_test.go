@@ -1,0 +1,216 @@
+package ingest_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/trainscope/trainscope/ingest/kineto"
+)
+
+const corpusDir = "../../shared/corpus/kineto"
+
+// expectation is what an independent decode (encoding/json into generic
+// values) says a corpus file holds.
+type expectation struct {
+	phases map[string]int // by ph
+	cats   map[string]int // X events by cat
+	steps  int            // distinct ProfilerStep#N on the host
+	rank   *int
+	base   int64
+}
+
+func decodeIndependently(t *testing.T, path string) (*expectation, bool) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.HasPrefix(raw, []byte{0x1f, 0x8b}) {
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if raw, err = io.ReadAll(zr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var doc map[string]json.RawMessage
+	if json.Unmarshal(raw, &doc) != nil || doc["traceEvents"] == nil {
+		return nil, false
+	}
+	var events []struct {
+		Ph   string `json:"ph"`
+		Cat  string `json:"cat"`
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(doc["traceEvents"], &events); err != nil {
+		t.Fatal(err)
+	}
+	e := &expectation{phases: map[string]int{}, cats: map[string]int{}}
+	stepRE := regexp.MustCompile(`^ProfilerStep#\d+$`)
+	steps := map[string]bool{}
+	for _, ev := range events {
+		e.phases[ev.Ph]++
+		if ev.Ph == "X" {
+			e.cats[ev.Cat]++
+			if ev.Cat == "user_annotation" && stepRE.MatchString(ev.Name) {
+				steps[ev.Name] = true
+			}
+		}
+	}
+	e.steps = len(steps)
+	if di, ok := doc["distributedInfo"]; ok {
+		var d struct {
+			Rank *int `json:"rank"`
+		}
+		json.Unmarshal(di, &d)
+		e.rank = d.Rank
+	}
+	if b, ok := doc["baseTimeNanoseconds"]; ok {
+		json.Unmarshal(b, &e.base)
+	}
+	return e, true
+}
+
+// kindsOfCat maps a Kineto category to the slice kinds it may become.
+var kindsOfCat = map[string][]string{
+	"kernel": {"kernel", "comm"}, "gpu_memcpy": {"memcpy"}, "gpu_memset": {"memset"},
+	"cuda_runtime": {"runtime"}, "cuda_driver": {"driver"}, "cpu_op": {"cpu_op"},
+	"python_function": {"python"}, "user_annotation": {"annotation"}, "gpu_user_annotation": {"gpu_annotation"},
+	"cuda_sync": {"sync"}, "cuda_profiler_range": {"runtime"},
+}
+
+// TestEveryCorpusFileLoads reads every file under corpus/kineto and checks
+// the reader's counts against an independent decode of the same file.
+func TestEveryCorpusFileLoads(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(corpusDir, "*", "*"))
+	if len(files) == 0 {
+		t.Skip("corpus not found at " + corpusDir)
+	}
+	n := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, ".txt") || strings.HasSuffix(f, ".md") {
+			continue
+		}
+		n++
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			tr, err := kineto.ReadFile(f, kineto.Options{Rank: -1})
+			if err != nil {
+				t.Fatalf("does not load: %v", err)
+			}
+			exp, ok := decodeIndependently(t, f)
+			if !ok {
+				// not a Chrome trace: the memory timeline and the execution trace
+				switch tr.Format {
+				case kineto.FormatMemoryTimeline:
+					if tr.Counts["events"] == 0 || tr.Counters.Len() != tr.Counts["events"] {
+						t.Errorf("memory timeline: %d entries, %d counters", tr.Counts["events"], tr.Counters.Len())
+					}
+				case kineto.FormatExecTrace:
+					if tr.ETNodes == 0 {
+						t.Error("execution trace with no nodes")
+					}
+				default:
+					t.Errorf("format %s without traceEvents", tr.Format)
+				}
+				return
+			}
+			total := 0
+			for ph, c := range exp.phases {
+				total += c
+				if got := tr.Counts[ph]; got != c {
+					t.Errorf("ph %q: %d events, want %d", ph, got, c)
+				}
+			}
+			if tr.Counts["events"] != total {
+				t.Errorf("events = %d, want %d", tr.Counts["events"], total)
+			}
+			if tr.Slices.Len() != exp.phases["X"] {
+				t.Errorf("slices = %d, want %d X events", tr.Slices.Len(), exp.phases["X"])
+			}
+			// every category's events land in the kinds it maps to
+			byKind := map[string]int{}
+			for k, v := range tr.Counts {
+				if kind, ok := strings.CutPrefix(k, "kind:"); ok {
+					byKind[kind] = v
+				}
+			}
+			for cat, c := range exp.cats {
+				kinds, ok := kindsOfCat[cat]
+				if !ok {
+					kinds = []string{"other"}
+				}
+				got := 0
+				for _, k := range kinds {
+					got += byKind[k]
+				}
+				if got < c {
+					t.Errorf("cat %s: %d events, but kinds %v hold only %d", cat, c, kinds, got)
+				}
+			}
+			cpuSteps := tr.Steps.Len()
+			if exp.steps > 0 && cpuSteps != exp.steps {
+				t.Errorf("steps = %d, want %d", cpuSteps, exp.steps)
+			}
+			if exp.rank != nil && (tr.Rank != int32(*exp.rank) || tr.RankSource != "distributedInfo") {
+				t.Errorf("rank = %d (%s), want %d from distributedInfo", tr.Rank, tr.RankSource, *exp.rank)
+			}
+			if tr.BaseTimeNS != exp.base {
+				t.Errorf("base = %d, want %d", tr.BaseTimeNS, exp.base)
+			}
+			if tr.Slices.Len() > 0 && (tr.StartNS < 1_500_000_000_000_000_000 || tr.EndNS < tr.StartNS) {
+				t.Errorf("span %d..%d is not an epoch-ns range after 2017", tr.StartNS, tr.EndNS)
+			}
+		})
+	}
+	if n < 25 {
+		t.Errorf("only %d corpus files found", n)
+	}
+}
+
+// Per-file facts checked once by hand with Python's json module: distinct
+// host ProfilerStep#N names, kernel events split by NCCL name, and whether
+// any event carries or implies a collective name.
+func TestCorpusFacts(t *testing.T) {
+	cases := []struct {
+		file                    string
+		rank                    int32
+		rankSource              string
+		steps, kernels, comm    int
+		collectiveNamesNonEmpty bool
+	}{
+		{"hta/tests__data__nccl_parser_config__nccl_data.json.gz", 0, "distributedInfo", 3, 2679, 21, true},
+		{"hta/tests__data__df_index_resolver__df_index_resolver.json.gz", 1, "distributedInfo", 5, 17350, 2020, true},
+		{"hta/tests__data__distributed_info_unavailable__distributed_info_not_found.json.gz", 0, "default", 1, 0, 0, false},
+		{"hta/tests__data__cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz", 34, "distributedInfo", 1, 0, 0, false},
+		{"tracelens/tests__traces__mi300__resnet_act_checkpoint.json.gz", 0, "distributedInfo", 3, 2978, 17, true},
+	}
+	for _, c := range cases {
+		t.Run(filepath.Base(c.file), func(t *testing.T) {
+			path := filepath.Join(corpusDir, c.file)
+			if _, err := os.Stat(path); err != nil {
+				t.Skip(err)
+			}
+			tr, err := kineto.ReadFile(path, kineto.Options{Rank: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr.Rank != c.rank || tr.RankSource != c.rankSource {
+				t.Errorf("rank %d (%s), want %d (%s)", tr.Rank, tr.RankSource, c.rank, c.rankSource)
+			}
+			if tr.Steps.Len() != c.steps || tr.Counts["kind:kernel"] != c.kernels || tr.Counts["kind:comm"] != c.comm {
+				t.Errorf("steps %d kernels %d comm %d, want %d %d %d", tr.Steps.Len(), tr.Counts["kind:kernel"], tr.Counts["kind:comm"], c.steps, c.kernels, c.comm)
+			}
+			if got := len(tr.Slices.CollName.Rows) > 0; got != c.collectiveNamesNonEmpty {
+				t.Errorf("collective names present = %v, want %v", got, c.collectiveNamesNonEmpty)
+			}
+		})
+	}
+}

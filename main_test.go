@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const corpus = "../shared/corpus"
+
+func trainscope(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// smallTrace is a valid one-rank trace with one step and one kernel.
+const smallTrace = `{"distributedInfo": {"rank": 0, "world_size": 1}, "traceEvents": [
+ {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 1700000000000000, "dur": 100},
+ {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1700000000000010, "dur": 5, "args": {"correlation": 7}},
+ {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 1700000000000020, "dur": 50, "args": {"correlation": 7, "stream": 7, "device": 0}}
+]}`
+
+func writeFile(t *testing.T, dir, name string, data []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func gz(data []byte) []byte {
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	w.Write(data)
+	w.Close()
+	return b.Bytes()
+}
+
+func TestAnalyzeAndSQL(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "rank-0.pt.trace.json", []byte(smallTrace))
+	db := filepath.Join(t.TempDir(), "run.duckdb")
+	code, out, errOut := trainscope(t, "analyze", dir, "--db", db, "--run", "r1")
+	if code != 0 {
+		t.Fatalf("analyze exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"## Summary", "## Metrics", "## Findings", "## Recommendations", "Run `r1`: 1 rank(s) (0)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if !strings.Contains(errOut, "[1/1]") || !strings.Contains(errOut, "database: "+db) {
+		t.Errorf("progress/footer missing: %s", errOut)
+	}
+	code, out, errOut = trainscope(t, "sql", "--db", db, "--format", "json", "SELECT kind, count(*) AS n, sum(dur) AS d FROM slices GROUP BY kind ORDER BY kind")
+	if code != 0 {
+		t.Fatalf("sql exit %d: %s", code, errOut)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("sql json: %v\n%s", err, out)
+	}
+	want := map[string][2]float64{"annotation": {1, 100000}, "kernel": {1, 50000}, "runtime": {1, 5000}}
+	if len(rows) != len(want) {
+		t.Fatalf("rows = %v", rows)
+	}
+	for _, r := range rows {
+		w := want[r["kind"].(string)]
+		if r["n"].(float64) != w[0] || r["d"].(float64) != w[1] {
+			t.Errorf("%v, want %v", r, w)
+		}
+	}
+	code, out, _ = trainscope(t, "sql", "--db", db, "--format", "csv", "SELECT step, launch_ts - ts AS lag FROM slices WHERE kind = 'kernel'")
+	if code != 0 || out != "step,lag\n1,-10000\n" {
+		t.Errorf("csv = %q (exit %d)", out, code)
+	}
+	code, out, _ = trainscope(t, "sql", "--db", db, "SELECT count(*) AS n FROM findings WHERE detector = 'bottleneck_class'")
+	if code != 0 || !strings.Contains(out, "n") || !strings.Contains(out, "(1 rows)") {
+		t.Errorf("table = %q (exit %d)", out, code)
+	}
+	code, _, errOut = trainscope(t, "sql", "--db", db, "SELECT nope FROM slices")
+	if code != 2 || !strings.Contains(errOut, "nope") {
+		t.Errorf("bad query: exit %d, %s", code, errOut)
+	}
+	code, _, errOut = trainscope(t, "sql", "--db", db, "DELETE FROM slices")
+	if code != 2 {
+		t.Errorf("a write through the read-only sql command exited %d: %s", code, errOut)
+	}
+}
+
+func TestAnalyzeJSONAndFilters(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "a.json", []byte(smallTrace))
+	writeFile(t, dir, "b.json", []byte(strings.Replace(smallTrace, `"rank": 0`, `"rank": 1`, 1)))
+	code, out, errOut := trainscope(t, "analyze", dir, "--format", "json", "--ranks", "1", "-q")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if errOut != "" {
+		t.Errorf("-q printed %q", errOut)
+	}
+	var rep struct {
+		Runs []struct {
+			Ranks []int `json:"ranks"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Runs) != 1 || len(rep.Runs[0].Ranks) != 1 || rep.Runs[0].Ranks[0] != 1 {
+		t.Errorf("runs = %+v, want only rank 1", rep.Runs)
+	}
+}
+
+func TestAnalyzeBadInput(t *testing.T) {
+	dir := t.TempDir()
+	valid := []byte(smallTrace)
+	zipped := gz(valid)
+	snap, _ := filepath.Glob(filepath.Join(corpus, "memsnap", "*.json.gz"))
+	cases := []struct {
+		name string
+		file func() string
+		want []string
+	}{
+		{"truncated gzip", func() string { return writeFile(t, dir, "cut.json.gz", zipped[:len(zipped)-20]) }, []string{"cut.json.gz", "compressed byte", "gzip"}},
+		{"truncated json", func() string { return writeFile(t, dir, "cut.json", valid[:len(valid)/2]) }, []string{"cut.json", "byte", "unexpected end of file"}},
+		{"empty file", func() string { return writeFile(t, dir, "empty.json", nil) }, []string{"empty.json", "empty file"}},
+		{"pickle", func() string { return writeFile(t, dir, "snap.pickle", []byte{0x80, 0x04, 0x95}) }, []string{"snap.pickle", "pickle", "never deserialized"}},
+		{"pickle bytes", func() string { return writeFile(t, dir, "snap.json", []byte{0x80, 0x04, 0x95, 0, 0}) }, []string{"snap.json", "pickle"}},
+		{"memory snapshot", func() string {
+			if len(snap) > 0 {
+				return snap[0]
+			}
+			return writeFile(t, dir, "snapshot.json", []byte(`{"segments": [], "device_traces": []}`))
+		}, []string{"memory snapshot", "trainscope profile --memory"}},
+		{"not json", func() string { return writeFile(t, dir, "x.json", []byte("hello")) }, []string{"x.json", "byte 0", "expected a JSON object"}},
+		{"empty folder", func() string { return t.TempDir() }, []string{"no traces in this folder"}},
+		{"missing file", func() string { return filepath.Join(dir, "nope.json") }, []string{"nope.json", "no such file"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errOut := trainscope(t, "analyze", c.file(), "-q")
+			if code != 2 {
+				t.Errorf("exit %d, want 2 (stderr %q)", code, errOut)
+			}
+			if out != "" {
+				t.Errorf("printed a report on error: %q", out)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr %q lacks %q", errOut, w)
+				}
+			}
+		})
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"nonsense"},
+		{"analyze"},
+		{"analyze", ".", "--format", "xml"},
+		{"analyze", ".", "--steps", "7-3"},
+		{"analyze", ".", "--ranks", "a"},
+		{"analyze", ".", "--bogus"},
+		{"sql", "SELECT 1"},
+	} {
+		if code, _, errOut := trainscope(t, args...); code != 2 || errOut == "" {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and a message", args, code, errOut)
+		}
+	}
+	for _, cmd := range []string{"analyze", "sql", "validate", "version"} {
+		code, out, _ := trainscope(t, cmd, "--help")
+		if code != 0 || !strings.Contains(out, "Usage: trainscope "+cmd) {
+			t.Errorf("%s --help: exit %d, %q", cmd, code, out)
+		}
+	}
+	if code, out, _ := trainscope(t, "help"); code != 0 || !strings.Contains(out, "analyze") {
+		t.Errorf("help: %d %q", code, out)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	code, out, errOut := trainscope(t, "validate")
+	if code != 0 || !strings.Contains(out, "detectors ok") || !strings.Contains(out, "temporal_breakdown") {
+		t.Fatalf("validate: exit %d %q %q", code, out, errOut)
+	}
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "c.yaml", []byte("duckdb:\n  threads: -1\n  memroy_limit: 1GB\ndetectors:\n  thresholds:\n    gpu_idle:\n      max_idle: 0.5\nextra: 1\n"))
+	code, _, errOut = trainscope(t, "validate", "--config", cfg)
+	if code != 2 {
+		t.Errorf("bad config: exit %d", code)
+	}
+	for _, want := range []string{"duckdb.memroy_limit: unknown key", "extra: unknown key", "duckdb.threads: -1 is negative"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	// a user detector whose SQL names a missing column fails validation at its file and line
+	det := filepath.Join(dir, "dets")
+	os.Mkdir(det, 0o755)
+	writeFile(t, det, "broken.sql", []byte("-- name: broken\n-- category: test\n-- kind: metric\n-- description: names a column that does not exist\nSELECT run_id, no_such_column FROM slices\n"))
+	code, _, errOut = trainscope(t, "validate", "--detectors", det)
+	if code != 2 || !strings.Contains(errOut, "broken.sql:5") || !strings.Contains(errOut, "no_such_column") {
+		t.Errorf("broken detector: exit %d, %s", code, errOut)
+	}
+	t.Setenv("TRAINSCOPE_DUCKDB_THREADS", "-3")
+	if code, _, errOut = trainscope(t, "validate"); code != 2 || !strings.Contains(errOut, "duckdb.threads: -3") {
+		t.Errorf("env override: exit %d, %s", code, errOut)
+	}
+}
