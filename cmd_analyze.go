@@ -63,7 +63,7 @@ func parseFlags(fs *pflag.FlagSet, args []string, out io.Writer) error {
 
 type analyzeFlags struct {
 	format, db, parquet, steps, ranks, run, host, out, config string
-	rank                                                      int
+	rank, workers                                             int
 	quiet, timing                                             bool
 	detectorDirs                                              []string
 }
@@ -79,6 +79,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	fs.StringVar(&f.run, "run", "", "run id (default: the name of the folder the traces are in)")
 	fs.StringVar(&f.host, "host", "", "host name to record for these traces")
 	fs.IntVar(&f.rank, "rank", -1, "rank for a trace that names none in distributedInfo or its file name")
+	fs.IntVar(&f.workers, "workers", 0, "files read in parallel (default: one per core)")
 	fs.StringVarP(&f.out, "out", "o", "", "write the report to this file instead of stdout")
 	fs.StringVar(&f.config, "config", "", "config file (YAML, TOML or JSON); also TRAINSCOPE_CONFIG")
 	fs.StringArrayVar(&f.detectorDirs, "detectors", nil, "extra folder of .sql detectors (repeatable)")
@@ -125,7 +126,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	if !f.quiet {
 		progress = errOut
 	}
-	stats, err := ingest.Load(ctx, st, files, ingest.Options{RunID: f.run, Host: f.host, Rank: f.rank, Ranks: ranks, Progress: progress})
+	stats, err := ingest.Load(ctx, st, files, ingest.Options{RunID: f.run, Host: f.host, Rank: f.rank, Ranks: ranks, Workers: f.workers, Progress: progress})
 	if err != nil {
 		var fe *kineto.FormatError
 		if errors.As(err, &fe) || strings.HasPrefix(err.Error(), "nothing to analyze") || strings.Contains(err.Error(), "already taken") {

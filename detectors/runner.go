@@ -60,6 +60,10 @@ func (s *Set) Run(ctx context.Context, st *duck.Store) ([]Result, error) {
 	if err := st.Exec(ctx, "DELETE FROM metrics WHERE run_id IN (SELECT run_id FROM ranks)"); err != nil {
 		return nil, err
 	}
+	if err := materialize(ctx, st); err != nil {
+		return nil, err
+	}
+	defer dropMaterialized(context.WithoutCancel(ctx), st)
 	var out []Result
 	for _, kind := range []string{KindMetric, KindFinding} {
 		for _, d := range s.Detectors {
@@ -74,6 +78,27 @@ func (s *Set) Run(ctx context.Context, st *duck.Store) ([]Result, error) {
 		}
 	}
 	return out, nil
+}
+
+// sharedViews are views several detectors read. Run computes each once into
+// a temporary table of the same name, which DuckDB resolves before the view
+// (also inside other views), and drops them afterwards.
+var sharedViews = []string{"gpu_window", "gpu_span", "collective_instances", "collective_waits"}
+
+func materialize(ctx context.Context, st *duck.Store) error {
+	dropMaterialized(ctx, st)
+	for _, v := range sharedViews {
+		if err := st.Exec(ctx, fmt.Sprintf("CREATE TEMP TABLE %s AS SELECT * FROM main.%s", v, v)); err != nil {
+			return fmt.Errorf("materialize %s: %w", v, err)
+		}
+	}
+	return nil
+}
+
+func dropMaterialized(ctx context.Context, st *duck.Store) {
+	for i := len(sharedViews) - 1; i >= 0; i-- {
+		st.Exec(ctx, "DROP TABLE IF EXISTS temp."+sharedViews[i])
+	}
 }
 
 func (d *Detector) args() []any {

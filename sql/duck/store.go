@@ -73,6 +73,13 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		s.arrow = a
 		return err
 	})
+	if err == nil {
+		// Bulk loads append hundreds of MB; DuckDB's automatic checkpoints
+		// (every 16 MB of WAL by default, in-memory databases included) stall
+		// an insert for half a second each time. Checkpoint once, at Close.
+		_, err = conn.ExecContext(ctx, "SET checkpoint_threshold = '64GB'")
+	}
+
 	if err == nil && opt.Threads > 0 {
 		_, err = conn.ExecContext(ctx, fmt.Sprintf("SET threads = %d", opt.Threads))
 	}

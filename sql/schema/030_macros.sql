@@ -18,26 +18,43 @@ WITH ordered AS (
 )
 SELECT g, min(s) AS s, max(e) AS e FROM islands GROUP BY g, island;
 
--- covered_time: per group, the time of A's union and the part of it that B's
--- union covers, by a sweep over both unions' edges (no range join).
+-- active_time: a sweep over interval edges that tells, per group, how long
+-- each combination of classes was active. Input columns (g, s, e, w): w is a
+-- class weight such as 1, 2^20 and 2^40, so that the running sum ("state")
+-- counts the active intervals of each class in its own digit; output
+-- (g, state, ns) gives the total time spent in each state. Overlapping
+-- intervals of one class need no union first: they only raise the count.
+CREATE OR REPLACE MACRO active_time(tbl) AS TABLE
+WITH edges AS (
+    SELECT g, s AS t, w AS d FROM query_table(tbl) WHERE e > s
+    UNION ALL
+    SELECT g, e AS t, -w AS d FROM query_table(tbl) WHERE e > s
+), sweep AS (
+    SELECT g, t,
+           sum(d) OVER w AS state,
+           lead(t) OVER w AS next_t
+    FROM edges
+    WINDOW w AS (PARTITION BY g ORDER BY t, d ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+)
+SELECT g, state, sum(next_t - t)::BIGINT AS ns
+FROM sweep
+WHERE next_t > t AND state <> 0
+GROUP BY g, state;
+
+-- covered_time: per group, the time during which A is active (the length of
+-- A's union) and the part of it during which B is active too.
 CREATE OR REPLACE MACRO covered_time(a, b) AS TABLE
-WITH ua AS (SELECT * FROM interval_union(a)),
-     ub AS (SELECT * FROM interval_union(b)),
-     edges AS (
-         SELECT g, s AS t, 1 AS d FROM ua UNION ALL SELECT g, e, -1 FROM ua
-         UNION ALL SELECT g, s, 2 FROM ub UNION ALL SELECT g, e, -2 FROM ub
-     ),
-     sweep AS (
-         SELECT g, t,
-                sum(d) OVER w AS state,
-                lead(t) OVER w AS next_t
-         FROM edges
-         WINDOW w AS (PARTITION BY g ORDER BY t, d ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
-     ),
-     busy AS (SELECT g, sum(e - s) AS a_ns FROM ua GROUP BY g),
-     both_ AS (SELECT g, sum(CASE WHEN state = 3 THEN next_t - t ELSE 0 END) AS covered_ns FROM sweep GROUP BY g)
-SELECT busy.g, busy.a_ns, coalesce(both_.covered_ns, 0)::BIGINT AS covered_ns
-FROM busy LEFT JOIN both_ ON both_.g IS NOT DISTINCT FROM busy.g;
+WITH both_ AS (
+    SELECT g, s, e, 1::BIGINT AS w FROM query_table(a)
+    UNION ALL
+    SELECT g, s, e, 4294967296::BIGINT AS w FROM query_table(b)
+)
+SELECT g,
+       coalesce(sum(ns) FILTER (WHERE state % 4294967296 > 0), 0)::BIGINT AS a_ns,
+       coalesce(sum(ns) FILTER (WHERE state % 4294967296 > 0 AND state >= 4294967296), 0)::BIGINT AS covered_ns
+FROM active_time(both_)
+GROUP BY g
+HAVING sum(ns) FILTER (WHERE state % 4294967296 > 0) > 0;
 
 -- exposed_time: time of A not covered by B (e.g. communication not hidden
 -- behind compute), with A's union time and the covered part.
