@@ -45,8 +45,8 @@ func SetWindow(ctx context.Context, st *duck.Store, w Window) error {
 	return st.Exec(ctx, `
 INSERT INTO analysis_window
 SELECT r.run_id, r.rank,
-       CASE WHEN count(s.step) >= 2 THEN min(s.step) END,
-       CASE WHEN count(s.step) >= 2 THEN max(s.step) FILTER (WHERE s.step < (SELECT max(step) FROM steps x WHERE x.run_id = r.run_id AND x.rank = r.rank)) END
+       CASE WHEN count(DISTINCT s.step) >= 2 THEN min(s.step) END,
+       CASE WHEN count(DISTINCT s.step) >= 2 THEN max(s.step) FILTER (WHERE s.step < (SELECT max(step) FROM steps x WHERE x.run_id = r.run_id AND x.rank = r.rank)) END
 FROM ranks r LEFT JOIN steps s ON s.run_id = r.run_id AND s.rank = r.rank
 GROUP BY r.run_id, r.rank`)
 }

@@ -10,6 +10,6 @@ SELECT s.run_id, s.rank,
        max(s.end_ns - s.start_ns) AS max_ns
 FROM steps s
 JOIN analysis_window w ON w.run_id = s.run_id AND w.rank = s.rank
-WHERE w.step_lo IS NULL OR s.step BETWEEN w.step_lo AND w.step_hi
+WHERE (w.step_lo IS NULL OR s.step >= w.step_lo) AND (w.step_hi IS NULL OR s.step <= w.step_hi)
 GROUP BY s.run_id, s.rank
 ORDER BY s.run_id, s.rank

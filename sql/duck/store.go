@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -18,7 +17,8 @@ import (
 	"github.com/trainscope/trainscope/sql/schema"
 )
 
-// Store is one DuckDB database with a single connection.
+// Store is one DuckDB database with a single connection. It is not safe for
+// concurrent use: one goroutine owns it (readers hand it batches).
 type Store struct {
 	Path string
 
@@ -26,7 +26,6 @@ type Store struct {
 	db        *sql.DB
 	conn      *sql.Conn
 	arrow     *duckdb.Arrow
-	mu        sync.Mutex
 	views     int
 }
 
@@ -117,8 +116,6 @@ func (s *Store) Conn() *sql.Conn { return s.conn }
 
 // Exec runs a statement.
 func (s *Store) Exec(ctx context.Context, query string, args ...any) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	_, err := s.conn.ExecContext(ctx, query, args...)
 	return err
 }
@@ -138,8 +135,6 @@ func (s *Store) Insert(ctx context.Context, table string, rec arrow.RecordBatch)
 	if rec.NumRows() == 0 {
 		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	rdr, err := array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
 	if err != nil {
 		return err
@@ -152,11 +147,12 @@ func (s *Store) Insert(ctx context.Context, table string, rec arrow.RecordBatch)
 		return fmt.Errorf("insert into %s: %w", table, err)
 	}
 	defer release()
+	// The view must not outlive the stream it reads, whatever happens.
+	defer s.conn.ExecContext(context.WithoutCancel(ctx), "DROP VIEW IF EXISTS "+view)
 	if _, err := s.conn.ExecContext(ctx, "INSERT INTO "+quoteIdent(table)+" BY NAME SELECT * FROM "+view); err != nil {
 		return fmt.Errorf("insert into %s: %w", table, err)
 	}
-	_, err = s.conn.ExecContext(ctx, "DROP VIEW IF EXISTS "+view)
-	return err
+	return nil
 }
 
 // ExportParquet writes every event and result table under dir, partitioned

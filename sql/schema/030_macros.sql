@@ -74,9 +74,9 @@ CREATE OR REPLACE MACRO pct(part, whole) AS
 -- fmt_ns: a duration in nanoseconds for people (ns, us, ms, s).
 CREATE OR REPLACE MACRO fmt_ns(ns) AS
     CASE WHEN ns IS NULL THEN 'n/a'
-         WHEN abs(ns) >= 1e9 THEN printf('%.2f s', ns / 1e9)
-         WHEN abs(ns) >= 1e6 THEN printf('%.2f ms', ns / 1e6)
-         WHEN abs(ns) >= 1e3 THEN printf('%.1f us', ns / 1e3)
+         WHEN abs(ns) >= 999995000 THEN printf('%.2f s', ns / 1e9)
+         WHEN abs(ns) >= 999995 THEN printf('%.2f ms', ns / 1e6)
+         WHEN abs(ns) >= 999.5 THEN printf('%.1f us', ns / 1e3)
          ELSE printf('%d ns', ns::BIGINT) END;
 
 -- metric_value: one number from the metrics table (NULL when absent).

@@ -16,7 +16,9 @@ SELECT s.run_id, s.rank, s.host, s.step, s.kind, s.name, s.device, s.stream,
 FROM slices s
 JOIN analysis_window w ON w.run_id = s.run_id AND w.rank = s.rank
 WHERE s.kind IN ('kernel', 'comm', 'memcpy', 'memset')
-  AND (w.step_lo IS NULL OR s.step BETWEEN w.step_lo AND w.step_hi);
+  AND (w.step_lo IS NULL OR s.step >= w.step_lo)
+  AND (w.step_hi IS NULL OR s.step <= w.step_hi)
+  AND (s.step IS NOT NULL OR (w.step_lo IS NULL AND w.step_hi IS NULL));
 
 -- Host-side slices inside the analysis window.
 CREATE OR REPLACE VIEW host_window AS
@@ -24,7 +26,9 @@ SELECT s.*
 FROM slices s
 JOIN analysis_window w ON w.run_id = s.run_id AND w.rank = s.rank
 WHERE s.kind NOT IN ('kernel', 'comm', 'memcpy', 'memset', 'gpu_annotation', 'sync')
-  AND (w.step_lo IS NULL OR s.step BETWEEN w.step_lo AND w.step_hi);
+  AND (w.step_lo IS NULL OR s.step >= w.step_lo)
+  AND (w.step_hi IS NULL OR s.step <= w.step_hi)
+  AND (s.step IS NOT NULL OR (w.step_lo IS NULL AND w.step_hi IS NULL));
 
 -- Per rank: the span of GPU activity in the window (HTA's kernel_time).
 CREATE OR REPLACE VIEW gpu_span AS
@@ -48,12 +52,12 @@ WITH c AS (
     FROM gpu_window
     WHERE class = 'COMM'
 ), inst AS (
-    SELECT run_id, comm, coalesce(step, -1) AS step_key, seq, median(end_ts) AS med_end, count(*) AS members
+    SELECT run_id, comm, coalesce(step, -1) AS step_key, seq, quantile_disc(end_ts, 0.5) AS med_end, count(*) AS members
     FROM c
     GROUP BY run_id, comm, coalesce(step, -1), seq
     HAVING count(DISTINCT rank) >= 2 AND count(DISTINCT coalesce(coll_name, name)) = 1
 ), off AS (
-    SELECT c.run_id, c.rank, median(c.end_ts - i.med_end)::BIGINT AS clock_offset_ns
+    SELECT c.run_id, c.rank, quantile_disc(c.end_ts - i.med_end, 0.5) AS clock_offset_ns
     FROM c JOIN inst i ON i.run_id = c.run_id AND i.comm = c.comm AND i.step_key = coalesce(c.step, -1) AND i.seq = c.seq
     GROUP BY c.run_id, c.rank
 )

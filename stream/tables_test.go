@@ -1,0 +1,579 @@
+package stream
+
+import (
+	"math"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// ---- helpers --------------------------------------------------------------
+
+// dictStrings decodes a dictionary column; "<nil>" marks a null row.
+func dictStrings(t *testing.T, col arrow.Array) []string {
+	t.Helper()
+	d, ok := col.(*array.Dictionary)
+	if !ok {
+		t.Fatalf("column is %T, want *array.Dictionary", col)
+	}
+	if !arrow.TypeEqual(d.DataType(), DictString) {
+		t.Fatalf("dictionary type %s, want %s", d.DataType(), DictString)
+	}
+	vals := d.Dictionary().(*array.String)
+	out := make([]string, d.Len())
+	for i := range out {
+		if d.IsNull(i) {
+			out[i] = "<nil>"
+			continue
+		}
+		out[i] = vals.Value(d.GetValueIndex(i))
+	}
+	return out
+}
+
+// opt is an expected nullable value.
+type opt[T comparable] struct {
+	v  T
+	ok bool
+}
+
+func some[T comparable](v T) opt[T] { return opt[T]{v, true} }
+func none[T comparable]() opt[T]    { return opt[T]{} }
+
+type numArray[T comparable] interface {
+	arrow.Array
+	Value(int) T
+}
+
+func checkNums[T comparable](t *testing.T, name string, col arrow.Array, want []opt[T]) {
+	t.Helper()
+	a, ok := col.(numArray[T])
+	if !ok {
+		t.Fatalf("%s: column is %T", name, col)
+	}
+	if a.Len() != len(want) {
+		t.Fatalf("%s: len %d, want %d", name, a.Len(), len(want))
+	}
+	nulls := 0
+	for i, w := range want {
+		if !w.ok {
+			nulls++
+			if !a.IsNull(i) {
+				t.Errorf("%s[%d] = %v, want null", name, i, a.Value(i))
+			}
+			continue
+		}
+		if a.IsNull(i) {
+			t.Errorf("%s[%d] is null, want %v", name, i, w.v)
+		} else if a.Value(i) != w.v {
+			t.Errorf("%s[%d] = %v, want %v", name, i, a.Value(i), w.v)
+		}
+	}
+	if a.NullN() != nulls {
+		t.Errorf("%s: NullN = %d, want %d", name, a.NullN(), nulls)
+	}
+}
+
+func col(t *testing.T, rec arrow.RecordBatch, name string) arrow.Array {
+	t.Helper()
+	idx := rec.Schema().FieldIndices(name)
+	if len(idx) != 1 {
+		t.Fatalf("record has no single column %q", name)
+	}
+	return rec.Column(idx[0])
+}
+
+// ---- Num, validity ---------------------------------------------------------
+
+func TestNumAllValidHasNoBitmap(t *testing.T) {
+	var c Num[int64]
+	for _, v := range []int64{3, -1, 7} {
+		c.Append(v)
+	}
+	if c.Len() != 3 || c.NullCount() != 0 {
+		t.Fatalf("Len/NullCount = %d/%d, want 3/0", c.Len(), c.NullCount())
+	}
+	if c.bits != nil {
+		t.Errorf("all-valid column materialised a bitmap: %v", c.bits)
+	}
+	for i := range 3 {
+		if !c.Valid(i) {
+			t.Errorf("Valid(%d) = false", i)
+		}
+	}
+	a := c.array(i64)
+	defer a.Release()
+	if a.Data().Buffers()[0] != nil {
+		t.Errorf("all-valid array carries a validity buffer")
+	}
+	checkNums(t, "c", a, []opt[int64]{some[int64](3), some[int64](-1), some[int64](7)})
+}
+
+func TestNumNulls(t *testing.T) {
+	// Rows 0..11; nulls at 1, 3 and 9 (9 lies in the second bitmap byte).
+	var c Num[int32]
+	want := make([]opt[int32], 12)
+	for i := range 12 {
+		switch i {
+		case 1:
+			c.AppendNull()
+		case 3:
+			c.AppendOpt(99, false)
+		case 9:
+			c.AppendNull()
+		case 5:
+			c.AppendOpt(50, true)
+			want[i] = some[int32](50)
+			continue
+		default:
+			c.Append(int32(i * 10))
+			want[i] = some(int32(i * 10))
+			continue
+		}
+		want[i] = none[int32]()
+	}
+	if c.Len() != 12 || c.NullCount() != 3 {
+		t.Fatalf("Len/NullCount = %d/%d, want 12/3", c.Len(), c.NullCount())
+	}
+	for i, w := range want {
+		if c.Valid(i) != w.ok {
+			t.Errorf("Valid(%d) = %v, want %v", i, c.Valid(i), w.ok)
+		}
+	}
+	// A null row holds the zero value, not what AppendOpt was given.
+	if c.V[3] != 0 {
+		t.Errorf("V[3] = %d, want 0", c.V[3])
+	}
+	a := c.array(i32)
+	checkNums(t, "before Set", a, want)
+	a.Release()
+
+	// Set fills a null row and fixes the null count; Set on a valid row
+	// does not change it.
+	c.Set(3, 33)
+	want[3] = some[int32](33)
+	c.Set(0, -5)
+	want[0] = some[int32](-5)
+	if c.NullCount() != 2 {
+		t.Fatalf("NullCount after Set = %d, want 2", c.NullCount())
+	}
+	if !c.Valid(3) {
+		t.Errorf("Valid(3) = false after Set")
+	}
+	c.Set(3, 34) // again: already valid, count unchanged
+	want[3] = some[int32](34)
+	if c.NullCount() != 2 {
+		t.Fatalf("NullCount after second Set = %d, want 2", c.NullCount())
+	}
+	a = c.array(i32)
+	checkNums(t, "after Set", a, want)
+	a.Release()
+
+	// Filling every null drops the bitmap from the array.
+	c.Set(1, 1)
+	c.Set(9, 9)
+	if c.NullCount() != 0 {
+		t.Fatalf("NullCount = %d, want 0", c.NullCount())
+	}
+	a = c.array(i32)
+	defer a.Release()
+	if a.NullN() != 0 || a.Data().Buffers()[0] != nil {
+		t.Errorf("NullN = %d, bitmap %v; want 0, none", a.NullN(), a.Data().Buffers()[0])
+	}
+}
+
+func TestNumFirstRowNullFloat(t *testing.T) {
+	var c Num[float64]
+	c.AppendNull()
+	c.Append(1.5)
+	c.AppendOpt(2.5, true)
+	a := c.array(f64)
+	defer a.Release()
+	checkNums(t, "f", a, []opt[float64]{none[float64](), some(1.5), some(2.5)})
+}
+
+func TestNullsThenSet(t *testing.T) {
+	c := Nulls[int64](10)
+	if c.Len() != 10 || c.NullCount() != 10 {
+		t.Fatalf("Len/NullCount = %d/%d, want 10/10", c.Len(), c.NullCount())
+	}
+	c.Set(0, 100)
+	c.Set(8, 800)
+	c.Set(8, 801)
+	if c.NullCount() != 8 {
+		t.Fatalf("NullCount = %d, want 8", c.NullCount())
+	}
+	want := make([]opt[int64], 10)
+	want[0], want[8] = some[int64](100), some[int64](801)
+	a := c.array(i64)
+	defer a.Release()
+	checkNums(t, "nulls", a, want)
+}
+
+func TestEmptyNumArray(t *testing.T) {
+	var c Num[int64]
+	a := c.array(i64)
+	defer a.Release()
+	if a.Len() != 0 || a.NullN() != 0 {
+		t.Errorf("empty array Len/NullN = %d/%d", a.Len(), a.NullN())
+	}
+}
+
+// ---- Sparse ----------------------------------------------------------------
+
+func TestSparseDense(t *testing.T) {
+	cases := []struct {
+		name string
+		rows []int
+		vals []int64
+		n    int
+		want []opt[int64]
+	}{
+		{"empty zero rows", nil, nil, 0, []opt[int64]{}},
+		{"no values", nil, nil, 3, []opt[int64]{none[int64](), none[int64](), none[int64]()}},
+		{"some", []int{1, 3}, []int64{10, 30}, 5,
+			[]opt[int64]{none[int64](), some[int64](10), none[int64](), some[int64](30), none[int64]()}},
+		{"all", []int{0, 1}, []int64{7, 8}, 2, []opt[int64]{some[int64](7), some[int64](8)}},
+		{"past first byte", []int{0, 9}, []int64{-1, 99}, 11, func() []opt[int64] {
+			w := make([]opt[int64], 11)
+			w[0], w[9] = some[int64](-1), some[int64](99)
+			return w
+		}()},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var s Sparse[int64]
+			for i, r := range tc.rows {
+				s.Set(r, tc.vals[i])
+			}
+			d := s.Dense(tc.n)
+			if d.Len() != tc.n {
+				t.Fatalf("Len = %d, want %d", d.Len(), tc.n)
+			}
+			wantNulls := tc.n - len(tc.rows)
+			if d.NullCount() != wantNulls {
+				t.Errorf("NullCount = %d, want %d", d.NullCount(), wantNulls)
+			}
+			for i, w := range tc.want {
+				if d.Valid(i) != w.ok {
+					t.Errorf("Valid(%d) = %v, want %v", i, d.Valid(i), w.ok)
+				}
+				if w.ok && d.V[i] != w.v {
+					t.Errorf("V[%d] = %d, want %d", i, d.V[i], w.v)
+				}
+			}
+			a := d.array(i64)
+			defer a.Release()
+			checkNums(t, "dense", a, tc.want)
+		})
+	}
+}
+
+// ---- Strings ---------------------------------------------------------------
+
+func TestStrings(t *testing.T) {
+	s := NewStrings()
+	if s.Len() != 1 || s.ID("") != 0 || s.Get(0) != "" {
+		t.Fatalf("new table: Len %d, ID(\"\") %d", s.Len(), s.ID(""))
+	}
+	a := s.ID("alpha")
+	b := s.IDBytes([]byte("beta"))
+	if a != 1 || b != 2 {
+		t.Errorf("ids = %d, %d; want 1, 2", a, b)
+	}
+	if s.ID("beta") != b || s.IDBytes([]byte("alpha")) != a || s.ID("alpha") != a {
+		t.Errorf("repeated lookups changed ids")
+	}
+	if s.Len() != 3 || s.Get(1) != "alpha" || s.Get(2) != "beta" {
+		t.Errorf("Len %d, Get(1) %q, Get(2) %q", s.Len(), s.Get(1), s.Get(2))
+	}
+	d := s.data()
+	defer d.Release()
+	arr := array.NewStringData(d)
+	defer arr.Release()
+	if arr.Len() != 3 || arr.Value(0) != "" || arr.Value(1) != "alpha" || arr.Value(2) != "beta" {
+		t.Errorf("dictionary = %v", arr)
+	}
+}
+
+// ---- SliceTable --------------------------------------------------------------
+
+// sliceRows appends four rows: a kernel, a comm kernel, a memcpy and a
+// runtime call without a step.
+func sliceRows(t *SliceTable) {
+	s := t.Str
+	add := func(step int32, stepOK bool, kind, cat, name string, ts, dur int64) int {
+		t.Step.AppendOpt(step, stepOK)
+		t.Kind.Append(s.ID(kind))
+		t.Cat.Append(s.ID(cat))
+		t.Name.Append(s.ID(name))
+		t.TS.Append(ts)
+		t.Dur.Append(dur)
+		t.PID.Append(1)
+		t.TID.Append(7)
+		return t.Len() - 1
+	}
+	// row 0: compute kernel
+	r := add(3, true, KindKernel, "kernel", "gemm", 1000, 50)
+	t.Device.Append(0)
+	t.Stream.Append(7)
+	t.Correlation.Append(11)
+	t.ExternalID.Append(21)
+	t.LaunchTS.Append(990)
+	t.GridX.Set(r, 4)
+	t.BlockX.Set(r, 128)
+	t.Registers.Set(r, 32)
+	t.Occupancy.Set(r, 0.5)
+	// row 1: comm kernel
+	r = add(3, true, KindComm, "kernel", "ncclDevKernel_AllReduce", 1100, 200)
+	t.Device.Append(0)
+	t.Stream.Append(13)
+	t.Correlation.Append(12)
+	t.ExternalID.AppendNull()
+	t.LaunchTS.Append(1090)
+	t.CollName.Set(r, s.ID("allreduce"))
+	t.CollInElems.Set(r, 1024)
+	t.CollDtype.Set(r, s.ID("Float"))
+	t.PGRanks.Set(r, s.ID("[0, 1]"))
+	// row 2: memcpy
+	r = add(3, true, KindMemcpy, "gpu_memcpy", "Memcpy HtoD", 1400, 20)
+	t.Device.Append(0)
+	t.Stream.Append(7)
+	t.Correlation.Append(13)
+	t.ExternalID.AppendNull()
+	t.LaunchTS.AppendNull()
+	t.Bytes.Set(r, 4096)
+	t.CopyKind.Set(r, s.ID("HtoD"))
+	// row 3: runtime call without a step
+	add(0, false, KindRuntime, "cuda_runtime", "cudaLaunchKernel", 985, 8)
+	t.Device.AppendNull()
+	t.Stream.AppendNull()
+	t.Correlation.Append(11)
+	t.ExternalID.Append(21)
+	t.LaunchTS.AppendNull()
+}
+
+func TestSliceTableRecord(t *testing.T) {
+	tb := NewSliceTable(NewStrings())
+	sliceRows(tb)
+	if tb.Len() != 4 {
+		t.Fatalf("Len = %d, want 4", tb.Len())
+	}
+	rec := tb.Record("run-a", "host-1", 2)
+	defer rec.Release()
+	if !rec.Schema().Equal(SlicesSchema) {
+		t.Fatalf("schema = %s", rec.Schema())
+	}
+	if rec.NumRows() != 4 || rec.NumCols() != 38 {
+		t.Fatalf("rows/cols = %d/%d, want 4/38", rec.NumRows(), rec.NumCols())
+	}
+	for i := range rec.NumCols() {
+		if rec.Column(int(i)).Len() != 4 {
+			t.Errorf("column %s has %d rows", rec.ColumnName(int(i)), rec.Column(int(i)).Len())
+		}
+	}
+	eqStrings := func(name string, want ...string) {
+		t.Helper()
+		got := dictStrings(t, col(t, rec, name))
+		if len(got) != len(want) {
+			t.Fatalf("%s = %q, want %q", name, got, want)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("%s[%d] = %q, want %q", name, i, got[i], want[i])
+			}
+		}
+	}
+	n := "<nil>"
+	eqStrings("run_id", "run-a", "run-a", "run-a", "run-a")
+	eqStrings("host", "host-1", "host-1", "host-1", "host-1")
+	eqStrings("kind", "kernel", "comm", "memcpy", "runtime")
+	eqStrings("cat", "kernel", "kernel", "gpu_memcpy", "cuda_runtime")
+	eqStrings("name", "gemm", "ncclDevKernel_AllReduce", "Memcpy HtoD", "cudaLaunchKernel")
+	eqStrings("copy_kind", n, n, "HtoD", n)
+	eqStrings("host_mem", n, n, n, n)
+	eqStrings("coll_name", n, "allreduce", n, n)
+	eqStrings("coll_dtype", n, "Float", n, n)
+	eqStrings("pg_ranks", n, "[0, 1]", n, n)
+	eqStrings("pg_name", n, n, n, n)
+
+	s32, s64 := some[int32], some[int64]
+	n32, n64 := none[int32](), none[int64]()
+	checkNums(t, "rank", col(t, rec, "rank"), []opt[int32]{s32(2), s32(2), s32(2), s32(2)})
+	checkNums(t, "step", col(t, rec, "step"), []opt[int32]{s32(3), s32(3), s32(3), n32})
+	checkNums(t, "ts", col(t, rec, "ts"), []opt[int64]{s64(1000), s64(1100), s64(1400), s64(985)})
+	checkNums(t, "dur", col(t, rec, "dur"), []opt[int64]{s64(50), s64(200), s64(20), s64(8)})
+	checkNums(t, "pid", col(t, rec, "pid"), []opt[int64]{s64(1), s64(1), s64(1), s64(1)})
+	checkNums(t, "device", col(t, rec, "device"), []opt[int32]{s32(0), s32(0), s32(0), n32})
+	checkNums(t, "stream", col(t, rec, "stream"), []opt[int64]{s64(7), s64(13), s64(7), n64})
+	checkNums(t, "correlation", col(t, rec, "correlation"), []opt[int64]{s64(11), s64(12), s64(13), s64(11)})
+	checkNums(t, "external_id", col(t, rec, "external_id"), []opt[int64]{s64(21), n64, n64, s64(21)})
+	checkNums(t, "launch_ts", col(t, rec, "launch_ts"), []opt[int64]{s64(990), s64(1090), n64, n64})
+	checkNums(t, "grid_x", col(t, rec, "grid_x"), []opt[int32]{s32(4), n32, n32, n32})
+	checkNums(t, "grid_y", col(t, rec, "grid_y"), []opt[int32]{n32, n32, n32, n32})
+	checkNums(t, "block_x", col(t, rec, "block_x"), []opt[int32]{s32(128), n32, n32, n32})
+	checkNums(t, "registers", col(t, rec, "registers"), []opt[int32]{s32(32), n32, n32, n32})
+	checkNums(t, "shared_mem", col(t, rec, "shared_mem"), []opt[int64]{n64, n64, n64, n64})
+	checkNums(t, "occupancy", col(t, rec, "occupancy"), []opt[float64]{some(0.5), none[float64](), none[float64](), none[float64]()})
+	checkNums(t, "bytes", col(t, rec, "bytes"), []opt[int64]{n64, n64, s64(4096), n64})
+	checkNums(t, "coll_in_elems", col(t, rec, "coll_in_elems"), []opt[int64]{n64, s64(1024), n64, n64})
+	checkNums(t, "coll_out_elems", col(t, rec, "coll_out_elems"), []opt[int64]{n64, n64, n64, n64})
+	checkNums(t, "coll_group_size", col(t, rec, "coll_group_size"), []opt[int32]{n32, n32, n32, n32})
+
+	// Nullability in the schema matches the data: non-nullable columns have
+	// no nulls.
+	for i, f := range rec.Schema().Fields() {
+		if !f.Nullable && rec.Column(i).NullN() != 0 {
+			t.Errorf("non-nullable column %s has %d nulls", f.Name, rec.Column(i).NullN())
+		}
+	}
+}
+
+func TestSliceTableEmptyRecord(t *testing.T) {
+	tb := NewSliceTable(NewStrings())
+	rec := tb.Record("run", "h", 0)
+	defer rec.Release()
+	if rec.NumRows() != 0 || rec.NumCols() != int64(len(SlicesSchema.Fields())) {
+		t.Fatalf("rows/cols = %d/%d", rec.NumRows(), rec.NumCols())
+	}
+	if !rec.Schema().Equal(SlicesSchema) {
+		t.Fatalf("schema = %s", rec.Schema())
+	}
+}
+
+func TestSliceTableReserveKeepsValues(t *testing.T) {
+	tb := NewSliceTable(NewStrings())
+	sliceRows(tb)
+	before := append([]int64(nil), tb.TS.V...)
+	tb.Reserve(2) // smaller than Len: no-op
+	tb.Reserve(1000)
+	if tb.Len() != 4 {
+		t.Fatalf("Len after Reserve = %d, want 4", tb.Len())
+	}
+	for _, c := range []struct {
+		name string
+		v    []int64
+	}{{"TS", tb.TS.V}, {"Dur", tb.Dur.V}, {"PID", tb.PID.V}, {"TID", tb.TID.V},
+		{"Stream", tb.Stream.V}, {"Correlation", tb.Correlation.V}, {"ExternalID", tb.ExternalID.V}} {
+		if len(c.v) != 4 {
+			t.Errorf("%s: len %d after Reserve, want 4", c.name, len(c.v))
+		}
+		if cap(c.v) < 1000 {
+			t.Errorf("%s: cap %d after Reserve(1000)", c.name, cap(c.v))
+		}
+	}
+	for _, c := range []struct {
+		name string
+		v    []int32
+	}{{"Kind", tb.Kind.V}, {"Cat", tb.Cat.V}, {"Name", tb.Name.V}, {"Device", tb.Device.V}} {
+		if len(c.v) != 4 || cap(c.v) < 1000 {
+			t.Errorf("%s: len/cap %d/%d after Reserve(1000)", c.name, len(c.v), cap(c.v))
+		}
+	}
+	for i, v := range before {
+		if tb.TS.V[i] != v {
+			t.Errorf("TS[%d] = %d after Reserve, want %d", i, tb.TS.V[i], v)
+		}
+	}
+	// Nulls survive too (the validity bitmap is not touched).
+	if tb.Stream.NullCount() != 1 || tb.Stream.Valid(3) || !tb.Stream.Valid(2) {
+		t.Errorf("Stream nulls changed by Reserve: count %d", tb.Stream.NullCount())
+	}
+	// The table still builds the same record, and keeps growing.
+	tb.Step.Append(4)
+	tb.Kind.Append(tb.Str.ID(KindKernel))
+	tb.Cat.Append(tb.Str.ID("kernel"))
+	tb.Name.Append(tb.Str.ID("relu"))
+	tb.TS.Append(2000)
+	tb.Dur.Append(5)
+	tb.PID.Append(1)
+	tb.TID.Append(7)
+	tb.Device.Append(1)
+	tb.Stream.Append(7)
+	tb.Correlation.Append(14)
+	tb.ExternalID.AppendNull()
+	tb.LaunchTS.Append(1995)
+	rec := tb.Record("r", "h", 0)
+	defer rec.Release()
+	checkNums(t, "ts", col(t, rec, "ts"), []opt[int64]{some[int64](1000), some[int64](1100), some[int64](1400), some[int64](985), some[int64](2000)})
+	checkNums(t, "stream", col(t, rec, "stream"), []opt[int64]{some[int64](7), some[int64](13), some[int64](7), none[int64](), some[int64](7)})
+	if got := dictStrings(t, col(t, rec, "name")); got[4] != "relu" || got[0] != "gemm" {
+		t.Errorf("name = %q", got)
+	}
+}
+
+// ---- StepTable, CounterTable ---------------------------------------------------
+
+func TestStepTableRecord(t *testing.T) {
+	var st StepTable
+	for i, w := range [][2]int64{{100, 200}, {200, 350}, {350, 360}} {
+		st.Step.Append(int32(i + 5))
+		st.Start.Append(w[0])
+		st.End.Append(w[1])
+	}
+	if st.Len() != 3 {
+		t.Fatalf("Len = %d", st.Len())
+	}
+	rec := st.Record("run-s", 7)
+	defer rec.Release()
+	if !rec.Schema().Equal(StepsSchema) || rec.NumRows() != 3 {
+		t.Fatalf("schema %s rows %d", rec.Schema(), rec.NumRows())
+	}
+	if got := dictStrings(t, col(t, rec, "run_id")); got[0] != "run-s" || got[1] != "run-s" || got[2] != "run-s" {
+		t.Errorf("run_id = %q", got)
+	}
+	s32, s64 := some[int32], some[int64]
+	checkNums(t, "rank", col(t, rec, "rank"), []opt[int32]{s32(7), s32(7), s32(7)})
+	checkNums(t, "step", col(t, rec, "step"), []opt[int32]{s32(5), s32(6), s32(7)})
+	checkNums(t, "start_ns", col(t, rec, "start_ns"), []opt[int64]{s64(100), s64(200), s64(350)})
+	checkNums(t, "end_ns", col(t, rec, "end_ns"), []opt[int64]{s64(200), s64(350), s64(360)})
+
+	var empty StepTable
+	er := empty.Record("x", 0)
+	defer er.Release()
+	if er.NumRows() != 0 || !er.Schema().Equal(StepsSchema) {
+		t.Errorf("empty steps record: rows %d", er.NumRows())
+	}
+}
+
+func TestCounterTableRecord(t *testing.T) {
+	build := func() *CounterTable {
+		ct := &CounterTable{Str: NewStrings()}
+		ct.Device.Append(0)
+		ct.TS.Append(10)
+		ct.Metric.Append(ct.Str.ID("gpu_util"))
+		ct.Value.Append(87.5)
+		ct.Device.AppendNull()
+		ct.TS.Append(20)
+		ct.Metric.Append(ct.Str.ID("host_mem"))
+		ct.Value.Append(math.Pi)
+		return ct
+	}
+	for _, known := range []bool{true, false} {
+		ct := build()
+		rec := ct.Record("run-c", "node-3", 4, known)
+		if !rec.Schema().Equal(CountersSchema) || rec.NumRows() != 2 {
+			t.Fatalf("schema %s rows %d", rec.Schema(), rec.NumRows())
+		}
+		wantRank := []opt[int32]{some[int32](4), some[int32](4)}
+		if !known {
+			wantRank = []opt[int32]{none[int32](), none[int32]()}
+		}
+		checkNums(t, "rank", col(t, rec, "rank"), wantRank)
+		checkNums(t, "device", col(t, rec, "device"), []opt[int32]{some[int32](0), none[int32]()})
+		checkNums(t, "ts", col(t, rec, "ts"), []opt[int64]{some[int64](10), some[int64](20)})
+		checkNums(t, "value", col(t, rec, "value"), []opt[float64]{some(87.5), some(math.Pi)})
+		for name, want := range map[string][]string{
+			"run_id": {"run-c", "run-c"},
+			"host":   {"node-3", "node-3"},
+			"metric": {"gpu_util", "host_mem"},
+		} {
+			got := dictStrings(t, col(t, rec, name))
+			if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+				t.Errorf("%s = %q, want %q", name, got, want)
+			}
+		}
+		rec.Release()
+	}
+}
