@@ -19,9 +19,13 @@ func insertTrace(ctx context.Context, st *duck.Store, opt Options, tr *kineto.Tr
 	defer func() { stats.Insert += time.Since(t0) }()
 	host := opt.Host
 	if tr.Slices.Len() > 0 {
-		rec := tr.Slices.Record(opt.RunID, host, tr.Rank)
-		err := st.Insert(ctx, "slices", rec)
-		rec.Release()
+		core, detail := tr.Slices.SplitRecords(opt.RunID, host, tr.Rank)
+		err := st.Insert(ctx, "slices_core", core)
+		if err == nil {
+			err = st.Insert(ctx, "slices_detail", detail)
+		}
+		core.Release()
+		detail.Release()
 		if err != nil {
 			return fmt.Errorf("%s: %w", tr.Path, err)
 		}

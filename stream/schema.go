@@ -80,6 +80,18 @@ var SlicesSchema = arrow.NewSchema([]arrow.Field{
 	field("coll_proto", DictString, true),
 }, nil)
 
+// CoreColumns is how many leading SlicesSchema columns every slice has;
+// the rest (kernel, memcpy and collective details) exist only on rows that
+// carry them. Rows without details are stored in the narrower
+// slices_core table (CoreSchema), the others in slices_detail
+// (SlicesSchema); the slices view unites them. Most events of a trace are
+// host events without details, and a table stores every column of every
+// row, so the split halves the database's memory.
+const CoreColumns = 16
+
+// CoreSchema is the schema of slices_core: the first CoreColumns fields.
+var CoreSchema = arrow.NewSchema(SlicesSchema.Fields()[:CoreColumns], nil)
+
 // StepsSchema is the schema of the steps table: one row per (rank, step).
 var StepsSchema = arrow.NewSchema([]arrow.Field{
 	field("run_id", DictString, false),

@@ -5,13 +5,18 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 )
 
 // SliceTable accumulates rows of the slices table column by column. Run id,
 // rank and host are constant per table and set before Record is called.
-// Dictionary columns hold ids from Str.
+// Dictionary columns hold ids from Str. A table with Detail false keeps
+// only the core columns (see CoreColumns) and its Record has CoreSchema.
 type SliceTable struct {
-	Str *Strings
+	Str    *Strings
+	Detail bool
+
+	detailRows []int32
 
 	Step                                      Num[int32]
 	Kind, Cat, Name                           Dict
@@ -32,8 +37,11 @@ type SliceTable struct {
 	PGName, PGDesc, PGRanks, CollAlgo, CollProto SparseDict
 }
 
-// NewSliceTable returns an empty table over the given string table.
-func NewSliceTable(str *Strings) *SliceTable { return &SliceTable{Str: str} }
+// NewSliceTable returns an empty table over the given string table; detail
+// says whether its rows carry kernel, memcpy or collective columns.
+func NewSliceTable(str *Strings, detail bool) *SliceTable {
+	return &SliceTable{Str: str, Detail: detail}
+}
 
 // Len is the number of rows.
 func (t *SliceTable) Len() int { return len(t.TS.V) }
@@ -53,6 +61,11 @@ func (t *SliceTable) Record(runID, host string, rank int32) arrow.RecordBatch {
 		t.TS.array(i64), t.Dur.array(i64), t.PID.array(i64), t.TID.array(i64),
 		t.Device.array(i32),
 		t.Stream.array(i64), t.Correlation.array(i64), t.ExternalID.array(i64), t.LaunchTS.array(i64),
+	}
+	if !t.Detail {
+		return newRecord(CoreSchema, cols, n)
+	}
+	cols = append(cols,
 		sp32(&t.GridX, n), sp32(&t.GridY, n), sp32(&t.GridZ, n),
 		sp32(&t.BlockX, n), sp32(&t.BlockY, n), sp32(&t.BlockZ, n),
 		sp32(&t.Registers, n), sp64(&t.SharedMem, n), spf64(&t.Occupancy, n),
@@ -61,7 +74,7 @@ func (t *SliceTable) Record(runID, host string, rank int32) arrow.RecordBatch {
 		t.CollDtype.dictArray(n, dict), sp32(&t.CollGroupSize, n),
 		t.PGName.dictArray(n, dict), t.PGDesc.dictArray(n, dict), t.PGRanks.dictArray(n, dict),
 		t.CollAlgo.dictArray(n, dict), t.CollProto.dictArray(n, dict),
-	}
+	)
 	return newRecord(SlicesSchema, cols, n)
 }
 
@@ -179,4 +192,94 @@ func (t *SliceTable) Reserve(n int) {
 	for _, c := range []*Num[int32]{&t.Kind.Num, &t.Cat.Num, &t.Name.Num, &t.Device} {
 		c.V = slices.Grow(c.V, n-len(c.V))
 	}
+}
+
+// MarkDetail records that row (the last one appended, or any earlier one,
+// in increasing order) carries detail columns and belongs in slices_detail.
+func (t *SliceTable) MarkDetail(row int) {
+	t.detailRows = append(t.detailRows, int32(row))
+}
+
+// DetailRows is how many rows were marked with MarkDetail.
+func (t *SliceTable) DetailRows() int { return len(t.detailRows) }
+
+// SplitRecords builds the two records a table is stored as: the rows
+// without details (CoreSchema, for slices_core) and the rows marked with
+// MarkDetail (SlicesSchema, for slices_detail). Either may have no rows.
+func (t *SliceTable) SplitRecords(runID, host string, rank int32) (core, detail arrow.RecordBatch) {
+	n := t.Len()
+	isDetail := make([]bool, n)
+	for _, r := range t.detailRows {
+		isDetail[r] = true
+	}
+	var coreIdx, detailIdx []int32
+	pos := make([]int32, n) // row -> index within its part
+	for i := range n {
+		if isDetail[i] {
+			pos[i] = int32(len(detailIdx))
+			detailIdx = append(detailIdx, int32(i))
+		} else {
+			pos[i] = int32(len(coreIdx))
+			coreIdx = append(coreIdx, int32(i))
+		}
+	}
+	c := t.gather(coreIdx, false, nil)
+	d := t.gather(detailIdx, true, pos)
+	return c.Record(runID, host, rank), d.Record(runID, host, rank)
+}
+
+// gather copies the rows idx into a new table; pos maps original rows to
+// their new index for the sparse columns (nil: drop sparse columns).
+func (t *SliceTable) gather(idx []int32, detail bool, pos []int32) *SliceTable {
+	g := &SliceTable{Str: t.Str, Detail: detail}
+	g.Step, g.Device = gatherNum(&t.Step, idx), gatherNum(&t.Device, idx)
+	g.Kind.Num, g.Cat.Num, g.Name.Num = gatherNum(&t.Kind.Num, idx), gatherNum(&t.Cat.Num, idx), gatherNum(&t.Name.Num, idx)
+	g.TS, g.Dur, g.PID, g.TID = gatherNum(&t.TS, idx), gatherNum(&t.Dur, idx), gatherNum(&t.PID, idx), gatherNum(&t.TID, idx)
+	g.Stream, g.Correlation = gatherNum(&t.Stream, idx), gatherNum(&t.Correlation, idx)
+	g.ExternalID, g.LaunchTS = gatherNum(&t.ExternalID, idx), gatherNum(&t.LaunchTS, idx)
+	if pos == nil {
+		return g
+	}
+	remap32 := func(s *Sparse[int32]) Sparse[int32] { return remapSparse(s, pos) }
+	remap64 := func(s *Sparse[int64]) Sparse[int64] { return remapSparse(s, pos) }
+	g.GridX, g.GridY, g.GridZ = remap32(&t.GridX), remap32(&t.GridY), remap32(&t.GridZ)
+	g.BlockX, g.BlockY, g.BlockZ = remap32(&t.BlockX), remap32(&t.BlockY), remap32(&t.BlockZ)
+	g.Registers, g.SharedMem, g.Occupancy = remap32(&t.Registers), remap64(&t.SharedMem), remapSparse(&t.Occupancy, pos)
+	g.Bytes = remap64(&t.Bytes)
+	g.CollInElems, g.CollOutElems, g.CollGroupSize = remap64(&t.CollInElems), remap64(&t.CollOutElems), remap32(&t.CollGroupSize)
+	for _, p := range []struct{ dst, src *SparseDict }{
+		{&g.CopyKind, &t.CopyKind}, {&g.HostMem, &t.HostMem}, {&g.CollName, &t.CollName}, {&g.CollDtype, &t.CollDtype},
+		{&g.PGName, &t.PGName}, {&g.PGDesc, &t.PGDesc}, {&g.PGRanks, &t.PGRanks}, {&g.CollAlgo, &t.CollAlgo}, {&g.CollProto, &t.CollProto},
+	} {
+		p.dst.Sparse = remapSparse(&p.src.Sparse, pos)
+	}
+	return g
+}
+
+func gatherNum[T int32 | int64 | float64 | uint8](c *Num[T], idx []int32) Num[T] {
+	if len(c.V) == 0 {
+		return Num[T]{}
+	}
+	out := Num[T]{V: make([]T, len(idx))}
+	for i, r := range idx {
+		out.V[i] = c.V[r]
+	}
+	if c.nulls > 0 && c.bits != nil {
+		for i, r := range idx {
+			if !bitutil.BitIsSet(c.bits, int(r)) {
+				out.mark(i, false)
+			} else if out.bits != nil {
+				out.mark(i, true)
+			}
+		}
+	}
+	return out
+}
+
+func remapSparse[T int32 | int64 | float64 | uint8](s *Sparse[T], pos []int32) Sparse[T] {
+	out := Sparse[T]{Rows: make([]int32, len(s.Rows)), Vals: s.Vals}
+	for i, r := range s.Rows {
+		out.Rows[i] = pos[r]
+	}
+	return out
 }

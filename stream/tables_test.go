@@ -355,7 +355,7 @@ func sliceRows(t *SliceTable) {
 }
 
 func TestSliceTableRecord(t *testing.T) {
-	tb := NewSliceTable(NewStrings())
+	tb := NewSliceTable(NewStrings(), true)
 	sliceRows(tb)
 	if tb.Len() != 4 {
 		t.Fatalf("Len = %d, want 4", tb.Len())
@@ -431,7 +431,7 @@ func TestSliceTableRecord(t *testing.T) {
 }
 
 func TestSliceTableEmptyRecord(t *testing.T) {
-	tb := NewSliceTable(NewStrings())
+	tb := NewSliceTable(NewStrings(), true)
 	rec := tb.Record("run", "h", 0)
 	defer rec.Release()
 	if rec.NumRows() != 0 || rec.NumCols() != int64(len(SlicesSchema.Fields())) {
@@ -443,7 +443,7 @@ func TestSliceTableEmptyRecord(t *testing.T) {
 }
 
 func TestSliceTableReserveKeepsValues(t *testing.T) {
-	tb := NewSliceTable(NewStrings())
+	tb := NewSliceTable(NewStrings(), true)
 	sliceRows(tb)
 	before := append([]int64(nil), tb.TS.V...)
 	tb.Reserve(2) // smaller than Len: no-op
@@ -575,5 +575,96 @@ func TestCounterTableRecord(t *testing.T) {
 			}
 		}
 		rec.Release()
+	}
+}
+
+func TestCoreSliceTableRecord(t *testing.T) {
+	tb := NewSliceTable(NewStrings(), false)
+	sliceRows(tb)
+	rec := tb.Record("run-a", "host-1", 2)
+	defer rec.Release()
+	if !rec.Schema().Equal(CoreSchema) || rec.NumCols() != CoreColumns {
+		t.Fatalf("core record schema = %v", rec.Schema())
+	}
+	if rec.NumRows() != 4 {
+		t.Errorf("rows = %d", rec.NumRows())
+	}
+	for i, f := range CoreSchema.Fields() {
+		if SlicesSchema.Field(i).Name != f.Name {
+			t.Errorf("core column %d is %s, slices has %s", i, f.Name, SlicesSchema.Field(i).Name)
+		}
+	}
+}
+
+func TestSplitRecords(t *testing.T) {
+	str := NewStrings()
+	tb := NewSliceTable(str, true)
+	// rows 0 and 2 are host ops, 1 and 3 kernels with details
+	for i, name := range []string{"aten::mm", "gemm", "aten::add", "nccl"} {
+		tb.Kind.Append(str.ID("k"))
+		tb.Cat.Append(str.ID("c"))
+		tb.Name.Append(str.ID(name))
+		tb.TS.Append(int64(100 * i))
+		tb.Dur.Append(10)
+		tb.PID.Append(1)
+		tb.TID.Append(2)
+		if i%2 == 1 {
+			tb.Device.Append(0)
+			tb.GridX.Set(i, int32(10+i))
+			tb.MarkDetail(i)
+		} else {
+			tb.Device.AppendNull()
+		}
+		tb.Stream.AppendNull()
+		tb.Correlation.AppendOpt(int64(i), i != 2)
+		tb.ExternalID.AppendNull()
+	}
+	tb.Step = Nulls[int32](4)
+	tb.Step.Set(3, 7)
+	tb.LaunchTS = Nulls[int64](4)
+	if tb.DetailRows() != 2 {
+		t.Fatalf("DetailRows = %d", tb.DetailRows())
+	}
+	core, detail := tb.SplitRecords("r", "h", 0)
+	defer core.Release()
+	defer detail.Release()
+	if !core.Schema().Equal(CoreSchema) || !detail.Schema().Equal(SlicesSchema) {
+		t.Fatal("schemas")
+	}
+	if core.NumRows() != 2 || detail.NumRows() != 2 {
+		t.Fatalf("rows core %d detail %d", core.NumRows(), detail.NumRows())
+	}
+	col := func(rec arrow.RecordBatch, name string) arrow.Array {
+		return rec.Column(rec.Schema().FieldIndices(name)[0])
+	}
+	names := func(rec arrow.RecordBatch) []string {
+		d := col(rec, "name").(*array.Dictionary)
+		var out []string
+		for i := 0; i < d.Len(); i++ {
+			out = append(out, d.Dictionary().(*array.String).Value(d.GetValueIndex(i)))
+		}
+		return out
+	}
+	if got := names(core); got[0] != "aten::mm" || got[1] != "aten::add" {
+		t.Errorf("core names %v", got)
+	}
+	if got := names(detail); got[0] != "gemm" || got[1] != "nccl" {
+		t.Errorf("detail names %v", got)
+	}
+	grid := col(detail, "grid_x").(*array.Int32)
+	if grid.Value(0) != 11 || grid.Value(1) != 13 || grid.NullN() != 0 {
+		t.Errorf("grid_x %v", grid)
+	}
+	corr := col(core, "correlation").(*array.Int64)
+	if corr.Value(0) != 0 || !corr.IsNull(1) {
+		t.Errorf("core correlation %v", corr)
+	}
+	step := col(detail, "step").(*array.Int32)
+	if !step.IsNull(0) || step.Value(1) != 7 {
+		t.Errorf("detail step %v", step)
+	}
+	dev := col(core, "device").(*array.Int32)
+	if dev.NullN() != 2 {
+		t.Errorf("core device %v", dev)
 	}
 }

@@ -7,7 +7,7 @@
 WITH launches AS (
     SELECT g.run_id, g.rank, r.dur AS cpu_ns, g.dur AS gpu_ns, g.ts - (r.ts + r.dur) AS delay_ns
     FROM gpu_window g
-    JOIN slices r ON r.run_id = g.run_id AND r.rank = g.rank AND r.correlation = g.correlation
+    JOIN slices_core r ON r.run_id = g.run_id AND r.rank = g.rank AND r.correlation = g.correlation
     WHERE r.kind IN ('runtime', 'driver')
       AND r.name IN ('cudaLaunchKernel', 'cudaLaunchKernelExC', 'cuLaunchKernel', 'cuLaunchKernelEx',
                      'cudaMemcpyAsync', 'cudaMemsetAsync',

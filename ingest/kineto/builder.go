@@ -170,9 +170,8 @@ func (b *builder) tid(e *event) int64 {
 		return v
 	}
 	v := -1000 - int64(len(b.strTIDs))
-	name := string(e.tidStr)
-	b.strTIDs[name] = v
-	b.t.ThreadNames[v] = name
+	b.strTIDs[string(e.tidStr)] = v
+	b.t.ThreadNames[v] = text(e.tidStr)
 	return v
 }
 
@@ -194,16 +193,16 @@ func (b *builder) commit(e *event, off int64) {
 		}
 		top := st[len(st)-1]
 		b.open[key] = st[:len(st)-1]
-		e.name = []byte(b.str.Get(top.name))
-		e.cat = []byte(b.str.Get(top.cat))
-		b.slice(e, top.ts, e.ts-top.ts)
+		// the B event's name and cat are already interned (unescaped):
+		// pass their ids, not their text, which intern would re-decode
+		b.sliceIDs(e, top.cat, top.name, top.ts, e.ts-top.ts)
 	case 'i', 'I':
 		b.instant(e)
 	case 'C':
 		for k := range e.nCounters {
-			name := string(e.name)
+			name := text(e.name)
 			if !bytes.Equal(e.counterNames[k], []byte("value")) || e.nCounters > 1 {
-				name += "." + string(e.counterNames[k])
+				name += "." + text(e.counterNames[k])
 			}
 			b.counter(-1, e.ts, b.str.ID(name), e.counterVals[k])
 		}
@@ -232,9 +231,9 @@ func (b *builder) metadata(e *event) {
 	}
 	switch string(e.name) {
 	case "thread_name":
-		b.t.ThreadNames[b.tid(e)] = string(e.args.name)
+		b.t.ThreadNames[b.tid(e)] = text(e.args.name)
 	case "process_name":
-		b.t.ProcessNames[e.pid] = string(e.args.name)
+		b.t.ProcessNames[e.pid] = text(e.args.name)
 	}
 }
 
@@ -294,9 +293,12 @@ func timelineCategory(c int64) string {
 }
 
 func (b *builder) slice(e *event, ts, dur int64) {
+	b.sliceIDs(e, b.intern(e.cat), b.intern(e.name), ts, dur)
+}
+
+func (b *builder) sliceIDs(e *event, catID, nameID int32, ts, dur int64) {
 	s := b.s
-	catID := b.intern(e.cat)
-	nameID := b.intern(e.name)
+	dur = max(dur, 0) // also for the step ranges below
 	kindID, ok := b.kindByCat[catID]
 	if !ok {
 		kindID = b.kinds[kindForCat(b.str.Get(catID))]
@@ -318,7 +320,7 @@ func (b *builder) slice(e *event, ts, dur int64) {
 	s.Cat.Append(catID)
 	s.Name.Append(nameID)
 	s.TS.Append(ts)
-	s.Dur.Append(max(dur, 0))
+	s.Dur.Append(dur)
 	s.PID.Append(e.pid)
 	s.TID.Append(b.tid(e))
 	gpuSide := kind == stream.KindKernel || kind == stream.KindComm || kind == stream.KindMemcpy || kind == stream.KindMemset
@@ -397,6 +399,9 @@ func (b *builder) slice(e *event, ts, dur int64) {
 	}
 	if ni.proto != 0 {
 		s.CollProto.Set(row, ni.proto)
+	}
+	if gpuSide || coll != 0 || ni.copyKind != 0 || a.has&detailArgs != 0 {
+		s.MarkDetail(row)
 	}
 
 	if ni.stepNo >= 0 {

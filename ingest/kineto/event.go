@@ -69,6 +69,10 @@ const (
 	aName
 )
 
+// detailArgs are the args stored in slices_detail's columns.
+const detailArgs = aGrid | aBlock | aRegisters | aSharedMem | aOccupancy | aBytes | aCollName | aDtype |
+	aInElems | aOutElems | aGroupSize | aPGName | aPGDesc | aPGRanks
+
 // parseEvent parses one event object at the cursor into e.
 func (c *cursor) parseEvent(e *event) {
 	// reset only what parsing reads back; the counter arrays are bounded by nCounters
@@ -83,6 +87,7 @@ func (c *cursor) parseEvent(e *event) {
 		c.i++
 		return
 	}
+	argsAt := -1 // where args started, when they came before ph
 	for {
 		key := c.str()
 		c.expect(':', "':' after an event key")
@@ -135,6 +140,9 @@ func (c *cursor) parseEvent(e *event) {
 				e.scope = v[0]
 			}
 		case "args":
+			if e.ph == 0 && c.ws() == '{' {
+				argsAt = c.i
+			}
 			if c.ws() == '{' && e.ph == 'C' {
 				c.parseCounterArgs(e)
 			} else {
@@ -148,6 +156,11 @@ func (c *cursor) parseEvent(e *event) {
 			c.i++
 		case '}':
 			c.i++
+			if argsAt >= 0 && e.ph == 'C' {
+				// a counter's args came before its ph: read them again as series
+				sub := cursor{b: c.b, i: argsAt}
+				sub.parseCounterArgs(e)
+			}
 			return
 		default:
 			c.fail("',' or '}' in an event")

@@ -152,6 +152,9 @@ func (w *window) refill(keep int) (bool, error) {
 			break
 		}
 		if err != nil {
+			// a read error is final: the next refill must report no more
+			// input, or run would retry the same short unit forever
+			w.eof = true
 			return w.end > 0, err
 		}
 		if n == 0 {
@@ -199,7 +202,7 @@ func newParser(r io.Reader, name string, opt Options) *parser {
 	str := stream.NewStrings()
 	t := &Trace{
 		Path: name, Format: FormatChrome, Str: str,
-		Slices:       stream.NewSliceTable(str),
+		Slices:       stream.NewSliceTable(str, true),
 		Counts:       map[string]int{},
 		ThreadNames:  map[int64]string{},
 		ProcessNames: map[int64]string{},
@@ -257,6 +260,11 @@ func (p *parser) run() error {
 			break
 		}
 	}
+	if p.readErr != nil {
+		// the document ended but the stream behind it failed (a corrupt
+		// gzip trailer): the data cannot be trusted
+		return p.errAt(p.s.end, "read error: "+p.readErr.Error())
+	}
 	p.trace.JSONBytes = p.s.base + int64(p.s.end)
 	return p.b.finish(p.opt)
 }
@@ -273,7 +281,7 @@ func (p *parser) truncated() error {
 	what := "the end of the JSON document"
 	switch p.state {
 	case stEvents, stAfterEvent, stArrayEvents, stAfterArrayEvent:
-		what = fmt.Sprintf("the rest of traceEvents (file truncated after %d complete events)", p.trace.Counts["events"])
+		what = fmt.Sprintf("the rest of traceEvents (file truncated after %d complete events)", p.b.nEvents)
 	}
 	return p.errAt(p.s.end, "unexpected end of file: expected "+what)
 }
@@ -457,10 +465,10 @@ func (p *parser) topValue(c *cursor, key string) {
 		t.HasBaseTime = true
 	case "displayTimeUnit":
 		raw := c.strOrSkip()
-		t.DisplayTimeUnit = string(raw)
+		t.DisplayTimeUnit = text(raw)
 	case "traceName":
 		raw := c.strOrSkip()
-		t.TraceName = string(raw)
+		t.TraceName = text(raw)
 	case "nodes":
 		if c.ws() != '[' {
 			c.skip()

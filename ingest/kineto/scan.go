@@ -3,6 +3,7 @@ package kineto
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"strconv"
 )
@@ -98,6 +99,14 @@ func unescape(raw []byte) string {
 	return s
 }
 
+// text decodes a raw JSON string body, allocating a copy.
+func text(raw []byte) string {
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		return unescape(raw)
+	}
+	return string(raw)
+}
+
 // numEnd returns the end index of a number token starting at c.i.
 func (c *cursor) numEnd() int {
 	j := c.i
@@ -151,7 +160,8 @@ func parseMicros(tok []byte) (int64, bool) {
 		whole = whole*10 + int64(tok[i]-'0')
 		digits++
 	}
-	if digits == 0 || digits > 16 || whole > math.MaxInt64/1000 {
+	// whole == MaxInt64/1000 could overflow once the fraction is added
+	if digits == 0 || digits > 16 || whole >= math.MaxInt64/1000 {
 		return parseMicrosSlow(tok)
 	}
 	ns := whole * 1000
@@ -184,7 +194,60 @@ func parseMicrosSlow(tok []byte) (int64, bool) {
 	if err != nil || math.IsNaN(f) || math.Abs(f) > 9e15 {
 		return 0, false
 	}
+	// f*1000 is not exact beyond 2^53 ns (about 104 days since the epoch):
+	// read an exponent form as the plain decimal it stands for instead
+	if plain, ok := plainDecimal(tok); ok {
+		if ns, ok := parseMicros(plain); ok {
+			return ns, true
+		}
+	}
 	return int64(math.Round(f * 1000)), true
+}
+
+// plainDecimal rewrites a decimal number with an exponent ("1.5e3") as the
+// same number without one ("1500"), for small exponents.
+func plainDecimal(tok []byte) ([]byte, bool) {
+	e := bytes.IndexAny(tok, "eE")
+	if e < 0 {
+		return nil, false
+	}
+	exp, err := strconv.Atoi(string(tok[e+1:]))
+	if err != nil || exp < -40 || exp > 40 {
+		return nil, false
+	}
+	m := tok[:e]
+	var out []byte
+	if len(m) > 0 && m[0] == '-' {
+		out = append(out, '-')
+		m = m[1:]
+	}
+	digits := make([]byte, 0, len(m))
+	point := len(m)
+	for i, ch := range m {
+		switch {
+		case ch >= '0' && ch <= '9':
+			digits = append(digits, ch)
+		case ch == '.' && point == len(m):
+			point = i
+		default:
+			return nil, false
+		}
+	}
+	point += exp
+	switch {
+	case point <= 0:
+		out = append(out, "0."...)
+		out = append(out, bytes.Repeat([]byte{'0'}, -point)...)
+		out = append(out, digits...)
+	case point >= len(digits):
+		out = append(out, digits...)
+		out = append(out, bytes.Repeat([]byte{'0'}, point-len(digits))...)
+	default:
+		out = append(out, digits[:point]...)
+		out = append(out, '.')
+		out = append(out, digits[point:]...)
+	}
+	return out, true
 }
 
 // int reads a JSON number (or a quoted one) as an int64, truncating any
@@ -243,11 +306,16 @@ func parseInt(tok []byte) (int64, bool) {
 	}
 	if i < len(tok) && (tok[i] == '.' || tok[i] == 'e' || tok[i] == 'E') {
 		f, err := strconv.ParseFloat(string(tok), 64)
-		if err != nil {
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
 			return 0, false
 		}
-		if f > math.MaxInt64 || f < math.MinInt64 {
-			return 0, false
+		// saturate like the integer path (float64(MaxInt64) is 2^63,
+		// which int64() would not convert)
+		switch {
+		case f >= math.MaxInt64:
+			return math.MaxInt64, true
+		case f <= math.MinInt64:
+			return math.MinInt64, true
 		}
 		return int64(f), true
 	}

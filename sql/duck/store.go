@@ -156,7 +156,8 @@ func (s *Store) Insert(ctx context.Context, table string, rec arrow.RecordBatch)
 }
 
 // ExportParquet writes every event and result table under dir, partitioned
-// by run (hive layout: dir/<table>/run_id=<id>/data_0.parquet).
+// by run (hive layout: dir/<table>/run_id=<id>/data_0.parquet); slices is
+// written whole, from the view over slices_core and slices_detail.
 func (s *Store) ExportParquet(ctx context.Context, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("parquet export: %w", err)
@@ -170,7 +171,7 @@ func (s *Store) ExportParquet(ctx context.Context, dir string) error {
 			continue
 		}
 		target := filepath.Join(dir, t)
-		q := fmt.Sprintf("COPY %s TO '%s' (FORMAT parquet, PARTITION_BY (run_id), COMPRESSION zstd, OVERWRITE_OR_IGNORE true)",
+		q := fmt.Sprintf("COPY (SELECT * FROM %s) TO '%s' (FORMAT parquet, PARTITION_BY (run_id), COMPRESSION zstd, OVERWRITE_OR_IGNORE true)",
 			quoteIdent(t), strings.ReplaceAll(target, "'", "''"))
 		if _, err := s.conn.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("parquet export %s: %w", t, err)

@@ -106,7 +106,7 @@ func queryInt(t *testing.T, st *duck.Store, q string, args ...any) int64 {
 // memcpy, and two runtime calls (one launching the kernel, one outside any
 // step).
 func buildSlices() *stream.SliceTable {
-	tb := stream.NewSliceTable(stream.NewStrings())
+	tb := stream.NewSliceTable(stream.NewStrings(), true)
 	s := tb.Str
 	add := func(step int32, stepOK bool, kind, cat, name string, ts, dur, tid int64) int {
 		tb.Step.AppendOpt(step, stepOK)
@@ -197,7 +197,7 @@ func insertSlices(t *testing.T, st *duck.Store, runID, host string, rank int32) 
 	t.Helper()
 	rec := buildSlices().Record(runID, host, rank)
 	defer rec.Release()
-	if err := st.Insert(context.Background(), "slices", rec); err != nil {
+	if err := st.Insert(context.Background(), "slices_detail", rec); err != nil {
 		t.Fatalf("insert slices: %v", err)
 	}
 }
@@ -220,10 +220,10 @@ func TestOpenInMemory(t *testing.T) {
 	}
 	// The whole schema is applied: every table, view and macro exists.
 	checkRows(t, st, []string{
-		"analysis_window", "counters", "findings", "metrics", "process_groups", "ranks", "runs", "slices", "steps",
+		"analysis_window", "counters", "findings", "metrics", "process_groups", "ranks", "runs", "slices_core", "slices_detail", "steps",
 	}, "SELECT table_name FROM duckdb_tables() WHERE NOT temporary ORDER BY 1")
 	checkRows(t, st, []string{
-		"collective_instances", "collective_waits", "gpu_span", "gpu_window", "host_window",
+		"collective_instances", "collective_waits", "gpu_span", "gpu_window", "host_window", "slices",
 	}, "SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY 1")
 	checkRows(t, st, []string{
 		"covered_time|table_macro", "exposed_time|table_macro", "fmt_ns|macro", "interval_union|table_macro",
@@ -288,7 +288,7 @@ func TestOpenFileReopenAndReadOnly(t *testing.T) {
 	}
 	rec := buildSlices().Record("run-2", "node-b", 0)
 	defer rec.Release()
-	if err := ro.Insert(ctx, "slices", rec); err == nil {
+	if err := ro.Insert(ctx, "slices_detail", rec); err == nil {
 		t.Errorf("Insert into a read-only database succeeded")
 	}
 }
@@ -361,9 +361,9 @@ func TestInsertStepsAndCounters(t *testing.T) {
 func TestInsertEmptyIsNoop(t *testing.T) {
 	st := openMem(t)
 	ctx := context.Background()
-	rec := stream.NewSliceTable(stream.NewStrings()).Record("run-1", "node-a", 0)
+	rec := stream.NewSliceTable(stream.NewStrings(), true).Record("run-1", "node-a", 0)
 	defer rec.Release()
-	if err := st.Insert(ctx, "slices", rec); err != nil {
+	if err := st.Insert(ctx, "slices_detail", rec); err != nil {
 		t.Fatalf("insert of an empty record: %v", err)
 	}
 	if n := queryInt(t, st, "SELECT count(*) FROM slices"); n != 0 {

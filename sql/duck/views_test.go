@@ -25,7 +25,7 @@ type sl struct {
 func insertRows(t *testing.T, st *duck.Store, rows []sl) {
 	t.Helper()
 	for _, r := range rows {
-		mustExec(t, st, `INSERT INTO slices (run_id, rank, host, step, kind, cat, name, ts, dur, pid, tid, stream, pg_ranks, coll_name)
+		mustExec(t, st, `INSERT INTO slices_detail (run_id, rank, host, step, kind, cat, name, ts, dur, pid, tid, stream, pg_ranks, coll_name)
 VALUES (?, ?, ?, ?, ?, 'cat', ?, ?, ?, 1, 2, ?, ?, ?)`,
 			r.run, r.rank, fmt.Sprintf("host%d", r.rank), r.step, r.kind, r.name, r.ts, r.dur, r.stream, r.pgRanks, r.coll)
 	}
@@ -283,7 +283,7 @@ func TestCollectiveWaitsUnskewedPair(t *testing.T) {
 	// amount at each collective; the comm key falls back to pg_name and
 	// then to the stream.
 	st := openMem(t)
-	mustExec(t, st, `INSERT INTO slices (run_id, rank, host, step, kind, cat, name, ts, dur, pid, tid, stream, pg_name) VALUES
+	mustExec(t, st, `INSERT INTO slices_detail (run_id, rank, host, step, kind, cat, name, ts, dur, pid, tid, stream, pg_name) VALUES
 ('r', 0, 'h0', 0, 'comm', 'kernel', 'nccl_ar', 1000, 500, 1, 1, 9, 'pg0'),
 ('r', 1, 'h1', 0, 'comm', 'kernel', 'nccl_ar', 1200, 300, 1, 1, 9, 'pg0'),
 ('r', 0, 'h0', 0, 'comm', 'kernel', 'nccl_ar', 3000, 100, 1, 1, 9, 'pg0'),

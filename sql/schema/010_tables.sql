@@ -45,7 +45,32 @@ CREATE TABLE IF NOT EXISTS process_groups (
     ranks          INTEGER[]
 );
 
-CREATE TABLE IF NOT EXISTS slices (
+-- Duration events are stored in two tables: slices_detail holds every row
+-- that carries kernel, memcpy or collective columns (all GPU activity, and
+-- host ops such as record_param_comms), slices_core every other row with
+-- the core columns only. A table stores each column of each row, so keeping
+-- the mostly-null detail columns off the host events halves the memory of
+-- a loaded trace. Query the slices view, which unites them.
+CREATE TABLE IF NOT EXISTS slices_core (
+    run_id          VARCHAR NOT NULL,
+    rank            INTEGER NOT NULL,
+    host            VARCHAR NOT NULL,
+    step            INTEGER,
+    kind            VARCHAR NOT NULL,
+    cat             VARCHAR NOT NULL,
+    name            VARCHAR NOT NULL,
+    ts              BIGINT NOT NULL,
+    dur             BIGINT NOT NULL,
+    pid             BIGINT NOT NULL,
+    tid             BIGINT NOT NULL,
+    device          INTEGER,
+    stream          BIGINT,
+    correlation     BIGINT,
+    external_id     BIGINT,
+    launch_ts       BIGINT
+);
+
+CREATE TABLE IF NOT EXISTS slices_detail (
     run_id          VARCHAR NOT NULL,
     rank            INTEGER NOT NULL,
     host            VARCHAR NOT NULL,
@@ -85,6 +110,11 @@ CREATE TABLE IF NOT EXISTS slices (
     coll_algo       VARCHAR,
     coll_proto      VARCHAR
 );
+
+CREATE OR REPLACE VIEW slices AS
+SELECT * FROM slices_detail
+UNION ALL BY NAME
+SELECT * FROM slices_core;
 
 CREATE TABLE IF NOT EXISTS steps (
     run_id   VARCHAR NOT NULL,

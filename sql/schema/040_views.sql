@@ -13,7 +13,7 @@ SELECT s.run_id, s.rank, s.host, s.step, s.kind, s.name, s.device, s.stream,
        CASE WHEN s.kind = 'comm' THEN 'COMM'
             WHEN s.kind IN ('memcpy', 'memset') THEN 'MEM'
             ELSE 'COMP' END AS class
-FROM slices s
+FROM slices_detail s
 JOIN analysis_window w ON w.run_id = s.run_id AND w.rank = s.rank
 WHERE s.kind IN ('kernel', 'comm', 'memcpy', 'memset')
   AND (w.step_lo IS NULL OR s.step >= w.step_lo)

@@ -1,0 +1,57 @@
+package kineto
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"os"
+	"testing"
+)
+
+const benchTrace = "../../../shared/corpus/kineto/hta/tests__data__df_index_resolver__df_index_resolver.json.gz"
+
+// BenchmarkRead measures the whole reader on the largest corpus trace
+// (53.7 MB of JSON, 216K events): inflating on a second goroutine, and
+// parsing from memory, which is the scanner alone.
+func BenchmarkRead(b *testing.B) {
+	if _, err := os.Stat(benchTrace); err != nil {
+		b.Skip(err)
+	}
+	b.Run("gzip-file", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			tr, err := ReadFile(benchTrace, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(tr.JSONBytes)
+		}
+	})
+	raw := inflate(b, benchTrace)
+	b.Run("json-in-memory", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(raw)))
+		for b.Loop() {
+			if _, err := Read(bytes.NewReader(raw), "bench.json", Options{SizeHint: int64(len(raw))}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func inflate(b *testing.B, path string) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return raw
+}

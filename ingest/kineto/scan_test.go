@@ -1,0 +1,479 @@
+package kineto
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+)
+
+// catch runs f and returns what it panicked with (nil when it returned).
+func catch(f func()) (r any) {
+	defer func() { r = recover() }()
+	f()
+	return nil
+}
+
+func TestParseMicros(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		// integers
+		{"0", 0, true},
+		{"7", 7000, true},
+		{"1666149715033200", 1666149715033200000, true},
+		{"1694128201426556", 1694128201426556000, true},
+		// 1..3 fractional digits are exact nanoseconds
+		{"1.5", 1500, true},
+		{"1.25", 1250, true},
+		{"1.125", 1125, true},
+		{"0.001", 1, true},
+		{"1712195495406752.8", 1712195495406752800, true},
+		{"1712195495406752.875", 1712195495406752875, true},
+		{"1666149715033200.001", 1666149715033200001, true},
+		{"1.", 1000, true},
+		// the 4th digit rounds half up; later digits are ignored
+		{"1.1234", 1123, true},
+		{"1.1235", 1124, true},
+		{"1.12349999", 1123, true},
+		{"1.12351", 1124, true},
+		{"1.9995", 2000, true},
+		{"0.0004", 0, true},
+		{"0.0005", 1, true},
+		{"1712195495406752.8125", 1712195495406752813, true},
+		// negative values
+		{"-3", -3000, true},
+		{"-1.5", -1500, true},
+		{"-0.0005", -1, true},
+		{"-1712195495406752.8", -1712195495406752800, true},
+		// exponent forms go through strconv and round to the nanosecond
+		{"1e3", 1000000, true},
+		{"1E3", 1000000, true},
+		{"1.5e3", 1500000, true},
+		{"1.5e+3", 1500000, true},
+		{"1.5E-3", 2, true},
+		{"2e-3", 2, true},
+		{"-2.5e2", -250000, true},
+		{"1.712195495406752e15", 1712195495406752000, true},
+		{"1.6661497150332e15", 1666149715033200000, true},
+		{"1.7121954954067528e15", 1712195495406752800, true},
+		{"17121954954067528e-1", 1712195495406752800, true},
+		{"0.00000000000000000000000000000000000000000000000000001e50", 1, true}, // big exponent: strconv fallback
+		// rejected
+		{"", 0, false},
+		{"-", 0, false},
+		{".5", 500, true}, // strconv accepts a missing integer part
+		{"abc", 0, false},
+		{"1.2.3", 0, false},
+		{"1-2", 0, false},
+		{"1e400", 0, false},
+		{"NaN", 0, false},
+		{"Inf", 0, false},
+		{"12345678901234567", 0, false}, // 1.2e19 ns does not fit an int64
+		// the largest whole part must not overflow when its fraction is added
+		{"9223372036854775.808", 0, false},
+		{"9223372036854775.999", 0, false},
+		{"9000000000000000", 9000000000000000000, true},
+	}
+	for _, tc := range tests {
+		got, ok := parseMicros([]byte(tc.in))
+		if ok != tc.ok || (ok && got != tc.want) {
+			t.Errorf("parseMicros(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestPlainDecimal(t *testing.T) {
+	tests := []struct {
+		in, want string
+		ok       bool
+	}{
+		{"1e3", "1000", true},
+		{"1.5e3", "1500", true},
+		{"1.5E+3", "1500", true},
+		{"-2.5e2", "-250", true},
+		{"1.5e-3", "0.0015", true},
+		{"15e-1", "1.5", true},
+		{"15e-2", "0.15", true},
+		{"1.712195495406752e15", "1712195495406752", true},
+		{"1.7121954954067528e15", "1712195495406752.8", true},
+		{"1.5", "", false},
+		{"1e99", "", false},
+		{"1ex", "", false},
+		{"0x1e3p0", "", false},
+	}
+	for _, tc := range tests {
+		got, ok := plainDecimal([]byte(tc.in))
+		if ok != tc.ok || (ok && string(got) != tc.want) {
+			t.Errorf("plainDecimal(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestCursorMicros(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		next int // cursor index after the value
+	}{
+		{`12.5,`, 12500, 4},
+		{`  12.5}`, 12500, 6},
+		{"\n\t-3]", -3000, 4},
+		{`"1712195495406752.8",`, 1712195495406752800, 20},
+		{`" 7 "}`, 7000, 5},
+		{`"1.5e3"}`, 1500000, 7},
+		{`1666149715033200 `, 1666149715033200000, 16},
+	}
+	for _, tc := range tests {
+		c := cursor{b: []byte(tc.in)}
+		var got int64
+		if r := catch(func() { got = c.micros() }); r != nil {
+			t.Errorf("micros(%q) panicked: %v", tc.in, r)
+			continue
+		}
+		if got != tc.want || c.i != tc.next {
+			t.Errorf("micros(%q) = %d at %d; want %d at %d", tc.in, got, c.i, tc.want, tc.next)
+		}
+	}
+	// bad values are syntax errors at the value's start
+	for _, in := range []string{`"abc",`, ` null,`, `{}`, `"",`} {
+		c := cursor{b: []byte(in)}
+		r := catch(func() { c.micros() })
+		se, ok := r.(*syntaxError)
+		if !ok {
+			t.Errorf("micros(%q) panicked with %v; want a *syntaxError", in, r)
+			continue
+		}
+		if se.want != "a number of microseconds" {
+			t.Errorf("micros(%q): want %q", in, se.want)
+		}
+		if in[se.at] == ' ' {
+			t.Errorf("micros(%q): error at %d points at whitespace", in, se.at)
+		}
+	}
+	// a number running to the end of the window asks for more input
+	for _, in := range []string{`12.5`, `   `, `"12.5`, ``} {
+		c := cursor{b: []byte(in)}
+		if r := catch(func() { c.micros() }); r != errShort {
+			t.Errorf("micros(%q) panicked with %v; want errShort", in, r)
+		}
+	}
+}
+
+func TestParseInt(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"0", 0, true},
+		{"42", 42, true},
+		{"-42", -42, true},
+		{"1.9", 1, true},
+		{"-1.9", -1, true},
+		{"1e3", 1000, true},
+		{"2.5E2", 250, true},
+		{"9223372036854775807", math.MaxInt64, true},
+		{"10159970886766084423", math.MaxInt64, true},
+		{"99999999999999999999999999", math.MaxInt64, true},
+		{"-10159970886766084423", -math.MaxInt64, true},
+		{"9223372036854775808.0", math.MaxInt64, true},
+		{"1e19", math.MaxInt64, true},
+		{"1e400", math.MaxInt64, true},
+		{"-1e400", math.MinInt64, true},
+		{"", 0, false},
+		{"-", 0, false},
+		{"abc", 0, false},
+		{"1x", 0, false},
+		{"0x10", 0, false},
+		{"1.5.5", 0, false},
+	}
+	for _, tc := range tests {
+		got, ok := parseInt([]byte(tc.in))
+		if ok != tc.ok || (ok && got != tc.want) {
+			t.Errorf("parseInt(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestParseIntString(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+	}{
+		{"0x0", 0},
+		{"0x1F", 31},
+		{"0Xff", 255},
+		{"0x7fffffffffffffff", math.MaxInt64},
+		{"0xZZ", 0},
+		{"0x", 0},
+		{" 42 ", 42},
+		{"-7", -7},
+		{"3.9", 3},
+		{"abc", 0},
+		{"PyTorch Profiler", 0},
+		{"", 0},
+		{"10159970886766084423", math.MaxInt64},
+	}
+	for _, tc := range tests {
+		if got := parseIntString([]byte(tc.in)); got != tc.want {
+			t.Errorf("parseIntString(%q) = %d; want %d", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestCursorInt(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		next int
+	}{
+		{`"0x0",`, 0, 5},
+		{`"0x10"}`, 16, 6},
+		{`"PyTorch"`, 0, 9},
+		{`3.7,`, 3, 3},
+		{`-3.7,`, -3, 4},
+		{` 10159970886766084423,`, math.MaxInt64, 21},
+		{`1e19]`, math.MaxInt64, 4},
+		{`"12"]`, 12, 4},
+	}
+	for _, tc := range tests {
+		c := cursor{b: []byte(tc.in)}
+		var got int64
+		if r := catch(func() { got = c.int() }); r != nil {
+			t.Errorf("int(%q) panicked: %v", tc.in, r)
+			continue
+		}
+		if got != tc.want || c.i != tc.next {
+			t.Errorf("int(%q) = %d at %d; want %d at %d", tc.in, got, c.i, tc.want, tc.next)
+		}
+	}
+	for _, in := range []string{`null,`, `[1],`, `-,`, `x,`} {
+		c := cursor{b: []byte(in)}
+		if _, ok := catch(func() { c.int() }).(*syntaxError); !ok {
+			t.Errorf("int(%q) did not fail with a syntax error", in)
+		}
+	}
+}
+
+func TestStr(t *testing.T) {
+	tests := []struct {
+		in   string // a JSON string followed by more input
+		raw  string // the body returned, escapes kept
+		want string // the decoded value
+	}{
+		{`"abc",`, `abc`, "abc"},
+		{`"",`, ``, ""},
+		{` "a b"}`, `a b`, "a b"},
+		{`"a\"b",`, `a\"b`, `a"b`},
+		{`"a\\",`, `a\\`, `a\`},
+		{`"\\",`, `\\`, `\`},
+		{`"\\\\",`, `\\\\`, `\\`},
+		{`"a\\\"b",`, `a\\\"b`, `a\"b`},
+		{`"\"",`, `\"`, `"`},
+		{`"\"\"x\"",`, `\"\"x\"`, `""x"`},
+		{`"C:\\dir\\f.json",`, `C:\\dir\\f.json`, `C:\dir\f.json`},
+		{`"tab\tnl\n\u00e9",`, `tab\tnl\n\u00e9`, "tab\tnl\né"},
+	}
+	for _, tc := range tests {
+		c := cursor{b: []byte(tc.in)}
+		var raw []byte
+		if r := catch(func() { raw = c.str() }); r != nil {
+			t.Errorf("str(%q) panicked: %v", tc.in, r)
+			continue
+		}
+		if string(raw) != tc.raw {
+			t.Errorf("str(%q) = %q; want %q", tc.in, raw, tc.raw)
+		}
+		if c.i != len(tc.in)-1 {
+			t.Errorf("str(%q) stopped at %d; want %d", tc.in, c.i, len(tc.in)-1)
+		}
+		if got := unescape(raw); got != tc.want {
+			t.Errorf("unescape(%q) = %q; want %q", raw, got, tc.want)
+		}
+		if got := text(raw); got != tc.want {
+			t.Errorf("text(%q) = %q; want %q", raw, got, tc.want)
+		}
+		// the decoded value agrees with encoding/json
+		var std string
+		if err := json.Unmarshal([]byte(tc.in[:len(tc.in)-1]), &std); err != nil || std != tc.want {
+			t.Errorf("encoding/json reads %q as %q (%v); want %q", tc.in, std, err, tc.want)
+		}
+	}
+	// unterminated strings ask for more input
+	for _, in := range []string{`"abc`, `"a\"`, `"a\\\"`, `"`, ` `} {
+		c := cursor{b: []byte(in)}
+		if r := catch(func() { c.str() }); r != errShort {
+			t.Errorf("str(%q) panicked with %v; want errShort", in, r)
+		}
+	}
+	// a value of another type is a syntax error where it starts
+	c := cursor{b: []byte(`  12,`)}
+	r := catch(func() { c.str() })
+	if se, ok := r.(*syntaxError); !ok || se.at != 2 || se.want != "a string" {
+		t.Errorf("str on a number panicked with %#v; want syntaxError at 2", r)
+	}
+}
+
+func TestUnescapeInvalid(t *testing.T) {
+	// an escape encoding/json refuses is kept as it is
+	if got := unescape([]byte(`a\qb`)); got != `a\qb` {
+		t.Errorf("unescape(invalid) = %q", got)
+	}
+	if got := text([]byte(`plain`)); got != "plain" {
+		t.Errorf("text(plain) = %q", got)
+	}
+}
+
+func TestFloat(t *testing.T) {
+	tests := []struct {
+		in   string
+		want float64
+	}{
+		{`1.5,`, 1.5},
+		{`-0.25,`, -0.25},
+		{`100}`, 100},
+		{`1e2,`, 100},
+		{`"2.5",`, 2.5},
+		{`"x",`, 0},
+		{`1234567890123456789,`, 1234567890123456789},
+		{`0.000001,`, 0.000001},
+	}
+	for _, tc := range tests {
+		c := cursor{b: []byte(tc.in)}
+		var got float64
+		if r := catch(func() { got = c.float() }); r != nil {
+			t.Errorf("float(%q) panicked: %v", tc.in, r)
+			continue
+		}
+		if got != tc.want {
+			t.Errorf("float(%q) = %v; want %v", tc.in, got, tc.want)
+		}
+		if c.b[c.i] != ',' && c.b[c.i] != '}' {
+			t.Errorf("float(%q) stopped at %d", tc.in, c.i)
+		}
+	}
+	for _, in := range []string{`null,`, `--1,`, `.,`} {
+		c := cursor{b: []byte(in)}
+		r := catch(func() { c.float() })
+		if se, ok := r.(*syntaxError); !ok || se.at != 0 {
+			t.Errorf("float(%q) panicked with %#v; want a syntaxError at 0", in, r)
+		}
+	}
+}
+
+func TestFastFloat(t *testing.T) {
+	tests := []struct {
+		in   string
+		want float64
+		ok   bool
+	}{
+		{"0", 0, true},
+		{"12.5", 12.5, true},
+		{"-12.5", -12.5, true},
+		{"123456789012345", 123456789012345, true},
+		{"1234567890123456", 0, false}, // 16 digits: left to strconv
+		{"1e5", 0, false},
+		{"1.2.3", 0, false},
+		{"", 0, false},
+		{"-", 0, false},
+	}
+	for _, tc := range tests {
+		got, ok := fastFloat([]byte(tc.in))
+		if ok != tc.ok || (ok && got != tc.want) {
+			t.Errorf("fastFloat(%q) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestSkip(t *testing.T) {
+	tests := []string{
+		`"s"`,
+		`"with \" quote and ] } brackets"`,
+		`123`,
+		`-1.5e3`,
+		`true`,
+		`false`,
+		`null`,
+		`{}`,
+		`[]`,
+		`{"a":[1,{"b":"}]"}],"c":null}`,
+		`[[[]],{"x":{"y":["\\"]}}]`,
+	}
+	for _, v := range tests {
+		in := " " + v + ` ,"next"`
+		c := cursor{b: []byte(in)}
+		if r := catch(func() { c.skip() }); r != nil {
+			t.Errorf("skip(%q) panicked: %v", v, r)
+			continue
+		}
+		if want := 1 + len(v); c.i != want {
+			t.Errorf("skip(%q) stopped at %d; want %d", v, c.i, want)
+		}
+		c = cursor{b: []byte(in)}
+		if got := string(c.raw()); got != v {
+			t.Errorf("raw(%q) = %q", v, got)
+		}
+	}
+	for _, in := range []string{`{"a":1`, `[1,2`, `"abc`, `tru`, `nul`, `{"a":"}`} {
+		c := cursor{b: []byte(in)}
+		if r := catch(func() { c.skip() }); r != errShort {
+			t.Errorf("skip(%q) panicked with %v; want errShort", in, r)
+		}
+	}
+	for _, in := range []string{`nope,`, `truth,`, `@`, `}`} {
+		c := cursor{b: []byte(in)}
+		if _, ok := catch(func() { c.skip() }).(*syntaxError); !ok {
+			t.Errorf("skip(%q) did not fail with a syntax error", in)
+		}
+	}
+}
+
+func TestWhitespaceAndExpect(t *testing.T) {
+	c := cursor{b: []byte(" \t\r\n:x")}
+	if r := catch(func() { c.expect(':', "colon") }); r != nil || c.i != 5 {
+		t.Fatalf("expect: %v at %d", r, c.i)
+	}
+	r := catch(func() { c.expect(':', "colon") })
+	if se, ok := r.(*syntaxError); !ok || se.at != 5 || se.want != "colon" {
+		t.Errorf("expect mismatch = %#v", r)
+	}
+	// control characters other than JSON whitespace are not skipped
+	c = cursor{b: []byte("\x00a")}
+	if ch := c.ws(); ch != 0 || c.i != 0 {
+		t.Errorf("ws skipped a NUL: %q at %d", ch, c.i)
+	}
+	c = cursor{b: []byte("  ")}
+	if r := catch(func() { c.ws() }); r != errShort {
+		t.Errorf("ws at end panicked with %v; want errShort", r)
+	}
+	if r := catch(func() { c.peek() }); r != errShort {
+		t.Errorf("peek at end panicked with %v; want errShort", r)
+	}
+}
+
+func TestTriple(t *testing.T) {
+	var d [3]int64
+	c := cursor{b: []byte(`[1, 2, 3],`)}
+	if ok := c.triple(&d); !ok || d != [3]int64{1, 2, 3} || c.i != 9 {
+		t.Errorf("triple = %v %v at %d", ok, d, c.i)
+	}
+	d = [3]int64{}
+	c = cursor{b: []byte(`[1, 2],`)}
+	if ok := c.triple(&d); ok || c.i != 6 {
+		t.Errorf("short triple = %v at %d", ok, c.i)
+	}
+	c = cursor{b: []byte(`[1,2,3,4],`)}
+	if ok := c.triple(&d); ok || c.i != 9 {
+		t.Errorf("long triple = %v at %d", ok, c.i)
+	}
+	c = cursor{b: []byte(`"1,2,3",`)}
+	if ok := c.triple(&d); ok || c.i != 7 {
+		t.Errorf("string triple = %v at %d", ok, c.i)
+	}
+	c = cursor{b: []byte(`[1;2]`)}
+	if _, ok := catch(func() { c.triple(&d) }).(*syntaxError); !ok {
+		t.Errorf("bad triple did not fail")
+	}
+}
