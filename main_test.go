@@ -218,3 +218,24 @@ func TestValidate(t *testing.T) {
 		t.Errorf("env override: exit %d, %s", code, errOut)
 	}
 }
+
+func TestAnalyzeSkipsNonTraceJSON(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "rank-0.json", []byte(smallTrace))
+	writeFile(t, dir, "config.json", []byte(`{"lr": 0.1, "layers": [1, 2]}`))
+	code, out, errOut := trainscope(t, "analyze", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(errOut, "skipped") || !strings.Contains(errOut, "config.json: a JSON object without traceEvents") {
+		t.Errorf("no skip notice: %s", errOut)
+	}
+	if !strings.Contains(out, "1 rank(s) (0)") {
+		t.Errorf("report: %s", out[:200])
+	}
+	// alone, it is an error that says why
+	code, _, errOut = trainscope(t, "analyze", filepath.Join(dir, "config.json"))
+	if code != 2 || !strings.Contains(errOut, "nothing to analyze") || !strings.Contains(errOut, "without traceEvents") {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+}

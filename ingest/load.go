@@ -154,6 +154,8 @@ func Load(ctx context.Context, st *duck.Store, files []string, opt Options) (*St
 		switch {
 		case tr.Format == kineto.FormatExecTrace:
 			fs.Skipped = fmt.Sprintf("a PyTorch Execution Trace (%d operator nodes, no timeline); pair it with the Kineto trace of the same run", tr.ETNodes)
+		case tr.Format == kineto.FormatChrome && !tr.HasEvents:
+			fs.Skipped = "a JSON object without traceEvents: not a profiler trace"
 		case tr.RankSource == "default" && opt.Rank < 0:
 			unranked = append(unranked, tr)
 		case len(keep) > 0 && !keep[int(tr.Rank)]:

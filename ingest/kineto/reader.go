@@ -189,7 +189,6 @@ type parser struct {
 	ev      event
 	readErr error
 	b       builder
-	seenKey map[string]bool
 }
 
 const initialWindow = 1 << 20
@@ -208,7 +207,7 @@ func newParser(r io.Reader, name string, opt Options) *parser {
 		ProcessNames: map[int64]string{},
 	}
 	t.Counters.Str = str
-	p := &parser{s: window{r: r, buf: make([]byte, initialWindow)}, name: name, opt: opt, trace: t, seenKey: map[string]bool{}}
+	p := &parser{s: window{r: r, buf: make([]byte, initialWindow)}, name: name, opt: opt, trace: t}
 	p.b.init(t)
 	if opt.SizeHint > 0 {
 		t.Slices.Reserve(int(min(opt.SizeHint/bytesPerEvent, 50_000_000)))
@@ -336,6 +335,7 @@ func (p *parser) unit(c *cursor) {
 			c.i++
 			switch c.ws() {
 			case '{', ']':
+				p.trace.HasEvents = true
 				p.state = stArrayEvents
 			case '[':
 				p.trace.Format = FormatMemoryTimeline
@@ -356,7 +356,7 @@ func (p *parser) unit(c *cursor) {
 		c.expect(':', "':' after a key")
 		if string(key) == "traceEvents" {
 			c.expect('[', "'[' to start traceEvents")
-			p.seenKey["traceEvents"] = true
+			p.trace.HasEvents = true
 			p.state = stEvents
 			return
 		}

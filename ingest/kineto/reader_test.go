@@ -1157,3 +1157,20 @@ func TestGPUName(t *testing.T) {
 		t.Errorf("Devices = %+v", tr.Devices)
 	}
 }
+
+func TestHasEvents(t *testing.T) {
+	for doc, want := range map[string]bool{
+		`{"traceEvents": []}`:                           true,
+		`[{"ph": "X", "name": "a", "ts": 1, "dur": 1}]`: true,
+		`{"lr": 0.1}`:                                   false,
+		`{"distributedInfo": {"rank": 1}}`:              false,
+	} {
+		tr, err := Read(strings.NewReader(doc), "x.json", Options{Rank: -1})
+		if err != nil {
+			t.Fatalf("%s: %v", doc, err)
+		}
+		if tr.HasEvents != want {
+			t.Errorf("%s: HasEvents = %v, want %v", doc, tr.HasEvents, want)
+		}
+	}
+}

@@ -59,6 +59,7 @@ type Trace struct {
 	StartNS, EndNS int64 // span of duration events (ns since epoch)
 	JSONBytes      int64 // uncompressed bytes parsed
 	ETNodes        int   // nodes of an execution trace
+	HasEvents      bool  // the document had a traceEvents array (or was one)
 }
 
 // DistributedInfo is the trace's top-level distributedInfo object.
