@@ -99,7 +99,9 @@ func Load(ctx context.Context, st *duck.Store, files []string, opt Options) (*St
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := make(chan int)
-	results := make(chan readResult, workers)
+	// Unbuffered: a worker holds its finished trace until the inserter takes
+	// it, so at most workers+1 traces are in memory at once.
+	results := make(chan readResult)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
