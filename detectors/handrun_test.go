@@ -3,6 +3,7 @@ package detectors_test
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/trainscope/trainscope/detectors"
@@ -188,5 +189,17 @@ func TestHandRunTooSmallToClassify(t *testing.T) {
 	}
 	if subject != "unclassified" || value != 20 {
 		t.Errorf("bottleneck_class = %s %v, want unclassified with 20 activities", subject, value)
+	}
+}
+
+func TestCommFixFollowsTheCollective(t *testing.T) {
+	st, _ := analyzeDir(t, handRun(t), "hand", detectors.Window{})
+	var fix string
+	if err := st.Conn().QueryRowContext(context.Background(),
+		`SELECT fix FROM findings WHERE detector = 'comm_exposed_ratio' AND rank = 0`).Scan(&fix); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(fix, "most exposed time is all-reduce") {
+		t.Errorf("fix for an all-reduce run = %q", fix)
 	}
 }

@@ -4,7 +4,7 @@
 -- severity: warn
 -- description: ranks whose communication not hidden behind compute takes at least the threshold share of the GPU span
 -- threshold: min_ratio = 0.10  # exposed communication / GPU span
--- fix: overlap communication with compute: bucket gradients so all-reduce starts during backward (DDP bucket_cap_mb, FSDP backward_prefetch), prefetch parameters (FSDP forward_prefetch), or cut communicated bytes (bf16 reduce, gradient compression, less tensor parallelism across slow links)
+-- fix: overlap communication with compute, or communicate fewer bytes
 WITH m AS (
     SELECT run_id, rank,
            max(value) FILTER (WHERE metric = 'exposed_comm_ns') AS exposed_ns,
@@ -15,7 +15,8 @@ WITH m AS (
     WHERE detector = 'comm_comp_overlap'
     GROUP BY run_id, rank
 ), top AS (
-    SELECT run_id, rank, string_agg(coll || ' ' || fmt_ns(t), ', ' ORDER BY t DESC) AS colls
+    SELECT run_id, rank, string_agg(coll || ' ' || fmt_ns(t), ', ' ORDER BY t DESC) AS colls,
+           arg_max(coll, t) AS main_coll
     FROM (SELECT run_id, rank, coalesce(coll_name, name) AS coll, sum(dur) AS t
           FROM gpu_window WHERE class = 'COMM' GROUP BY run_id, rank, coalesce(coll_name, name)
           QUALIFY row_number() OVER (PARTITION BY run_id, rank ORDER BY sum(dur) DESC) <= 3)
@@ -28,6 +29,16 @@ SELECT m.run_id, m.rank,
        CASE WHEN m.exposed_pct / 100 >= 2 * $min_ratio THEN 'critical' END AS severity,
        printf('rank %d: %.1f%% of the GPU span is communication that no compute overlaps (%s exposed of %s communicating; %.1f%% overlapped)',
               m.rank, m.exposed_pct, fmt_ns(m.exposed_ns), fmt_ns(m.comm_ns), m.overlap_pct) AS message,
+       CASE
+           WHEN t.main_coll IN ('sendrecv', 'send', 'recv') THEN
+               'most exposed time is point-to-point (pipeline-parallel sends and receives): shrink the pipeline bubble with more micro-batches per step or an interleaved (virtual pipeline) schedule, and check that sends are not waiting on a slower stage'
+           WHEN t.main_coll = 'alltoall' THEN
+               'most exposed time is all-to-all (expert-parallel token dispatch): overlap dispatch with expert compute, balance tokens across experts (capacity factor, load-balancing loss), or keep expert parallelism inside a node'
+           WHEN t.main_coll IN ('allgather', 'reducescatter') THEN
+               'most exposed time is all-gather / reduce-scatter (sharded data parallel): prefetch the next layer''s parameters (FSDP forward_prefetch / backward_prefetch, ZeRO overlap_comm), use larger shard groups per all-gather, or shard within a node (hybrid sharding)'
+           WHEN t.main_coll IN ('allreduce', 'reduce', 'broadcast') THEN
+               'most exposed time is all-reduce (data-parallel gradients or tensor-parallel activations): start gradient all-reduce during backward (DDP bucket_cap_mb, gradient_as_bucket_view), reduce in bf16, and keep tensor parallelism inside a node'
+       END AS fix,
        json_object('exposed_comm_ns', m.exposed_ns, 'comm_ns', m.comm_ns, 'overlap_pct', round(m.overlap_pct, 2),
                    'top_collectives', t.colls)::VARCHAR AS evidence
 FROM m LEFT JOIN top t ON t.run_id = m.run_id AND t.rank = m.rank
