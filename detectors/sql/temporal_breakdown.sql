@@ -2,17 +2,12 @@
 -- category: utilization
 -- kind: metric
 -- description: per rank, GPU idle, compute and non-compute time over the span of GPU activity in the analysis window, as HTA's temporal breakdown defines them (communication or memory work overlapped by compute counts as compute)
-WITH gpu AS (
-    -- compute counts 1, other GPU work 2^20: state % 2^20 > 0 means compute runs
-    SELECT {'run_id': run_id, 'rank': rank} AS g, ts AS s, end_ts AS e,
-           CASE WHEN class = 'COMP' THEN 1 ELSE 1048576 END AS w
-    FROM gpu_window
-), t AS (
-    SELECT g.run_id AS run_id, g.rank AS rank,
+WITH t AS (
+    SELECT run_id, rank,
            sum(ns) AS busy_ns,
-           coalesce(sum(ns) FILTER (WHERE state % 1048576 > 0), 0) AS compute_ns
-    FROM active_time(gpu)
-    GROUP BY g
+           coalesce(sum(ns) FILTER (WHERE comp_active(state)), 0) AS compute_ns
+    FROM gpu_class_time
+    GROUP BY run_id, rank
 )
 SELECT sp.run_id, sp.rank,
        sp.span_ns,

@@ -83,3 +83,8 @@ CREATE OR REPLACE MACRO fmt_ns(ns) AS
 CREATE OR REPLACE MACRO metric_value(det, r, m) AS (
     SELECT max(value) FROM metrics WHERE detector = det AND metric = m AND rank IS NOT DISTINCT FROM r
 );
+
+-- Readers of gpu_class_time's state: is any activity of the class running.
+CREATE OR REPLACE MACRO comp_active(state) AS state % 1048576 > 0;
+CREATE OR REPLACE MACRO comm_active(state) AS (state // 1048576) % 1048576 > 0;
+CREATE OR REPLACE MACRO mem_active(state) AS state // 1099511627776 > 0;

@@ -77,3 +77,15 @@ SELECT run_id, comm, step, seq, any_value(coalesce(coll_name, name)) AS collecti
        sum(max_arrival - arrival_ns) AS wait_caused_ns
 FROM (SELECT *, max(arrival_ns) OVER (PARTITION BY run_id, comm, step, seq) AS max_arrival FROM collective_instances)
 GROUP BY run_id, comm, step, seq;
+
+-- Per rank: how long each combination of GPU work classes ran, from one
+-- sweep over every activity in the window. state counts active COMP
+-- activities in its low 20 bits, COMM in the next 20 and MEM above; use
+-- the comp_active / comm_active / mem_active macros to read it.
+CREATE OR REPLACE VIEW gpu_class_time AS
+WITH cls AS (
+    SELECT {'run_id': run_id, 'rank': rank} AS g, ts AS s, end_ts AS e,
+           CASE class WHEN 'COMP' THEN 1 WHEN 'COMM' THEN 1048576 ELSE 1099511627776 END AS w
+    FROM gpu_window
+)
+SELECT g.run_id AS run_id, g.rank AS rank, state, ns FROM active_time(cls);
