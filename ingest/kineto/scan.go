@@ -62,7 +62,18 @@ func (c *cursor) str() []byte {
 		c.fail("a string")
 	}
 	start := c.i + 1
+	// Most strings in a trace are short keys and names: scan them inline,
+	// and hand long ones to IndexByte.
+	b := c.b
 	j := start
+	for lim := min(start+24, len(b)); j < lim; j++ {
+		if ch := b[j]; ch == '"' {
+			c.i = j + 1
+			return b[start:j]
+		} else if ch == '\\' {
+			break
+		}
+	}
 	for {
 		k := bytes.IndexByte(c.b[j:], '"')
 		if k < 0 {
@@ -126,7 +137,13 @@ func (c *cursor) numEnd() int {
 // fractional digits and rounded beyond.
 func (c *cursor) micros() int64 {
 	start := c.i
-	if c.ws() == '"' {
+	ch := c.ws()
+	if ch >= '0' && ch <= '9' {
+		if ns, ok := c.microsFast(); ok {
+			return ns
+		}
+	}
+	if ch == '"' {
 		raw := c.str()
 		ns, ok := parseMicros(bytes.TrimSpace(raw))
 		if !ok {
@@ -142,6 +159,44 @@ func (c *cursor) micros() int64 {
 	}
 	c.i = end
 	return ns
+}
+
+// microsFast parses a plain decimal (digits, optionally '.' and digits) in
+// one pass; it reports false, moving nothing, for anything else.
+func (c *cursor) microsFast() (int64, bool) {
+	b := c.b
+	j := c.i
+	var whole int64
+	for lim := min(j+16, len(b)); j < lim && b[j] >= '0' && b[j] <= '9'; j++ {
+		whole = whole*10 + int64(b[j]-'0')
+	}
+	if j >= len(b) || (b[j] >= '0' && b[j] <= '9') || whole > math.MaxInt64/1000 {
+		return 0, false
+	}
+	ns := whole * 1000
+	if b[j] == '.' {
+		j++
+		frac := j
+		scale := int64(100)
+		for ; j < len(b) && b[j] >= '0' && b[j] <= '9'; j++ {
+			d := int64(b[j] - '0')
+			switch {
+			case scale > 0:
+				ns += d * scale
+				scale /= 10
+			case j == frac+3 && d >= 5:
+				ns++
+			}
+		}
+		if j >= len(b) || j == frac {
+			return 0, false
+		}
+	}
+	if ch := b[j]; ch == 'e' || ch == 'E' || ch == '+' || ch == '-' || ch == '.' {
+		return 0, false
+	}
+	c.i = j
+	return ns, true
 }
 
 func parseMicros(tok []byte) (int64, bool) {
@@ -255,9 +310,25 @@ func plainDecimal(tok []byte) ([]byte, bool) {
 // A string holding a decimal or 0x-prefixed hex number is read as that
 // number; any other string reads as 0.
 func (c *cursor) int() int64 {
-	if c.ws() == '"' {
+	ch := c.ws()
+	if ch == '"' {
 		raw := c.str()
 		return parseIntString(raw)
+	}
+	// fast path: a plain non-negative integer of up to 18 digits
+	b := c.b
+	if ch >= '0' && ch <= '9' {
+		var v int64
+		j := c.i
+		for lim := min(j+18, len(b)); j < lim && b[j] >= '0' && b[j] <= '9'; j++ {
+			v = v*10 + int64(b[j]-'0')
+		}
+		if j < len(b) {
+			if nx := b[j]; nx != '.' && nx != 'e' && nx != 'E' && (nx < '0' || nx > '9') && nx != '-' && nx != '+' {
+				c.i = j
+				return v
+			}
+		}
 	}
 	end := c.numEnd()
 	v, ok := parseInt(c.b[c.i:end])

@@ -3,6 +3,9 @@ package kineto
 import (
 	"encoding/json"
 	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -475,5 +478,36 @@ func TestTriple(t *testing.T) {
 	c = cursor{b: []byte(`[1;2]`)}
 	if _, ok := catch(func() { c.triple(&d) }).(*syntaxError); !ok {
 		t.Errorf("bad triple did not fail")
+	}
+}
+
+// TestFastPathsAgreeWithParsers checks the cursor's one-pass number readers
+// against parseMicros and parseInt on many generated tokens.
+func TestFastPathsAgreeWithParsers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		whole := rng.Int64N(1 << 52)
+		if rng.IntN(4) == 0 {
+			whole = rng.Int64N(1000)
+		}
+		tok := strconv.FormatInt(whole, 10)
+		if rng.IntN(2) == 0 {
+			frac := strconv.FormatInt(rng.Int64N(1_000_000_000), 10)
+			tok += "." + frac[:1+rng.IntN(len(frac))]
+		}
+		for _, term := range []string{",", "}", " ", "\n"} {
+			c := cursor{b: []byte(tok + term)}
+			got := c.micros()
+			want, ok := parseMicros([]byte(tok))
+			if !ok || got != want || c.i != len(tok) {
+				t.Fatalf("micros(%q) = %d at %d, parseMicros = %d %v", tok, got, c.i, want, ok)
+			}
+			if !strings.Contains(tok, ".") {
+				c = cursor{b: []byte(tok + term)}
+				if got, want := c.int(), whole; got != want || c.i != len(tok) {
+					t.Fatalf("int(%q) = %d, want %d", tok, got, want)
+				}
+			}
+		}
 	}
 }
