@@ -1,6 +1,8 @@
 package kineto
 
 import (
+	"github.com/trainscope/trainscope/ingest/jsonscan"
+
 	"bytes"
 	"slices"
 	"sort"
@@ -120,7 +122,7 @@ func (b *builder) intern(raw []byte) int32 {
 	}
 	s := string(raw)
 	if bytes.IndexByte(raw, '\\') >= 0 {
-		s = unescape(raw)
+		s = jsonscan.Unescape(raw)
 	}
 	id := b.str.ID(s)
 	b.raw[string(raw)] = id
@@ -171,7 +173,7 @@ func (b *builder) tid(e *event) int64 {
 	}
 	v := -1000 - int64(len(b.strTIDs))
 	b.strTIDs[string(e.tidStr)] = v
-	b.t.ThreadNames[v] = text(e.tidStr)
+	b.t.ThreadNames[v] = jsonscan.Text(e.tidStr)
 	return v
 }
 
@@ -200,9 +202,9 @@ func (b *builder) commit(e *event, off int64) {
 		b.instant(e)
 	case 'C':
 		for k := range e.nCounters {
-			name := text(e.name)
+			name := jsonscan.Text(e.name)
 			if !bytes.Equal(e.counterNames[k], []byte("value")) || e.nCounters > 1 {
-				name += "." + text(e.counterNames[k])
+				name += "." + jsonscan.Text(e.counterNames[k])
 			}
 			b.counter(-1, e.ts, b.str.ID(name), e.counterVals[k])
 		}
@@ -231,9 +233,9 @@ func (b *builder) metadata(e *event) {
 	}
 	switch string(e.name) {
 	case "thread_name":
-		b.t.ThreadNames[b.tid(e)] = text(e.args.name)
+		b.t.ThreadNames[b.tid(e)] = jsonscan.Text(e.args.name)
 	case "process_name":
-		b.t.ProcessNames[e.pid] = text(e.args.name)
+		b.t.ProcessNames[e.pid] = jsonscan.Text(e.args.name)
 	}
 }
 

@@ -1,5 +1,7 @@
 package kineto
 
+import "github.com/trainscope/trainscope/ingest/jsonscan"
+
 import "bytes"
 
 // event holds one traceEvents entry while it is parsed. Byte slices point
@@ -82,124 +84,124 @@ func (c *cursor) parseEvent(e *event) {
 	e.hasTS, e.hasDur, e.hasID = false, false, false
 	e.args.has = 0
 	e.nCounters = 0
-	c.expect('{', "an event object '{'")
-	if c.ws() == '}' {
-		c.i++
+	c.Expect('{', "an event object '{'")
+	if c.WS() == '}' {
+		c.I++
 		return
 	}
 	argsAt := -1 // where args started, when they came before ph
 	for {
-		key := c.str()
-		c.expect(':', "':' after an event key")
+		key := c.Str()
+		c.Expect(':', "':' after an event key")
 		switch string(key) {
 		case "ph":
-			v := c.str()
+			v := c.Str()
 			if len(v) > 0 {
 				e.ph = v[0]
 			}
 		case "name":
-			e.name = c.str()
+			e.name = c.Str()
 		case "cat":
-			e.cat = c.str()
+			e.cat = c.Str()
 		case "ts":
-			e.ts = c.micros()
+			e.ts = c.Micros()
 			e.hasTS = true
 		case "dur":
-			e.dur = c.micros()
+			e.dur = c.Micros()
 			e.hasDur = true
 		case "pid":
-			if c.ws() == '"' {
-				e.pidStr = c.str()
+			if c.WS() == '"' {
+				e.pidStr = c.Str()
 				e.pid = parseIntOr(e.pidStr, -1)
 			} else {
-				e.pid = c.int()
+				e.pid = c.Int()
 			}
 		case "tid":
-			if c.ws() == '"' {
-				e.tidStr = c.str()
+			if c.WS() == '"' {
+				e.tidStr = c.Str()
 				e.tid = parseIntOr(e.tidStr, -1)
 			} else {
-				e.tid = c.int()
+				e.tid = c.Int()
 			}
 		case "id":
-			if c.ws() == '"' {
-				raw := c.str()
+			if c.WS() == '"' {
+				raw := c.Str()
 				e.id = parseIntOr(raw, 0)
 			} else {
-				e.id = c.int()
+				e.id = c.Int()
 			}
 			e.hasID = true
 		case "bp":
-			v := c.str()
+			v := c.Str()
 			if len(v) > 0 {
 				e.bp = v[0]
 			}
 		case "s":
-			v := c.str()
+			v := c.Str()
 			if len(v) > 0 {
 				e.scope = v[0]
 			}
 		case "args":
-			if e.ph == 0 && c.ws() == '{' {
-				argsAt = c.i
+			if e.ph == 0 && c.WS() == '{' {
+				argsAt = c.I
 			}
-			if c.ws() == '{' && e.ph == 'C' {
+			if c.WS() == '{' && e.ph == 'C' {
 				c.parseCounterArgs(e)
 			} else {
 				c.parseArgs(&e.args)
 			}
 		default:
-			c.skip()
+			c.Skip()
 		}
-		switch c.ws() {
+		switch c.WS() {
 		case ',':
-			c.i++
+			c.I++
 		case '}':
-			c.i++
+			c.I++
 			if argsAt >= 0 && e.ph == 'C' {
 				// a counter's args came before its ph: read them again as series
-				sub := cursor{b: c.b, i: argsAt}
+				sub := cursor{jsonscan.Cursor{B: c.B, I: argsAt}}
 				sub.parseCounterArgs(e)
 			}
 			return
 		default:
-			c.fail("',' or '}' in an event")
+			c.Fail("',' or '}' in an event")
 		}
 	}
 }
 
 func parseIntOr(b []byte, def int64) int64 {
-	if v, ok := parseInt(bytes.TrimSpace(b)); ok {
+	if v, ok := jsonscan.ParseInt(bytes.TrimSpace(b)); ok {
 		return v
 	}
 	return def
 }
 
 func (c *cursor) parseArgs(a *eventArgs) {
-	if c.ws() != '{' {
-		c.skip()
+	if c.WS() != '{' {
+		c.Skip()
 		return
 	}
-	c.i++
-	if c.ws() == '}' {
-		c.i++
+	c.I++
+	if c.WS() == '}' {
+		c.I++
 		return
 	}
 	for {
-		key := c.str()
-		c.expect(':', "':' after an args key")
+		key := c.Str()
+		c.Expect(':', "':' after an args key")
 		switch string(key) {
 		case "correlation":
-			a.correlation = c.int()
+			a.correlation = c.Int()
 			a.has |= aCorrelation
 		case "External id":
-			a.externalID = c.int()
+			a.externalID = c.Int()
 			a.has |= aExternalID
 		case "device":
-			a.device = c.int()
+			a.device = c.Int()
 			a.has |= aDevice
 		case "stream":
-			a.stream = c.int()
+			a.stream = c.Int()
 			a.has |= aStream
 		case "grid":
 			if c.triple(&a.grid) {
@@ -210,16 +212,16 @@ func (c *cursor) parseArgs(a *eventArgs) {
 				a.has |= aBlock
 			}
 		case "registers per thread":
-			a.registers = c.int()
+			a.registers = c.Int()
 			a.has |= aRegisters
 		case "shared memory":
-			a.sharedMem = c.int()
+			a.sharedMem = c.Int()
 			a.has |= aSharedMem
 		case "est. achieved occupancy %":
-			a.occupancy = c.float()
+			a.occupancy = c.Float()
 			a.has |= aOccupancy
 		case "bytes":
-			a.bytes = c.int()
+			a.bytes = c.Int()
 			a.has |= aBytes
 		case "Collective name":
 			a.collName = c.strOrSkip()
@@ -228,13 +230,13 @@ func (c *cursor) parseArgs(a *eventArgs) {
 			a.dtype = c.strOrSkip()
 			a.has |= aDtype
 		case "In msg nelems":
-			a.inElems = c.int()
+			a.inElems = c.Int()
 			a.has |= aInElems
 		case "Out msg nelems":
-			a.outElems = c.int()
+			a.outElems = c.Int()
 			a.has |= aOutElems
 		case "Group size":
-			a.groupSize = c.int()
+			a.groupSize = c.Int()
 			a.has |= aGroupSize
 		case "Process Group Name":
 			a.pgName = c.strOrSkip()
@@ -243,38 +245,38 @@ func (c *cursor) parseArgs(a *eventArgs) {
 			a.pgDesc = c.strOrSkip()
 			a.has |= aPGDesc
 		case "Process Group Ranks":
-			if c.ws() == '"' {
-				a.pgRanks = c.str()
+			if c.WS() == '"' {
+				a.pgRanks = c.Str()
 			} else {
-				a.pgRanks = c.raw()
+				a.pgRanks = c.Raw()
 			}
 			a.has |= aPGRanks
 		case "Total Allocated":
-			a.totalAllocated = c.int()
+			a.totalAllocated = c.Int()
 			a.has |= aTotalAllocated
 		case "Total Reserved":
-			a.totalReserved = c.int()
+			a.totalReserved = c.Int()
 			a.has |= aTotalReserved
 		case "Device Id":
-			a.deviceID = c.int()
+			a.deviceID = c.Int()
 			a.has |= aDeviceID
 		case "Device Type":
-			a.deviceType = c.int()
+			a.deviceType = c.Int()
 			a.has |= aDeviceType
 		case "name":
 			a.name = c.strOrSkip()
 			a.has |= aName
 		default:
-			c.skip()
+			c.Skip()
 		}
-		switch c.ws() {
+		switch c.WS() {
 		case ',':
-			c.i++
+			c.I++
 		case '}':
-			c.i++
+			c.I++
 			return
 		default:
-			c.fail("',' or '}' in args")
+			c.Fail("',' or '}' in args")
 		}
 	}
 }
@@ -282,67 +284,67 @@ func (c *cursor) parseArgs(a *eventArgs) {
 // strOrSkip reads a string value, or skips a value of another type and
 // returns nil.
 func (c *cursor) strOrSkip() []byte {
-	if c.ws() == '"' {
-		return c.str()
+	if c.WS() == '"' {
+		return c.Str()
 	}
-	c.skip()
+	c.Skip()
 	return nil
 }
 
 // triple reads [x, y, z]; anything else is skipped and reported false.
 func (c *cursor) triple(dst *[3]int64) bool {
-	if c.ws() != '[' {
-		c.skip()
+	if c.WS() != '[' {
+		c.Skip()
 		return false
 	}
-	c.i++
+	c.I++
 	n := 0
 	for {
-		if c.ws() == ']' {
-			c.i++
+		if c.WS() == ']' {
+			c.I++
 			return n == 3
 		}
-		v := c.int()
+		v := c.Int()
 		if n < 3 {
 			dst[n] = v
 		}
 		n++
-		switch c.ws() {
+		switch c.WS() {
 		case ',':
-			c.i++
+			c.I++
 		case ']':
 		default:
-			c.fail("',' or ']' in a dimension list")
+			c.Fail("',' or ']' in a dimension list")
 		}
 	}
 }
 
 // parseCounterArgs reads the numeric series of a "C" event.
 func (c *cursor) parseCounterArgs(e *event) {
-	c.expect('{', "'{'")
-	if c.ws() == '}' {
-		c.i++
+	c.Expect('{', "'{'")
+	if c.WS() == '}' {
+		c.I++
 		return
 	}
 	for {
-		key := c.str()
-		c.expect(':', "':' after a counter name")
-		ch := c.ws()
+		key := c.Str()
+		c.Expect(':', "':' after a counter name")
+		ch := c.WS()
 		if (ch == '-' || (ch >= '0' && ch <= '9')) && e.nCounters < maxCounterSeries {
 			e.counterNames[e.nCounters] = key
-			e.counterVals[e.nCounters] = c.float()
+			e.counterVals[e.nCounters] = c.Float()
 			e.nCounters++
 		} else {
-			c.skip()
+			c.Skip()
 		}
-		switch c.ws() {
+		switch c.WS() {
 		case ',':
-			c.i++
+			c.I++
 		case '}':
-			c.i++
+			c.I++
 			return
 		default:
-			c.fail("',' or '}' in counter args")
+			c.Fail("',' or '}' in counter args")
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package kineto
 
 import (
+	"github.com/trainscope/trainscope/ingest/jsonscan"
+
 	"bufio"
 	"bytes"
 	"encoding/binary"
@@ -292,14 +294,14 @@ func (p *parser) onlySpace() bool {
 // chunk parses units until the window runs out (errNeedMore), the document
 // ends, or the input is bad.
 func (p *parser) chunk() (err error) {
-	c := cursor{b: p.s.buf[:p.s.end], i: p.pos}
+	c := cursor{jsonscan.Cursor{B: p.s.buf[:p.s.end], I: p.pos}}
 	defer func() {
 		if r := recover(); r != nil {
 			switch v := r.(type) {
-			case shortInput:
+			case jsonscan.Short:
 				err = errNeedMore
-			case *syntaxError:
-				err = p.errAt(v.at, "expected "+v.want+p.found(v.at))
+			case *jsonscan.SyntaxError:
+				err = p.errAt(v.At, "expected "+v.Want+p.found(v.At))
 			case *FormatError:
 				err = v
 			default:
@@ -309,7 +311,7 @@ func (p *parser) chunk() (err error) {
 	}()
 	for p.state != stDone {
 		p.unit(&c)
-		p.pos = c.i
+		p.pos = c.I
 	}
 	return nil
 }
@@ -327,13 +329,13 @@ func (p *parser) found(at int) string {
 func (p *parser) unit(c *cursor) {
 	switch p.state {
 	case stStart:
-		switch c.ws() {
+		switch c.WS() {
 		case '{':
-			c.i++
+			c.I++
 			p.state = stKey
 		case '[':
-			c.i++
-			switch c.ws() {
+			c.I++
+			switch c.WS() {
 			case '{', ']':
 				p.trace.HasEvents = true
 				p.state = stArrayEvents
@@ -341,21 +343,21 @@ func (p *parser) unit(c *cursor) {
 				p.trace.Format = FormatMemoryTimeline
 				p.state = stTimeline
 			default:
-				c.fail("an array of trace events")
+				c.Fail("an array of trace events")
 			}
 		default:
-			c.fail("a JSON object '{' (PyTorch profiler Chrome trace)")
+			c.Fail("a JSON object '{' (PyTorch profiler Chrome trace)")
 		}
 	case stKey:
-		if c.ws() == '}' {
-			c.i++
+		if c.WS() == '}' {
+			c.I++
 			p.state = stDone
 			return
 		}
-		key := c.str()
-		c.expect(':', "':' after a key")
+		key := c.Str()
+		c.Expect(':', "':' after a key")
 		if string(key) == "traceEvents" {
-			c.expect('[', "'[' to start traceEvents")
+			c.Expect('[', "'[' to start traceEvents")
 			p.trace.HasEvents = true
 			p.state = stEvents
 			return
@@ -363,71 +365,71 @@ func (p *parser) unit(c *cursor) {
 		p.topValue(c, string(key))
 		p.state = stAfterValue
 	case stAfterValue:
-		switch c.ws() {
+		switch c.WS() {
 		case ',':
-			c.i++
+			c.I++
 			p.state = stKey
 		case '}':
-			c.i++
+			c.I++
 			p.state = stDone
 		default:
-			c.fail("',' or '}' after a top-level value")
+			c.Fail("',' or '}' after a top-level value")
 		}
 	case stEvents, stArrayEvents:
-		if c.ws() == ']' {
-			c.i++
+		if c.WS() == ']' {
+			c.I++
 			p.state = p.afterEvents()
 			return
 		}
 		c.parseEvent(&p.ev)
-		p.b.commit(&p.ev, p.s.base+int64(c.i))
+		p.b.commit(&p.ev, p.s.base+int64(c.I))
 		if p.state == stEvents {
 			p.state = stAfterEvent
 		} else {
 			p.state = stAfterArrayEvent
 		}
 	case stAfterEvent, stAfterArrayEvent:
-		switch c.ws() {
+		switch c.WS() {
 		case ',':
-			c.i++
+			c.I++
 			if p.state == stAfterEvent {
 				p.state = stEvents
 			} else {
 				p.state = stArrayEvents
 			}
 		case ']':
-			c.i++
+			c.I++
 			p.state = p.afterEvents()
 		default:
-			c.fail("',' or ']' between trace events")
+			c.Fail("',' or ']' between trace events")
 		}
 	case stTimeline:
-		if c.ws() == ']' {
-			c.i++
+		if c.WS() == ']' {
+			c.I++
 			p.state = stDone
 			return
 		}
 		var v [4]int64
-		c.expect('[', "a [timestamp, action, bytes, category] entry")
+		c.Expect('[', "a [timestamp, action, bytes, category] entry")
 		for k := range 4 {
 			if k > 0 {
-				c.expect(',', "',' in a memory timeline entry")
+				c.Expect(',', "',' in a memory timeline entry")
 			}
-			v[k] = c.int()
+			v[k] = c.Int()
 		}
-		c.expect(']', "']' closing a memory timeline entry")
+		c.Expect(']', "']' closing a memory timeline entry")
 		p.b.timeline(v)
 		p.state = stAfterTimeline
 	case stAfterTimeline:
-		switch c.ws() {
+		switch c.WS() {
 		case ',':
-			c.i++
+			c.I++
 			p.state = stTimeline
 		case ']':
-			c.i++
+			c.I++
 			p.state = stDone
 		default:
-			c.fail("',' or ']' between memory timeline entries")
+			c.Fail("',' or ']' between memory timeline entries")
 		}
 	}
 }
@@ -442,47 +444,47 @@ func (p *parser) afterEvents() topState {
 // topValue handles one top-level key other than traceEvents.
 func (p *parser) topValue(c *cursor, key string) {
 	t := p.trace
-	start := c.i
+	start := c.I
 	switch key {
 	case "segments", "device_traces":
 		panic(&FormatError{Path: p.name, Offset: p.s.base + int64(start),
 			Msg: "this is a CUDA memory snapshot (torch.cuda.memory._snapshot), not a profiler trace; analyze it with `trainscope profile --memory " + p.name + "`"})
 	case "distributedInfo":
-		raw := c.raw()
+		raw := c.Raw()
 		var d DistributedInfo
 		if err := json.Unmarshal(raw, &d); err != nil {
 			panic(&FormatError{Path: p.name, Offset: p.s.base + int64(start), Msg: "distributedInfo: " + err.Error()})
 		}
 		t.Dist = d
 	case "deviceProperties":
-		raw := c.raw()
+		raw := c.Raw()
 		var d []DeviceProps
 		if err := json.Unmarshal(raw, &d); err == nil {
 			t.Devices = d
 		}
 	case "baseTimeNanoseconds":
-		t.BaseTimeNS = c.int()
+		t.BaseTimeNS = c.Int()
 		t.HasBaseTime = true
 	case "displayTimeUnit":
 		raw := c.strOrSkip()
-		t.DisplayTimeUnit = text(raw)
+		t.DisplayTimeUnit = jsonscan.Text(raw)
 	case "traceName":
 		raw := c.strOrSkip()
-		t.TraceName = text(raw)
+		t.TraceName = jsonscan.Text(raw)
 	case "nodes":
-		if c.ws() != '[' {
-			c.skip()
+		if c.WS() != '[' {
+			c.Skip()
 			return
 		}
 		t.Format = FormatExecTrace
-		raw := c.raw()
+		raw := c.Raw()
 		var nodes []json.RawMessage
 		if err := json.Unmarshal(raw, &nodes); err != nil {
 			panic(&FormatError{Path: p.name, Offset: p.s.base + int64(start), Msg: "execution trace nodes: " + err.Error()})
 		}
 		t.ETNodes = len(nodes)
 	default:
-		c.skip()
+		c.Skip()
 	}
 }
 

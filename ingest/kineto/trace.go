@@ -1,6 +1,8 @@
 package kineto
 
 import (
+	"github.com/trainscope/trainscope/ingest/jsonscan"
+
 	"github.com/trainscope/trainscope/stream"
 )
 
@@ -96,7 +98,7 @@ type flexString string
 
 func (f *flexString) UnmarshalJSON(b []byte) error {
 	if len(b) > 0 && b[0] == '"' {
-		*f = flexString(unescape(b[1 : len(b)-1]))
+		*f = flexString(jsonscan.Unescape(b[1 : len(b)-1]))
 		return nil
 	}
 	*f = flexString(b)

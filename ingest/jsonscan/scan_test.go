@@ -1,4 +1,4 @@
-package kineto
+package jsonscan
 
 import (
 	"encoding/json"
@@ -80,9 +80,9 @@ func TestParseMicros(t *testing.T) {
 		{"9000000000000000", 9000000000000000000, true},
 	}
 	for _, tc := range tests {
-		got, ok := parseMicros([]byte(tc.in))
+		got, ok := ParseMicros([]byte(tc.in))
 		if ok != tc.ok || (ok && got != tc.want) {
-			t.Errorf("parseMicros(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+			t.Errorf("ParseMicros(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
 		}
 	}
 }
@@ -129,37 +129,37 @@ func TestCursorMicros(t *testing.T) {
 		{`1666149715033200 `, 1666149715033200000, 16},
 	}
 	for _, tc := range tests {
-		c := cursor{b: []byte(tc.in)}
+		c := Cursor{B: []byte(tc.in)}
 		var got int64
-		if r := catch(func() { got = c.micros() }); r != nil {
+		if r := catch(func() { got = c.Micros() }); r != nil {
 			t.Errorf("micros(%q) panicked: %v", tc.in, r)
 			continue
 		}
-		if got != tc.want || c.i != tc.next {
-			t.Errorf("micros(%q) = %d at %d; want %d at %d", tc.in, got, c.i, tc.want, tc.next)
+		if got != tc.want || c.I != tc.next {
+			t.Errorf("micros(%q) = %d at %d; want %d at %d", tc.in, got, c.I, tc.want, tc.next)
 		}
 	}
 	// bad values are syntax errors at the value's start
 	for _, in := range []string{`"abc",`, ` null,`, `{}`, `"",`} {
-		c := cursor{b: []byte(in)}
-		r := catch(func() { c.micros() })
-		se, ok := r.(*syntaxError)
+		c := Cursor{B: []byte(in)}
+		r := catch(func() { c.Micros() })
+		se, ok := r.(*SyntaxError)
 		if !ok {
-			t.Errorf("micros(%q) panicked with %v; want a *syntaxError", in, r)
+			t.Errorf("micros(%q) panicked with %v; want a *SyntaxError", in, r)
 			continue
 		}
-		if se.want != "a number of microseconds" {
-			t.Errorf("micros(%q): want %q", in, se.want)
+		if se.Want != "a number of microseconds" {
+			t.Errorf("micros(%q): want %q", in, se.Want)
 		}
-		if in[se.at] == ' ' {
-			t.Errorf("micros(%q): error at %d points at whitespace", in, se.at)
+		if in[se.At] == ' ' {
+			t.Errorf("micros(%q): error at %d points at whitespace", in, se.At)
 		}
 	}
 	// a number running to the end of the window asks for more input
 	for _, in := range []string{`12.5`, `   `, `"12.5`, ``} {
-		c := cursor{b: []byte(in)}
-		if r := catch(func() { c.micros() }); r != errShort {
-			t.Errorf("micros(%q) panicked with %v; want errShort", in, r)
+		c := Cursor{B: []byte(in)}
+		if r := catch(func() { c.Micros() }); r != ErrShort {
+			t.Errorf("micros(%q) panicked with %v; want ErrShort", in, r)
 		}
 	}
 }
@@ -193,9 +193,9 @@ func TestParseInt(t *testing.T) {
 		{"1.5.5", 0, false},
 	}
 	for _, tc := range tests {
-		got, ok := parseInt([]byte(tc.in))
+		got, ok := ParseInt([]byte(tc.in))
 		if ok != tc.ok || (ok && got != tc.want) {
-			t.Errorf("parseInt(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+			t.Errorf("ParseInt(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
 		}
 	}
 }
@@ -220,8 +220,8 @@ func TestParseIntString(t *testing.T) {
 		{"10159970886766084423", math.MaxInt64},
 	}
 	for _, tc := range tests {
-		if got := parseIntString([]byte(tc.in)); got != tc.want {
-			t.Errorf("parseIntString(%q) = %d; want %d", tc.in, got, tc.want)
+		if got := ParseIntString([]byte(tc.in)); got != tc.want {
+			t.Errorf("ParseIntString(%q) = %d; want %d", tc.in, got, tc.want)
 		}
 	}
 }
@@ -242,19 +242,19 @@ func TestCursorInt(t *testing.T) {
 		{`"12"]`, 12, 4},
 	}
 	for _, tc := range tests {
-		c := cursor{b: []byte(tc.in)}
+		c := Cursor{B: []byte(tc.in)}
 		var got int64
-		if r := catch(func() { got = c.int() }); r != nil {
+		if r := catch(func() { got = c.Int() }); r != nil {
 			t.Errorf("int(%q) panicked: %v", tc.in, r)
 			continue
 		}
-		if got != tc.want || c.i != tc.next {
-			t.Errorf("int(%q) = %d at %d; want %d at %d", tc.in, got, c.i, tc.want, tc.next)
+		if got != tc.want || c.I != tc.next {
+			t.Errorf("int(%q) = %d at %d; want %d at %d", tc.in, got, c.I, tc.want, tc.next)
 		}
 	}
 	for _, in := range []string{`null,`, `[1],`, `-,`, `x,`} {
-		c := cursor{b: []byte(in)}
-		if _, ok := catch(func() { c.int() }).(*syntaxError); !ok {
+		c := Cursor{B: []byte(in)}
+		if _, ok := catch(func() { c.Int() }).(*SyntaxError); !ok {
 			t.Errorf("int(%q) did not fail with a syntax error", in)
 		}
 	}
@@ -280,23 +280,23 @@ func TestStr(t *testing.T) {
 		{`"tab\tnl\n\u00e9",`, `tab\tnl\n\u00e9`, "tab\tnl\né"},
 	}
 	for _, tc := range tests {
-		c := cursor{b: []byte(tc.in)}
+		c := Cursor{B: []byte(tc.in)}
 		var raw []byte
-		if r := catch(func() { raw = c.str() }); r != nil {
+		if r := catch(func() { raw = c.Str() }); r != nil {
 			t.Errorf("str(%q) panicked: %v", tc.in, r)
 			continue
 		}
 		if string(raw) != tc.raw {
 			t.Errorf("str(%q) = %q; want %q", tc.in, raw, tc.raw)
 		}
-		if c.i != len(tc.in)-1 {
-			t.Errorf("str(%q) stopped at %d; want %d", tc.in, c.i, len(tc.in)-1)
+		if c.I != len(tc.in)-1 {
+			t.Errorf("str(%q) stopped at %d; want %d", tc.in, c.I, len(tc.in)-1)
 		}
-		if got := unescape(raw); got != tc.want {
-			t.Errorf("unescape(%q) = %q; want %q", raw, got, tc.want)
+		if got := Unescape(raw); got != tc.want {
+			t.Errorf("Unescape(%q) = %q; want %q", raw, got, tc.want)
 		}
-		if got := text(raw); got != tc.want {
-			t.Errorf("text(%q) = %q; want %q", raw, got, tc.want)
+		if got := Text(raw); got != tc.want {
+			t.Errorf("Text(%q) = %q; want %q", raw, got, tc.want)
 		}
 		// the decoded value agrees with encoding/json
 		var std string
@@ -306,26 +306,26 @@ func TestStr(t *testing.T) {
 	}
 	// unterminated strings ask for more input
 	for _, in := range []string{`"abc`, `"a\"`, `"a\\\"`, `"`, ` `} {
-		c := cursor{b: []byte(in)}
-		if r := catch(func() { c.str() }); r != errShort {
-			t.Errorf("str(%q) panicked with %v; want errShort", in, r)
+		c := Cursor{B: []byte(in)}
+		if r := catch(func() { c.Str() }); r != ErrShort {
+			t.Errorf("str(%q) panicked with %v; want ErrShort", in, r)
 		}
 	}
 	// a value of another type is a syntax error where it starts
-	c := cursor{b: []byte(`  12,`)}
-	r := catch(func() { c.str() })
-	if se, ok := r.(*syntaxError); !ok || se.at != 2 || se.want != "a string" {
-		t.Errorf("str on a number panicked with %#v; want syntaxError at 2", r)
+	c := Cursor{B: []byte(`  12,`)}
+	r := catch(func() { c.Str() })
+	if se, ok := r.(*SyntaxError); !ok || se.At != 2 || se.Want != "a string" {
+		t.Errorf("str on a number panicked with %#v; want SyntaxError at 2", r)
 	}
 }
 
 func TestUnescapeInvalid(t *testing.T) {
 	// an escape encoding/json refuses is kept as it is
-	if got := unescape([]byte(`a\qb`)); got != `a\qb` {
-		t.Errorf("unescape(invalid) = %q", got)
+	if got := Unescape([]byte(`a\qb`)); got != `a\qb` {
+		t.Errorf("Unescape(invalid) = %q", got)
 	}
-	if got := text([]byte(`plain`)); got != "plain" {
-		t.Errorf("text(plain) = %q", got)
+	if got := Text([]byte(`plain`)); got != "plain" {
+		t.Errorf("Text(plain) = %q", got)
 	}
 }
 
@@ -344,24 +344,24 @@ func TestFloat(t *testing.T) {
 		{`0.000001,`, 0.000001},
 	}
 	for _, tc := range tests {
-		c := cursor{b: []byte(tc.in)}
+		c := Cursor{B: []byte(tc.in)}
 		var got float64
-		if r := catch(func() { got = c.float() }); r != nil {
+		if r := catch(func() { got = c.Float() }); r != nil {
 			t.Errorf("float(%q) panicked: %v", tc.in, r)
 			continue
 		}
 		if got != tc.want {
 			t.Errorf("float(%q) = %v; want %v", tc.in, got, tc.want)
 		}
-		if c.b[c.i] != ',' && c.b[c.i] != '}' {
-			t.Errorf("float(%q) stopped at %d", tc.in, c.i)
+		if c.B[c.I] != ',' && c.B[c.I] != '}' {
+			t.Errorf("float(%q) stopped at %d", tc.in, c.I)
 		}
 	}
 	for _, in := range []string{`null,`, `--1,`, `.,`} {
-		c := cursor{b: []byte(in)}
-		r := catch(func() { c.float() })
-		if se, ok := r.(*syntaxError); !ok || se.at != 0 {
-			t.Errorf("float(%q) panicked with %#v; want a syntaxError at 0", in, r)
+		c := Cursor{B: []byte(in)}
+		r := catch(func() { c.Float() })
+		if se, ok := r.(*SyntaxError); !ok || se.At != 0 {
+			t.Errorf("float(%q) panicked with %#v; want a SyntaxError at 0", in, r)
 		}
 	}
 }
@@ -406,83 +406,56 @@ func TestSkip(t *testing.T) {
 	}
 	for _, v := range tests {
 		in := " " + v + ` ,"next"`
-		c := cursor{b: []byte(in)}
-		if r := catch(func() { c.skip() }); r != nil {
+		c := Cursor{B: []byte(in)}
+		if r := catch(func() { c.Skip() }); r != nil {
 			t.Errorf("skip(%q) panicked: %v", v, r)
 			continue
 		}
-		if want := 1 + len(v); c.i != want {
-			t.Errorf("skip(%q) stopped at %d; want %d", v, c.i, want)
+		if want := 1 + len(v); c.I != want {
+			t.Errorf("skip(%q) stopped at %d; want %d", v, c.I, want)
 		}
-		c = cursor{b: []byte(in)}
-		if got := string(c.raw()); got != v {
+		c = Cursor{B: []byte(in)}
+		if got := string(c.Raw()); got != v {
 			t.Errorf("raw(%q) = %q", v, got)
 		}
 	}
 	for _, in := range []string{`{"a":1`, `[1,2`, `"abc`, `tru`, `nul`, `{"a":"}`} {
-		c := cursor{b: []byte(in)}
-		if r := catch(func() { c.skip() }); r != errShort {
-			t.Errorf("skip(%q) panicked with %v; want errShort", in, r)
+		c := Cursor{B: []byte(in)}
+		if r := catch(func() { c.Skip() }); r != ErrShort {
+			t.Errorf("skip(%q) panicked with %v; want ErrShort", in, r)
 		}
 	}
 	for _, in := range []string{`nope,`, `truth,`, `@`, `}`} {
-		c := cursor{b: []byte(in)}
-		if _, ok := catch(func() { c.skip() }).(*syntaxError); !ok {
+		c := Cursor{B: []byte(in)}
+		if _, ok := catch(func() { c.Skip() }).(*SyntaxError); !ok {
 			t.Errorf("skip(%q) did not fail with a syntax error", in)
 		}
 	}
 }
 
 func TestWhitespaceAndExpect(t *testing.T) {
-	c := cursor{b: []byte(" \t\r\n:x")}
-	if r := catch(func() { c.expect(':', "colon") }); r != nil || c.i != 5 {
-		t.Fatalf("expect: %v at %d", r, c.i)
+	c := Cursor{B: []byte(" \t\r\n:x")}
+	if r := catch(func() { c.Expect(':', "colon") }); r != nil || c.I != 5 {
+		t.Fatalf("expect: %v at %d", r, c.I)
 	}
-	r := catch(func() { c.expect(':', "colon") })
-	if se, ok := r.(*syntaxError); !ok || se.at != 5 || se.want != "colon" {
+	r := catch(func() { c.Expect(':', "colon") })
+	if se, ok := r.(*SyntaxError); !ok || se.At != 5 || se.Want != "colon" {
 		t.Errorf("expect mismatch = %#v", r)
 	}
 	// control characters other than JSON whitespace are not skipped
-	c = cursor{b: []byte("\x00a")}
-	if ch := c.ws(); ch != 0 || c.i != 0 {
-		t.Errorf("ws skipped a NUL: %q at %d", ch, c.i)
+	c = Cursor{B: []byte("\x00a")}
+	if ch := c.WS(); ch != 0 || c.I != 0 {
+		t.Errorf("ws skipped a NUL: %q at %d", ch, c.I)
 	}
-	c = cursor{b: []byte("  ")}
-	if r := catch(func() { c.ws() }); r != errShort {
-		t.Errorf("ws at end panicked with %v; want errShort", r)
+	c = Cursor{B: []byte("  ")}
+	if r := catch(func() { c.WS() }); r != ErrShort {
+		t.Errorf("ws at end panicked with %v; want ErrShort", r)
 	}
-	if r := catch(func() { c.peek() }); r != errShort {
-		t.Errorf("peek at end panicked with %v; want errShort", r)
-	}
-}
-
-func TestTriple(t *testing.T) {
-	var d [3]int64
-	c := cursor{b: []byte(`[1, 2, 3],`)}
-	if ok := c.triple(&d); !ok || d != [3]int64{1, 2, 3} || c.i != 9 {
-		t.Errorf("triple = %v %v at %d", ok, d, c.i)
-	}
-	d = [3]int64{}
-	c = cursor{b: []byte(`[1, 2],`)}
-	if ok := c.triple(&d); ok || c.i != 6 {
-		t.Errorf("short triple = %v at %d", ok, c.i)
-	}
-	c = cursor{b: []byte(`[1,2,3,4],`)}
-	if ok := c.triple(&d); ok || c.i != 9 {
-		t.Errorf("long triple = %v at %d", ok, c.i)
-	}
-	c = cursor{b: []byte(`"1,2,3",`)}
-	if ok := c.triple(&d); ok || c.i != 7 {
-		t.Errorf("string triple = %v at %d", ok, c.i)
-	}
-	c = cursor{b: []byte(`[1;2]`)}
-	if _, ok := catch(func() { c.triple(&d) }).(*syntaxError); !ok {
-		t.Errorf("bad triple did not fail")
+	if r := catch(func() { c.Peek() }); r != ErrShort {
+		t.Errorf("peek at end panicked with %v; want ErrShort", r)
 	}
 }
 
-// TestFastPathsAgreeWithParsers checks the cursor's one-pass number readers
-// against parseMicros and parseInt on many generated tokens.
 func TestFastPathsAgreeWithParsers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 20000 {
@@ -496,15 +469,15 @@ func TestFastPathsAgreeWithParsers(t *testing.T) {
 			tok += "." + frac[:1+rng.IntN(len(frac))]
 		}
 		for _, term := range []string{",", "}", " ", "\n"} {
-			c := cursor{b: []byte(tok + term)}
-			got := c.micros()
-			want, ok := parseMicros([]byte(tok))
-			if !ok || got != want || c.i != len(tok) {
-				t.Fatalf("micros(%q) = %d at %d, parseMicros = %d %v", tok, got, c.i, want, ok)
+			c := Cursor{B: []byte(tok + term)}
+			got := c.Micros()
+			want, ok := ParseMicros([]byte(tok))
+			if !ok || got != want || c.I != len(tok) {
+				t.Fatalf("micros(%q) = %d at %d, parseMicros = %d %v", tok, got, c.I, want, ok)
 			}
 			if !strings.Contains(tok, ".") {
-				c = cursor{b: []byte(tok + term)}
-				if got, want := c.int(), whole; got != want || c.i != len(tok) {
+				c = Cursor{B: []byte(tok + term)}
+				if got, want := c.Int(), whole; got != want || c.I != len(tok) {
 					t.Fatalf("int(%q) = %d, want %d", tok, got, want)
 				}
 			}

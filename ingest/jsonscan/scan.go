@@ -1,4 +1,4 @@
-package kineto
+package jsonscan
 
 import (
 	"bytes"
@@ -8,84 +8,91 @@ import (
 	"strconv"
 )
 
-// cursor walks a window of JSON bytes. Running off the end of the window
-// panics with errShort, so that the reader can refill and re-parse the unit
-// (one event, or one top-level key and value) from its start; a syntax error
-// panics with a *syntaxError. Both are recovered in reader.chunk.
-type cursor struct {
-	b []byte
-	i int
+// Cursor walks a window of JSON bytes. Running off the end of the window
+// panics with ErrShort, so that the caller can refill and re-parse the unit
+// (one event, one array element) from its start; a syntax error panics with
+// a *SyntaxError. The caller recovers both around a batch of units.
+type Cursor struct {
+	B []byte // the window
+	I int    // the position in it
 }
 
-type shortInput struct{}
+// Short is the panic value for "the window ends inside this unit".
+type Short struct{}
 
-var errShort = shortInput{}
+// ErrShort is the Short value the cursor panics with.
+var ErrShort = Short{}
 
-type syntaxError struct {
-	at   int // index in the window
-	want string
+// SyntaxError is the panic value for bad JSON: what was wanted, where.
+type SyntaxError struct {
+	At   int // index in the window
+	Want string
 }
 
-func (c *cursor) fail(want string) {
-	panic(&syntaxError{at: c.i, want: want})
+// Fail panics with a SyntaxError at the cursor.
+func (c *Cursor) Fail(want string) {
+	panic(&SyntaxError{At: c.I, Want: want})
 }
 
-func (c *cursor) peek() byte {
-	if c.i >= len(c.b) {
-		panic(errShort)
+// Peek returns the byte at the cursor.
+func (c *Cursor) Peek() byte {
+	if c.I >= len(c.B) {
+		panic(ErrShort)
 	}
-	return c.b[c.i]
+	return c.B[c.I]
 }
 
-func (c *cursor) ws() byte {
-	for c.i < len(c.b) {
-		ch := c.b[c.i]
+// WS skips whitespace and returns the next byte without consuming it.
+func (c *Cursor) WS() byte {
+	for c.I < len(c.B) {
+		ch := c.B[c.I]
 		if ch > ' ' || (ch != ' ' && ch != '\n' && ch != '\r' && ch != '\t') {
 			return ch
 		}
-		c.i++
+		c.I++
 	}
-	panic(errShort)
+	panic(ErrShort)
 }
 
-func (c *cursor) expect(ch byte, want string) {
-	if c.ws() != ch {
-		c.fail(want)
+// Expect consumes the byte ch after whitespace, or fails with want.
+func (c *Cursor) Expect(ch byte, want string) {
+	if c.WS() != ch {
+		c.Fail(want)
 	}
-	c.i++
+	c.I++
 }
 
 // str reads a JSON string and returns its raw bytes (without quotes;
 // escapes are left as they are: see builder.intern).
-func (c *cursor) str() []byte {
-	if c.ws() != '"' {
-		c.fail("a string")
+func (c *Cursor) Str() []byte {
+	if c.WS() != '"' {
+		c.Fail("a string")
 	}
-	start := c.i + 1
+	start := c.I + 1
 	// Most strings in a trace are short keys and names: scan them inline,
 	// and hand long ones to IndexByte.
-	b := c.b
+	b := c.B
 	j := start
 	for lim := min(start+24, len(b)); j < lim; j++ {
 		if ch := b[j]; ch == '"' {
-			c.i = j + 1
+			c.I = j + 1
 			return b[start:j]
 		} else if ch == '\\' {
 			break
 		}
 	}
 	for {
-		k := bytes.IndexByte(c.b[j:], '"')
+		k := bytes.IndexByte(c.B[j:], '"')
 		if k < 0 {
-			panic(errShort)
+			panic(ErrShort)
 		}
 		j += k
-		if c.b[j-1] != '\\' {
+		if c.B[j-1] != '\\' {
 			break
 		}
 		// count the backslashes before the quote: an odd number escapes it
 		n := 0
-		for p := j - 1; p >= start && c.b[p] == '\\'; p-- {
+		for p := j - 1; p >= start && c.B[p] == '\\'; p-- {
 			n++
 		}
 		if n%2 == 0 {
@@ -93,12 +100,12 @@ func (c *cursor) str() []byte {
 		}
 		j++
 	}
-	c.i = j + 1
-	return c.b[start:j]
+	c.I = j + 1
+	return c.B[start:j]
 }
 
-// unescape decodes a raw JSON string body that holds escapes.
-func unescape(raw []byte) string {
+// Unescape decodes a raw JSON string body that holds escapes.
+func Unescape(raw []byte) string {
 	q := make([]byte, 0, len(raw)+2)
 	q = append(q, '"')
 	q = append(q, raw...)
@@ -110,62 +117,62 @@ func unescape(raw []byte) string {
 	return s
 }
 
-// text decodes a raw JSON string body, allocating a copy.
-func text(raw []byte) string {
+// Text decodes a raw JSON string body, allocating a copy.
+func Text(raw []byte) string {
 	if bytes.IndexByte(raw, '\\') >= 0 {
-		return unescape(raw)
+		return Unescape(raw)
 	}
 	return string(raw)
 }
 
-// numEnd returns the end index of a number token starting at c.i.
-func (c *cursor) numEnd() int {
-	j := c.i
-	for j < len(c.b) {
-		ch := c.b[j]
+// numEnd returns the end index of a number token starting at c.I.
+func (c *Cursor) numEnd() int {
+	j := c.I
+	for j < len(c.B) {
+		ch := c.B[j]
 		if (ch >= '0' && ch <= '9') || ch == '-' || ch == '+' || ch == '.' || ch == 'e' || ch == 'E' {
 			j++
 			continue
 		}
 		return j
 	}
-	panic(errShort)
+	panic(ErrShort)
 }
 
 // micros reads a number of microseconds (a JSON number or a string holding
 // one) and returns it as integer nanoseconds, exactly for up to three
 // fractional digits and rounded beyond.
-func (c *cursor) micros() int64 {
-	start := c.i
-	ch := c.ws()
+func (c *Cursor) Micros() int64 {
+	start := c.I
+	ch := c.WS()
 	if ch >= '0' && ch <= '9' {
 		if ns, ok := c.microsFast(); ok {
 			return ns
 		}
 	}
 	if ch == '"' {
-		raw := c.str()
-		ns, ok := parseMicros(bytes.TrimSpace(raw))
+		raw := c.Str()
+		ns, ok := ParseMicros(bytes.TrimSpace(raw))
 		if !ok {
-			c.i = start
-			c.fail("a number of microseconds")
+			c.I = start
+			c.Fail("a number of microseconds")
 		}
 		return ns
 	}
 	end := c.numEnd()
-	ns, ok := parseMicros(c.b[c.i:end])
+	ns, ok := ParseMicros(c.B[c.I:end])
 	if !ok {
-		c.fail("a number of microseconds")
+		c.Fail("a number of microseconds")
 	}
-	c.i = end
+	c.I = end
 	return ns
 }
 
 // microsFast parses a plain decimal (digits, optionally '.' and digits) in
 // one pass; it reports false, moving nothing, for anything else.
-func (c *cursor) microsFast() (int64, bool) {
-	b := c.b
-	j := c.i
+func (c *Cursor) microsFast() (int64, bool) {
+	b := c.B
+	j := c.I
 	var whole int64
 	for lim := min(j+16, len(b)); j < lim && b[j] >= '0' && b[j] <= '9'; j++ {
 		whole = whole*10 + int64(b[j]-'0')
@@ -195,11 +202,11 @@ func (c *cursor) microsFast() (int64, bool) {
 	if ch := b[j]; ch == 'e' || ch == 'E' || ch == '+' || ch == '-' || ch == '.' {
 		return 0, false
 	}
-	c.i = j
+	c.I = j
 	return ns, true
 }
 
-func parseMicros(tok []byte) (int64, bool) {
+func ParseMicros(tok []byte) (int64, bool) {
 	if len(tok) == 0 {
 		return 0, false
 	}
@@ -252,7 +259,7 @@ func parseMicrosSlow(tok []byte) (int64, bool) {
 	// f*1000 is not exact beyond 2^53 ns (about 104 days since the epoch):
 	// read an exponent form as the plain decimal it stands for instead
 	if plain, ok := plainDecimal(tok); ok {
-		if ns, ok := parseMicros(plain); ok {
+		if ns, ok := ParseMicros(plain); ok {
 			return ns, true
 		}
 	}
@@ -309,39 +316,41 @@ func plainDecimal(tok []byte) ([]byte, bool) {
 // fraction and saturating values beyond int64.
 // A string holding a decimal or 0x-prefixed hex number is read as that
 // number; any other string reads as 0.
-func (c *cursor) int() int64 {
-	ch := c.ws()
+func (c *Cursor) Int() int64 {
+	ch := c.WS()
 	if ch == '"' {
-		raw := c.str()
-		return parseIntString(raw)
+		raw := c.Str()
+		return ParseIntString(raw)
 	}
 	// fast path: a plain non-negative integer of up to 18 digits
-	b := c.b
+	b := c.B
 	if ch >= '0' && ch <= '9' {
 		var v int64
-		j := c.i
+		j := c.I
 		for lim := min(j+18, len(b)); j < lim && b[j] >= '0' && b[j] <= '9'; j++ {
 			v = v*10 + int64(b[j]-'0')
 		}
 		if j < len(b) {
 			if nx := b[j]; nx != '.' && nx != 'e' && nx != 'E' && (nx < '0' || nx > '9') && nx != '-' && nx != '+' {
-				c.i = j
+				c.I = j
 				return v
 			}
 		}
 	}
 	end := c.numEnd()
-	v, ok := parseInt(c.b[c.i:end])
+	v, ok := ParseInt(c.B[c.I:end])
 	if !ok {
-		c.fail("a number")
+		c.Fail("a number")
 	}
-	c.i = end
+	c.I = end
 	return v
 }
 
-func parseIntString(raw []byte) int64 {
+// ParseIntString reads a decimal or 0x-hex number held in a JSON string;
+// anything else reads as 0.
+func ParseIntString(raw []byte) int64 {
 	raw = bytes.TrimSpace(raw)
-	if v, ok := parseInt(raw); ok {
+	if v, ok := ParseInt(raw); ok {
 		return v
 	}
 	if len(raw) > 2 && raw[0] == '0' && (raw[1] == 'x' || raw[1] == 'X') {
@@ -352,7 +361,7 @@ func parseIntString(raw []byte) int64 {
 	return 0
 }
 
-func parseInt(tok []byte) (int64, bool) {
+func ParseInt(tok []byte) (int64, bool) {
 	if len(tok) == 0 {
 		return 0, false
 	}
@@ -403,22 +412,22 @@ func parseInt(tok []byte) (int64, bool) {
 }
 
 // float reads a JSON number as float64.
-func (c *cursor) float() float64 {
-	if c.ws() == '"' {
-		raw := c.str()
+func (c *Cursor) Float() float64 {
+	if c.WS() == '"' {
+		raw := c.Str()
 		f, _ := strconv.ParseFloat(string(raw), 64)
 		return f
 	}
 	end := c.numEnd()
-	tok := c.b[c.i:end]
-	c.i = end
+	tok := c.B[c.I:end]
+	c.I = end
 	if v, ok := fastFloat(tok); ok {
 		return v
 	}
 	f, err := strconv.ParseFloat(string(tok), 64)
 	if err != nil {
-		c.i -= len(tok)
-		c.fail("a number")
+		c.I -= len(tok)
+		c.Fail("a number")
 	}
 	return f
 }
@@ -462,31 +471,31 @@ func fastFloat(tok []byte) (float64, bool) {
 }
 
 // literal reads true, false or null.
-func (c *cursor) literal() {
+func (c *Cursor) literal() {
 	for _, w := range [...]string{"true", "false", "null"} {
-		if c.b[c.i] == w[0] {
-			if c.i+len(w) > len(c.b) {
-				panic(errShort)
+		if c.B[c.I] == w[0] {
+			if c.I+len(w) > len(c.B) {
+				panic(ErrShort)
 			}
-			if string(c.b[c.i:c.i+len(w)]) != w {
-				c.fail("true, false or null")
+			if string(c.B[c.I:c.I+len(w)]) != w {
+				c.Fail("true, false or null")
 			}
-			c.i += len(w)
+			c.I += len(w)
 			return
 		}
 	}
-	c.fail("a JSON value")
+	c.Fail("a JSON value")
 }
 
 // skip steps over one JSON value of any type.
-func (c *cursor) skip() {
-	switch ch := c.ws(); {
+func (c *Cursor) Skip() {
+	switch ch := c.WS(); {
 	case ch == '"':
-		c.str()
+		c.Str()
 	case ch == '{' || ch == '[':
 		c.skipNested()
 	case ch == '-' || (ch >= '0' && ch <= '9'):
-		c.i = c.numEnd()
+		c.I = c.numEnd()
 	default:
 		c.literal()
 	}
@@ -494,32 +503,32 @@ func (c *cursor) skip() {
 
 // skipNested steps over an object or array by tracking depth; it checks
 // bracket balance, not full syntax, which is all a skipped value needs.
-func (c *cursor) skipNested() {
+func (c *Cursor) skipNested() {
 	depth := 0
-	b := c.b
-	for j := c.i; j < len(b); j++ {
+	b := c.B
+	for j := c.I; j < len(b); j++ {
 		switch b[j] {
 		case '"':
-			c.i = j
-			c.str()
-			j = c.i - 1
+			c.I = j
+			c.Str()
+			j = c.I - 1
 		case '{', '[':
 			depth++
 		case '}', ']':
 			depth--
 			if depth == 0 {
-				c.i = j + 1
+				c.I = j + 1
 				return
 			}
 		}
 	}
-	panic(errShort)
+	panic(ErrShort)
 }
 
 // raw returns the bytes of the next value.
-func (c *cursor) raw() []byte {
-	c.ws()
-	start := c.i
-	c.skip()
-	return c.b[start:c.i]
+func (c *Cursor) Raw() []byte {
+	c.WS()
+	start := c.I
+	c.Skip()
+	return c.B[start:c.I]
 }
