@@ -62,8 +62,8 @@ func (c *Cursor) Expect(ch byte, want string) {
 	c.I++
 }
 
-// str reads a JSON string and returns its raw bytes (without quotes;
-// escapes are left as they are: see builder.intern).
+// Str reads a JSON string and returns its raw bytes (without quotes;
+// escapes are left as they are; Text or Unescape decode them).
 func (c *Cursor) Str() []byte {
 	if c.WS() != '"' {
 		c.Fail("a string")
@@ -139,7 +139,7 @@ func (c *Cursor) numEnd() int {
 	panic(ErrShort)
 }
 
-// micros reads a number of microseconds (a JSON number or a string holding
+// Micros reads a number of microseconds (a JSON number or a string holding
 // one) and returns it as integer nanoseconds, exactly for up to three
 // fractional digits and rounded beyond.
 func (c *Cursor) Micros() int64 {
@@ -312,7 +312,7 @@ func plainDecimal(tok []byte) ([]byte, bool) {
 	return out, true
 }
 
-// int reads a JSON number (or a quoted one) as an int64, truncating any
+// Int reads a JSON number (or a quoted one) as an int64, truncating any
 // fraction and saturating values beyond int64.
 // A string holding a decimal or 0x-prefixed hex number is read as that
 // number; any other string reads as 0.
@@ -411,7 +411,7 @@ func ParseInt(tok []byte) (int64, bool) {
 	return int64(v), true
 }
 
-// float reads a JSON number as float64.
+// Float reads a JSON number as float64.
 func (c *Cursor) Float() float64 {
 	if c.WS() == '"' {
 		raw := c.Str()
@@ -487,7 +487,7 @@ func (c *Cursor) literal() {
 	c.Fail("a JSON value")
 }
 
-// skip steps over one JSON value of any type.
+// Skip steps over one JSON value of any type.
 func (c *Cursor) Skip() {
 	switch ch := c.WS(); {
 	case ch == '"':
@@ -525,7 +525,7 @@ func (c *Cursor) skipNested() {
 	panic(ErrShort)
 }
 
-// raw returns the bytes of the next value.
+// Raw returns the bytes of the next value.
 func (c *Cursor) Raw() []byte {
 	c.WS()
 	start := c.I
