@@ -532,3 +532,14 @@ func (c *Cursor) Raw() []byte {
 	c.Skip()
 	return c.B[start:c.I]
 }
+
+// Bool reads true or false; null and anything else read as false.
+func (c *Cursor) Bool() bool {
+	ch := c.WS()
+	if ch == 't' || ch == 'f' || ch == 'n' {
+		c.literal()
+		return ch == 't'
+	}
+	c.Skip()
+	return false
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"github.com/trainscope/trainscope/ingest/jsonscan"
 	"io"
 	"os"
 	"path/filepath"
@@ -105,7 +106,7 @@ func FuzzKineto(f *testing.F) {
 
 		// a plain input reads the same through a tiny window: every unit
 		// then straddles refills
-		if (len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b) || isPickle(data, name) || len(data) == 0 {
+		if (len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b) || jsonscan.IsPickle(data, name) || len(data) == 0 {
 			return
 		}
 		small, err2 := readWindow(data, name, 7)

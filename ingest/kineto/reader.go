@@ -3,9 +3,7 @@ package kineto
 import (
 	"github.com/trainscope/trainscope/ingest/jsonscan"
 
-	"bufio"
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,9 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 
-	"github.com/klauspost/compress/gzip"
 	"github.com/trainscope/trainscope/stream"
 )
 
@@ -35,7 +31,7 @@ func ReadFile(path string, opt Options) (*Trace, error) {
 		return nil, fmt.Errorf("%s: is a directory", path)
 	}
 	if opt.SizeHint == 0 {
-		opt.SizeHint = jsonSize(f, st.Size())
+		opt.SizeHint = jsonscan.JSONSize(f, st.Size())
 	}
 	return Read(f, path, opt)
 }
@@ -43,82 +39,30 @@ func ReadFile(path string, opt Options) (*Trace, error) {
 // Read reads a trace from r; name is used in errors and for the rank
 // fallback from the file name.
 func Read(r io.Reader, name string, opt Options) (*Trace, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	head, _ := br.Peek(4)
-	if len(head) == 0 {
-		return nil, &FormatError{Path: name, Msg: "empty file: expected a Chrome-trace JSON object (PyTorch profiler trace)"}
+	in, err := jsonscan.Open(r, name, "a Chrome-trace JSON object (PyTorch profiler trace)")
+	if err != nil {
+		return nil, err
 	}
-	if isPickle(head, name) {
-		return nil, &FormatError{Path: name, Msg: "this is a Python pickle, not a JSON trace; " + pickleHelp}
-	}
-	var src io.Reader = br
-	var counter *countingReader
-	gz := len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b
-	if gz {
-		counter = &countingReader{r: br}
-		zr, err := gzip.NewReader(counter)
-		if err != nil {
-			return nil, &FormatError{Path: name, Offset: counter.n, Compressed: true, Msg: "bad gzip header: " + err.Error()}
-		}
-		zr.Multistream(true)
-		src = zr
-		if !opt.NoPrefetch {
-			pf := newPrefetcher(zr)
-			defer pf.Close()
-			src = pf
-		}
+	src := in.R
+	gz := in.Gzip != nil
+	if gz && !opt.NoPrefetch {
+		pf := newPrefetcher(in.Gzip)
+		defer pf.Close()
+		src = pf
 	}
 	p := newParser(src, name, opt)
-	err := p.run()
-	if err != nil {
+	if err := p.run(); err != nil {
 		var fe *FormatError
 		if gz && errors.As(err, &fe) && fe.Msg == "" {
 			fe.Msg = "truncated or corrupt gzip stream"
 		}
 		if gz && p.readErr != nil {
-			return nil, &FormatError{Path: name, Offset: counter.n, Compressed: true,
+			return nil, &FormatError{Path: name, Offset: in.Compressed.N, Compressed: true,
 				Msg: fmt.Sprintf("corrupt or truncated gzip stream after %d bytes of JSON: %v", p.s.base+int64(p.s.end), p.readErr)}
 		}
 		return nil, err
 	}
 	return p.trace, nil
-}
-
-// jsonSize guesses the JSON size of a file: its size, or for gzip the
-// uncompressed size its trailer records (modulo 4 GiB).
-func jsonSize(f *os.File, size int64) int64 {
-	var head [2]byte
-	if _, err := f.ReadAt(head[:], 0); err != nil || head[0] != 0x1f || head[1] != 0x8b || size < 18 {
-		return size
-	}
-	var tail [4]byte
-	if _, err := f.ReadAt(tail[:], size-4); err != nil {
-		return size
-	}
-	n := int64(binary.LittleEndian.Uint32(tail[:]))
-	for n < size {
-		n += 1 << 32
-	}
-	return n
-}
-
-func isPickle(head []byte, name string) bool {
-	low := strings.ToLower(name)
-	if strings.HasSuffix(low, ".pickle") || strings.HasSuffix(low, ".pkl") {
-		return true
-	}
-	return len(head) >= 2 && head[0] == 0x80 && head[1] >= 2 && head[1] <= 5
-}
-
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // window is the parser's refillable view of the input.

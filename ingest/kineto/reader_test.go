@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"errors"
 	"fmt"
+	"github.com/trainscope/trainscope/ingest/jsonscan"
 	"io"
 	"math"
 	"os"
@@ -964,13 +965,13 @@ func TestReadFile(t *testing.T) {
 	}
 	defer f.Close()
 	st, _ := f.Stat()
-	if got := jsonSize(f, st.Size()); got != int64(len(data)) {
-		t.Errorf("jsonSize(gz) = %d; want %d", got, len(data))
+	if got := jsonscan.JSONSize(f, st.Size()); got != int64(len(data)) {
+		t.Errorf("jsonscan.JSONSize(gz) = %d; want %d", got, len(data))
 	}
 	g, _ := os.Open(plain)
 	defer g.Close()
-	if got := jsonSize(g, int64(len(data))); got != int64(len(data)) {
-		t.Errorf("jsonSize(plain) = %d", got)
+	if got := jsonscan.JSONSize(g, int64(len(data))); got != int64(len(data)) {
+		t.Errorf("jsonscan.JSONSize(plain) = %d", got)
 	}
 
 	if _, err := ReadFile(dir, Options{}); err == nil || !strings.Contains(err.Error(), "is a directory") {

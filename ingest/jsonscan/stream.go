@@ -1,0 +1,156 @@
+package jsonscan
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+)
+
+// Stream feeds a Cursor from a reader, one unit at a time, through a window
+// that grows to fit the largest unit.
+type Stream struct {
+	r    io.Reader
+	buf  []byte
+	end  int   // valid bytes in buf
+	pos  int   // committed position in buf
+	base int64 // stream offset of buf[0]
+	eof  bool
+	// ReadErr is the error that ended the input early, if any.
+	ReadErr error
+}
+
+// Error is bad input at a stream offset.
+type Error struct {
+	Offset    int64
+	Msg       string
+	Truncated bool // the input ended inside the document
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("byte %d: %s", e.Offset, e.Msg) }
+
+// NewStream reads r through a window of the given initial size.
+func NewStream(r io.Reader, window int) *Stream {
+	return &Stream{r: r, buf: make([]byte, max(window, 64))}
+}
+
+// Offset is the stream offset of the committed position.
+func (s *Stream) Offset() int64 { return s.base + int64(s.pos) }
+
+// Run calls unit with a cursor at the committed position until it reports
+// done, then checks that only whitespace follows. A unit that runs out of
+// window is parsed again after a refill, so it must not change its
+// caller's state before it has read all it needs; one that finds bad syntax
+// ends Run with an *Error.
+func (s *Stream) Run(unit func(c *Cursor) (done bool)) error {
+	for {
+		done, err := s.chunk(unit)
+		if err != nil {
+			return err
+		}
+		if done {
+			return s.trailing()
+		}
+		more, rerr := s.refill()
+		if rerr != nil {
+			s.ReadErr = rerr
+		}
+		if !more {
+			return s.truncated()
+		}
+	}
+}
+
+func (s *Stream) chunk(unit func(c *Cursor) bool) (done bool, err error) {
+	c := Cursor{B: s.buf[:s.end], I: s.pos}
+	defer func() {
+		if r := recover(); r != nil {
+			switch v := r.(type) {
+			case Short:
+				done, err = false, nil
+			case *SyntaxError:
+				err = &Error{Offset: s.base + int64(v.At), Msg: "expected " + v.Want + s.found(v.At)}
+			default:
+				panic(r)
+			}
+		}
+	}()
+	for {
+		d := unit(&c)
+		s.pos = c.I
+		if d {
+			return true, nil
+		}
+	}
+}
+
+func (s *Stream) found(at int) string {
+	if at >= s.end {
+		return ""
+	}
+	return fmt.Sprintf(", found %q", s.buf[at:min(at+16, s.end)])
+}
+
+// refill keeps the uncommitted bytes, moves them to the front and reads
+// more; it reports false when no more bytes can come.
+func (s *Stream) refill() (bool, error) {
+	if s.eof {
+		return false, nil
+	}
+	if s.pos > 0 {
+		copy(s.buf, s.buf[s.pos:s.end])
+		s.end -= s.pos
+		s.base += int64(s.pos)
+		s.pos = 0
+	}
+	if s.end == len(s.buf) {
+		nb := make([]byte, 2*len(s.buf))
+		copy(nb, s.buf[:s.end])
+		s.buf = nb
+	}
+	for s.end < len(s.buf) {
+		n, err := s.r.Read(s.buf[s.end:])
+		s.end += n
+		if err == io.EOF {
+			s.eof = true
+			break
+		}
+		if err != nil {
+			s.eof = true
+			return n > 0, err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return true, nil
+}
+
+func (s *Stream) truncated() error {
+	if s.ReadErr != nil {
+		return &Error{Offset: s.base + int64(s.end), Msg: "read error: " + s.ReadErr.Error(), Truncated: true}
+	}
+	if s.base == 0 && len(bytes.TrimSpace(s.buf[:s.end])) == 0 {
+		return &Error{Offset: 0, Msg: "empty file", Truncated: true}
+	}
+	return &Error{Offset: s.base + int64(s.end), Msg: "unexpected end of file", Truncated: true}
+}
+
+func (s *Stream) trailing() error {
+	for {
+		for ; s.pos < s.end; s.pos++ {
+			switch s.buf[s.pos] {
+			case ' ', '\n', '\r', '\t', 0:
+			default:
+				return &Error{Offset: s.Offset(), Msg: "unexpected data after the end of the JSON document"}
+			}
+		}
+		more, err := s.refill()
+		if err != nil {
+			s.ReadErr = err
+			return &Error{Offset: s.Offset(), Msg: "read error: " + err.Error()}
+		}
+		if !more {
+			return nil
+		}
+	}
+}
