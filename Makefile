@@ -52,8 +52,9 @@ golden: ## rewrite golden report files after an intended change
 	$(GO) test -tags $(TAGS) ./detectors/ -run Golden -update
 	$(GO) test -tags $(TAGS) . -run ReadmeDetectorTable -update
 
-fuzz: ## fuzz the Kineto reader for a minute
+fuzz: ## fuzz the Kineto and memory-snapshot readers for a minute each
 	$(GO) test -tags $(TAGS) ./ingest/kineto -run '^$$' -fuzz FuzzKineto -fuzztime 60s
+	$(GO) test -tags $(TAGS) ./ingest/memsnap -run '^$$' -fuzz FuzzMemsnap -fuzztime 60s
 
 clean:
 	rm -rf bin out
