@@ -178,7 +178,7 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and a message", args, code, errOut)
 		}
 	}
-	for _, cmd := range []string{"analyze", "sql", "validate", "version"} {
+	for _, cmd := range []string{"analyze", "profile", "sql", "validate", "version"} {
 		code, out, _ := trainscope(t, cmd, "--help")
 		if code != 0 || !strings.Contains(out, "Usage: trainscope "+cmd) {
 			t.Errorf("%s --help: exit %d, %q", cmd, code, out)
@@ -237,5 +237,101 @@ func TestAnalyzeSkipsNonTraceJSON(t *testing.T) {
 	code, _, errOut = trainscope(t, "analyze", filepath.Join(dir, "config.json"))
 	if code != 2 || !strings.Contains(errOut, "nothing to analyze") || !strings.Contains(errOut, "without traceEvents") {
 		t.Errorf("exit %d: %s", code, errOut)
+	}
+}
+
+// smallSnapshot has one 2 MiB segment: a live 1024-byte block (1000
+// requested), a 512-byte block pending free and 2094616 free bytes, and
+// an out-of-memory event.
+const smallSnapshot = `{"segments": [{"device": 0, "address": 4096, "total_size": 2097152, "allocated_size": 1024,
+ "active_size": 1536, "requested_size": 1000, "stream": 0, "segment_type": "small", "segment_pool_id": [0, 0], "is_expandable": false,
+ "frames": [], "blocks": [
+  {"address": 4096, "size": 1024, "requested_size": 1000, "state": "active_allocated", "frames": [{"filename": "train.py", "line": 7, "name": "step"}]},
+  {"address": 5120, "size": 512, "requested_size": 512, "state": "active_pending_free"},
+  {"address": 5632, "size": 2094616, "requested_size": 0, "state": "inactive"}]}],
+ "device_traces": [[
+  {"action": "alloc", "addr": 4096, "size": 1024, "stream": 0, "time_us": 1000, "frames": [{"filename": "train.py", "line": 7, "name": "step"}]},
+  {"action": "oom", "device_free": 1048576, "size": 2147483648, "stream": 0, "time_us": 2000, "frames": []}]],
+ "allocator_settings": {"expandable_segments": false}}`
+
+func TestProfileMemory(t *testing.T) {
+	dir := t.TempDir()
+	snap := writeFile(t, dir, "rank-2.snapshot.json", []byte(smallSnapshot))
+	code, out, errOut := trainscope(t, "profile", "--memory", snap, "--format", "json", "-q")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep struct {
+		Metrics []struct {
+			Detector string   `json:"detector"`
+			Columns  []string `json:"columns"`
+			Rows     [][]any  `json:"rows"`
+		} `json:"metrics"`
+		Findings []struct {
+			Detector string  `json:"detector"`
+			Rank     int     `json:"rank"`
+			Value    float64 `json:"value"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"reserved_bytes": 2097152, "allocated_bytes": 1024, "active_bytes": 1536, "unused_bytes": 2096128,
+		"free_bytes": 2094616, "largest_free_bytes": 2094616, "fragmentation_pct": 0, "split_free_bytes": 2094616,
+		"rounding_waste_bytes": 24, "segments": 1, "blocks": 3, "rank": 2}
+	found := false
+	for _, m := range rep.Metrics {
+		if m.Detector != "mem_summary" {
+			continue
+		}
+		found = true
+		if len(m.Rows) != 1 {
+			t.Fatalf("mem_summary rows %v", m.Rows)
+		}
+		for i, c := range m.Columns {
+			if w, ok := want[c]; ok && m.Rows[0][i].(float64) != w {
+				t.Errorf("mem_summary %s = %v, want %v", c, m.Rows[0][i], w)
+			}
+		}
+	}
+	if !found {
+		t.Error("no mem_summary table")
+	}
+	oom := false
+	for _, f := range rep.Findings {
+		if f.Detector == "mem_oom" && f.Value == 1 && f.Rank == 2 {
+			oom = true
+		}
+	}
+	if !oom {
+		t.Errorf("no mem_oom finding: %+v", rep.Findings)
+	}
+
+	// markdown: the summary line and the OOM finding
+	code, out, _ = trainscope(t, "profile", "--memory", snap, "-q")
+	if code != 0 || !strings.Contains(out, "memory, rank 2 device 0: 2.0 MiB reserved, 1.0 KiB allocated (100% of reserved unused)") ||
+		!strings.Contains(out, "[CRITICAL] mem_oom") || !strings.Contains(out, "asked for 2.00 GiB with 0.00 GiB free") {
+		t.Errorf("markdown report:\n%s", out)
+	}
+}
+
+func TestProfileBadInput(t *testing.T) {
+	dir := t.TempDir()
+	trace := writeFile(t, dir, "t.json", []byte(smallTrace))
+	pickle := writeFile(t, dir, "s.pickle", []byte{0x80, 0x04})
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"profile", "--memory", trace}, "profiler trace, not a memory snapshot"},
+		{[]string{"profile", "--memory", pickle}, "never deserialized"},
+		{[]string{"profile", "--memory", filepath.Join(dir, "none.json")}, "no such file"},
+		{[]string{"profile"}, "give --memory"},
+		{[]string{"profile", trace}, "unexpected argument"},
+	} {
+		code, _, errOut := trainscope(t, c.args...)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", c.args, code, errOut, c.want)
+		}
 	}
 }

@@ -41,14 +41,20 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 
 	b.WriteString("## Metrics\n\n")
+	var empty []string
 	for _, t := range r.Metrics {
-		fmt.Fprintf(&b, "### %s\n\n%s.\n\n", t.Detector, t.Description)
 		if len(t.Rows) == 0 {
-			b.WriteString("_No rows: nothing in the analysis window to measure._\n\n")
+			// nothing to measure (no snapshot, no collectives...): listed below
+			empty = append(empty, t.Detector)
 			continue
 		}
+		fmt.Fprintf(&b, "### %s\n\n%s.\n\n", t.Detector, t.Description)
 		writeTable(&b, t.Columns, t.Rows)
 		b.WriteString("\n")
+	}
+
+	if len(empty) > 0 {
+		fmt.Fprintf(&b, "No data for: %s.\n\n", strings.Join(empty, ", "))
 	}
 
 	b.WriteString("## Findings\n\n")
@@ -142,13 +148,13 @@ func cell(col string, v any) string {
 		}
 		return "`" + strings.ReplaceAll(s, "`", "'") + "`"
 	case int64:
-		if strings.HasSuffix(col, "_ns") {
-			return Duration(float64(x))
-		}
-		return strconv.FormatInt(x, 10)
+		return cell(col, float64(x))
 	case float64:
-		if strings.HasSuffix(col, "_ns") {
+		switch {
+		case strings.HasSuffix(col, "_ns"):
 			return Duration(x)
+		case strings.HasSuffix(col, "_bytes"):
+			return Bytes(x)
 		}
 		return formatFloat(x)
 	}
@@ -174,4 +180,18 @@ func Duration(ns float64) string {
 		return fmt.Sprintf("%.1f us", ns/1e3)
 	}
 	return fmt.Sprintf("%.0f ns", ns)
+}
+
+// Bytes formats a byte count with a binary unit.
+func Bytes(n float64) string {
+	a := math.Abs(n)
+	switch {
+	case a >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", n/(1<<30))
+	case a >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", n/(1<<20))
+	case a >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", n/(1<<10))
+	}
+	return fmt.Sprintf("%.0f B", n)
 }

@@ -187,6 +187,7 @@ ORDER BY run_id, CASE severity WHEN 'critical' THEN 0 WHEN 'warn' THEN 1 ELSE 2 
 
 func (r *Report) buildSummary() {
 	for _, run := range r.Runs {
+		r.memorySummary(run.RunID)
 		for _, f := range r.Findings {
 			if f.RunID == run.RunID && f.Detector == "bottleneck_class" {
 				r.Summary = append(r.Summary, SummaryLine{RunID: run.RunID, Text: f.Message, Detector: f.Detector})
@@ -343,7 +344,8 @@ func roundAll(v any) any {
 // reportOrder is the order built-in metric tables appear in: the broad
 // picture first, details after. Other detectors follow by name.
 var reportOrder = []string{"temporal_breakdown", "step_time", "kernel_type_breakdown", "comm_comp_overlap",
-	"straggler", "idle_breakdown", "kernel_launch_stats", "top_kernels"}
+	"straggler", "idle_breakdown", "kernel_launch_stats", "top_kernels",
+	"mem_summary", "mem_actions", "mem_top_sites", "mem_top_segments"}
 
 func ordered(results []Result) []Result {
 	pos := func(name string) int {
@@ -363,4 +365,33 @@ func ordered(results []Result) []Result {
 		return a < b
 	})
 	return out
+}
+
+// memorySummary states each snapshot device's memory in one line.
+func (r *Report) memorySummary(runID string) {
+	for _, t := range r.Metrics {
+		if t.Detector != "mem_summary" {
+			continue
+		}
+		col := map[string]int{}
+		for i, c := range t.Columns {
+			col[c] = i
+		}
+		num := func(row []any, c string) float64 {
+			if v, ok := row[col[c]].(float64); ok {
+				return v
+			}
+			return float64(toInt(row[col[c]]))
+		}
+		for _, row := range t.Rows {
+			if row[col["run_id"]] != runID {
+				continue
+			}
+			reserved := num(row, "reserved_bytes")
+			text := fmt.Sprintf("memory, rank %d %s: %s reserved, %s allocated (%.0f%% of reserved unused), free memory %.0f%% fragmented",
+				toInt(row[col["rank"]]), row[col["subject"]], Bytes(reserved), Bytes(num(row, "allocated_bytes")),
+				100*num(row, "unused_bytes")/math.Max(reserved, 1), num(row, "fragmentation_pct"))
+			r.Summary = append(r.Summary, SummaryLine{RunID: runID, Text: text, Detector: "mem_summary"})
+		}
+	}
 }

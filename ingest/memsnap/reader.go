@@ -423,7 +423,8 @@ func userFrame(file, name []byte) bool {
 	if len(file) == 0 || string(file) == "??" {
 		return false
 	}
-	for _, internal := range [][]byte{[]byte("/torch/"), []byte("\\\\torch\\\\"), []byte("<frozen"), []byte("/python3."), []byte("/lib/python")} {
+	for _, internal := range [][]byte{[]byte("/torch/"), []byte("\\\\torch\\\\"), []byte("<frozen"), []byte("/python3."), []byte("/lib/python"),
+		[]byte("site-packages"), []byte("dist-packages")} {
 		if bytes.Contains(file, internal) {
 			return false
 		}
