@@ -543,3 +543,53 @@ func (c *Cursor) Bool() bool {
 	c.Skip()
 	return false
 }
+
+// Object calls field for each key of the object at the cursor; field must
+// consume the key's value.
+func (c *Cursor) Object(field func(key []byte)) {
+	c.Expect('{', "an object")
+	if c.WS() == '}' {
+		c.I++
+		return
+	}
+	for {
+		key := c.Str()
+		c.Expect(':', "':' after a key")
+		field(key)
+		switch c.WS() {
+		case ',':
+			c.I++
+		case '}':
+			c.I++
+			return
+		default:
+			c.Fail("',' or '}' in an object")
+		}
+	}
+}
+
+// Array calls elem for each element of the array at the cursor (a value
+// of another type is skipped); elem must consume the element.
+func (c *Cursor) Array(elem func()) {
+	if c.WS() != '[' {
+		c.Skip()
+		return
+	}
+	c.I++
+	if c.WS() == ']' {
+		c.I++
+		return
+	}
+	for {
+		elem()
+		switch c.WS() {
+		case ',':
+			c.I++
+		case ']':
+			c.I++
+			return
+		default:
+			c.Fail("',' or ']' in an array")
+		}
+	}
+}

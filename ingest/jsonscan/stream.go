@@ -30,7 +30,7 @@ func (e *Error) Error() string { return fmt.Sprintf("byte %d: %s", e.Offset, e.M
 
 // NewStream reads r through a window of the given initial size.
 func NewStream(r io.Reader, window int) *Stream {
-	return &Stream{r: r, buf: make([]byte, max(window, 64))}
+	return &Stream{r: r, buf: make([]byte, max(window, 1))}
 }
 
 // Offset is the stream offset of the committed position.
@@ -40,7 +40,8 @@ func (s *Stream) Offset() int64 { return s.base + int64(s.pos) }
 // done, then checks that only whitespace follows. A unit that runs out of
 // window is parsed again after a refill, so it must not change its
 // caller's state before it has read all it needs; one that finds bad syntax
-// ends Run with an *Error.
+// ends Run with an *Error, and a unit may also end it by panicking with an
+// error value of its own, which Run returns.
 func (s *Stream) Run(unit func(c *Cursor) (done bool)) error {
 	for {
 		done, err := s.chunk(unit)
@@ -69,6 +70,9 @@ func (s *Stream) chunk(unit func(c *Cursor) bool) (done bool, err error) {
 				done, err = false, nil
 			case *SyntaxError:
 				err = &Error{Offset: s.base + int64(v.At), Msg: "expected " + v.Want + s.found(v.At)}
+			case error:
+				// a unit's own verdict on the input (wrong kind of file, ...)
+				err = v
 			default:
 				panic(r)
 			}
@@ -154,3 +158,9 @@ func (s *Stream) trailing() error {
 		}
 	}
 }
+
+// At is the stream offset of index i of the window a unit's cursor sees.
+func (s *Stream) At(i int) int64 { return s.base + int64(i) }
+
+// Consumed is how many bytes have been read from the reader so far.
+func (s *Stream) Consumed() int64 { return s.base + int64(s.end) }

@@ -160,7 +160,7 @@ func (c *cursor) parseEvent(e *event) {
 			c.I++
 			if argsAt >= 0 && e.ph == 'C' {
 				// a counter's args came before its ph: read them again as series
-				sub := cursor{jsonscan.Cursor{B: c.B, I: argsAt}}
+				sub := cursor{&jsonscan.Cursor{B: c.B, I: argsAt}}
 				sub.parseCounterArgs(e)
 			}
 			return

@@ -6,7 +6,7 @@ import (
 	"github.com/trainscope/trainscope/ingest/jsonscan"
 )
 
-func cur(s string) cursor { return cursor{jsonscan.Cursor{B: []byte(s)}} }
+func cur(s string) cursor { return cursor{&jsonscan.Cursor{B: []byte(s)}} }
 
 func catch(f func()) (r any) {
 	defer func() { r = recover() }()

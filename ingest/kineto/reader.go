@@ -3,7 +3,6 @@ package kineto
 import (
 	"github.com/trainscope/trainscope/ingest/jsonscan"
 
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,56 +57,11 @@ func Read(r io.Reader, name string, opt Options) (*Trace, error) {
 		}
 		if gz && p.readErr != nil {
 			return nil, &FormatError{Path: name, Offset: in.Compressed.N, Compressed: true,
-				Msg: fmt.Sprintf("corrupt or truncated gzip stream after %d bytes of JSON: %v", p.s.base+int64(p.s.end), p.readErr)}
+				Msg: fmt.Sprintf("corrupt or truncated gzip stream after %d bytes of JSON: %v", p.s.Consumed(), p.readErr)}
 		}
 		return nil, err
 	}
 	return p.trace, nil
-}
-
-// window is the parser's refillable view of the input.
-type window struct {
-	r    io.Reader
-	buf  []byte
-	end  int   // valid bytes in buf
-	base int64 // stream offset of buf[0]
-	eof  bool
-}
-
-// refill keeps buf[keep:end], moves it to the front and reads more. It
-// reports false when no more bytes can come.
-func (w *window) refill(keep int) (bool, error) {
-	if w.eof {
-		return false, nil
-	}
-	if keep > 0 {
-		copy(w.buf, w.buf[keep:w.end])
-		w.end -= keep
-		w.base += int64(keep)
-	}
-	if w.end == len(w.buf) {
-		nb := make([]byte, 2*len(w.buf))
-		copy(nb, w.buf[:w.end])
-		w.buf = nb
-	}
-	for w.end < len(w.buf) {
-		n, err := w.r.Read(w.buf[w.end:])
-		w.end += n
-		if err == io.EOF {
-			w.eof = true
-			break
-		}
-		if err != nil {
-			// a read error is final: the next refill must report no more
-			// input, or run would retry the same short unit forever
-			w.eof = true
-			return w.end > 0, err
-		}
-		if n == 0 {
-			break
-		}
-	}
-	return true, nil
 }
 
 type topState int
@@ -126,11 +80,10 @@ const (
 )
 
 type parser struct {
-	s       window
+	s       *jsonscan.Stream
 	name    string
 	opt     Options
 	state   topState
-	pos     int // committed position in s.buf
 	trace   *Trace
 	ev      event
 	readErr error
@@ -153,7 +106,7 @@ func newParser(r io.Reader, name string, opt Options) *parser {
 		ProcessNames: map[int64]string{},
 	}
 	t.Counters.Str = str
-	p := &parser{s: window{r: r, buf: make([]byte, initialWindow)}, name: name, opt: opt, trace: t}
+	p := &parser{s: jsonscan.NewStream(r, initialWindow), name: name, opt: opt, trace: t}
 	p.b.init(t)
 	if opt.SizeHint > 0 {
 		t.Slices.Reserve(int(min(opt.SizeHint/bytesPerEvent, 50_000_000)))
@@ -161,116 +114,47 @@ func newParser(r io.Reader, name string, opt Options) *parser {
 	return p
 }
 
-func (p *parser) errAt(off int, msg string) error {
-	return &FormatError{Path: p.name, Offset: p.s.base + int64(off), Msg: msg}
-}
-
 func (p *parser) run() error {
-	for p.state != stDone {
-		err := p.chunk()
-		if err == nil {
-			continue
-		}
-		if err != errNeedMore {
-			return err
-		}
-		more, rerr := p.s.refill(p.pos)
-		p.pos = 0
-		if rerr != nil {
-			p.readErr = rerr
-			if !more {
-				return p.errAt(p.s.end, "read error")
-			}
-		}
-		if !more {
-			return p.truncated()
-		}
-	}
-	// trailing bytes after the top-level value must be whitespace
-	for {
-		for ; p.pos < p.s.end; p.pos++ {
-			switch p.s.buf[p.pos] {
-			case ' ', '\n', '\r', '\t', 0:
-			default:
-				return p.errAt(p.pos, "unexpected data after the end of the JSON document")
-			}
-		}
-		more, rerr := p.s.refill(p.pos)
-		p.pos = 0
-		if rerr != nil {
-			p.readErr = rerr
-			return p.errAt(p.s.end, "read error")
-		}
-		if !more {
-			break
-		}
-	}
-	if p.readErr != nil {
+	err := p.s.Run(func(c *jsonscan.Cursor) bool {
+		p.unit(cursor{c})
+		return p.state == stDone
+	})
+	p.readErr = p.s.ReadErr
+	var je *jsonscan.Error
+	switch {
+	case errors.As(err, &je) && je.Truncated:
+		return p.truncated(je)
+	case errors.As(err, &je):
+		return &FormatError{Path: p.name, Offset: je.Offset, Msg: je.Msg}
+	case err != nil:
+		return err
+	case p.readErr != nil:
 		// the document ended but the stream behind it failed (a corrupt
 		// gzip trailer): the data cannot be trusted
-		return p.errAt(p.s.end, "read error: "+p.readErr.Error())
+		return &FormatError{Path: p.name, Offset: p.s.Offset(), Msg: "read error: " + p.readErr.Error()}
 	}
-	p.trace.JSONBytes = p.s.base + int64(p.s.end)
+	p.trace.JSONBytes = p.s.Offset()
 	return p.b.finish(p.opt)
 }
 
-var errNeedMore = errors.New("need more input")
-
-func (p *parser) truncated() error {
+func (p *parser) truncated(je *jsonscan.Error) error {
 	if p.readErr != nil {
-		return p.errAt(p.s.end, "read error: "+p.readErr.Error())
+		return &FormatError{Path: p.name, Offset: je.Offset, Msg: "read error: " + p.readErr.Error()}
 	}
-	if p.s.base+int64(p.s.end) == 0 || p.onlySpace() {
-		return p.errAt(0, "empty file: expected a Chrome-trace JSON object (PyTorch profiler trace)")
+	if je.Msg == "empty file" {
+		return &FormatError{Path: p.name, Msg: "empty file: expected a Chrome-trace JSON object (PyTorch profiler trace)"}
 	}
 	what := "the end of the JSON document"
 	switch p.state {
 	case stEvents, stAfterEvent, stArrayEvents, stAfterArrayEvent:
 		what = fmt.Sprintf("the rest of traceEvents (file truncated after %d complete events)", p.b.nEvents)
 	}
-	return p.errAt(p.s.end, "unexpected end of file: expected "+what)
-}
-
-func (p *parser) onlySpace() bool {
-	return len(bytes.TrimSpace(p.s.buf[:p.s.end])) == 0 && p.s.base == 0
-}
-
-// chunk parses units until the window runs out (errNeedMore), the document
-// ends, or the input is bad.
-func (p *parser) chunk() (err error) {
-	c := cursor{jsonscan.Cursor{B: p.s.buf[:p.s.end], I: p.pos}}
-	defer func() {
-		if r := recover(); r != nil {
-			switch v := r.(type) {
-			case jsonscan.Short:
-				err = errNeedMore
-			case *jsonscan.SyntaxError:
-				err = p.errAt(v.At, "expected "+v.Want+p.found(v.At))
-			case *FormatError:
-				err = v
-			default:
-				panic(r)
-			}
-		}
-	}()
-	for p.state != stDone {
-		p.unit(&c)
-		p.pos = c.I
-	}
-	return nil
-}
-
-func (p *parser) found(at int) string {
-	if at >= p.s.end {
-		return ""
-	}
-	end := min(at+16, p.s.end)
-	return fmt.Sprintf(", found %q", p.s.buf[at:end])
+	return &FormatError{Path: p.name, Offset: je.Offset, Msg: "unexpected end of file: expected " + what}
 }
 
 // unit parses one step of the top-level grammar. It must not change parser
 // state before it has read everything it needs from the window.
-func (p *parser) unit(c *cursor) {
+func (p *parser) unit(c cursor) {
 	switch p.state {
 	case stStart:
 		switch c.WS() {
@@ -326,7 +210,7 @@ func (p *parser) unit(c *cursor) {
 			return
 		}
 		c.parseEvent(&p.ev)
-		p.b.commit(&p.ev, p.s.base+int64(c.I))
+		p.b.commit(&p.ev, p.s.At(c.I))
 		if p.state == stEvents {
 			p.state = stAfterEvent
 		} else {
@@ -386,18 +270,18 @@ func (p *parser) afterEvents() topState {
 }
 
 // topValue handles one top-level key other than traceEvents.
-func (p *parser) topValue(c *cursor, key string) {
+func (p *parser) topValue(c cursor, key string) {
 	t := p.trace
 	start := c.I
 	switch key {
 	case "segments", "device_traces":
-		panic(&FormatError{Path: p.name, Offset: p.s.base + int64(start),
+		panic(&FormatError{Path: p.name, Offset: p.s.At(start),
 			Msg: "this is a CUDA memory snapshot (torch.cuda.memory._snapshot), not a profiler trace; analyze it with `trainscope profile --memory " + p.name + "`"})
 	case "distributedInfo":
 		raw := c.Raw()
 		var d DistributedInfo
 		if err := json.Unmarshal(raw, &d); err != nil {
-			panic(&FormatError{Path: p.name, Offset: p.s.base + int64(start), Msg: "distributedInfo: " + err.Error()})
+			panic(&FormatError{Path: p.name, Offset: p.s.At(start), Msg: "distributedInfo: " + err.Error()})
 		}
 		t.Dist = d
 	case "deviceProperties":
@@ -424,7 +308,7 @@ func (p *parser) topValue(c *cursor, key string) {
 		raw := c.Raw()
 		var nodes []json.RawMessage
 		if err := json.Unmarshal(raw, &nodes); err != nil {
-			panic(&FormatError{Path: p.name, Offset: p.s.base + int64(start), Msg: "execution trace nodes: " + err.Error()})
+			panic(&FormatError{Path: p.name, Offset: p.s.At(start), Msg: "execution trace nodes: " + err.Error()})
 		}
 		t.ETNodes = len(nodes)
 	default:

@@ -33,7 +33,7 @@ func mustRead(t *testing.T, name, doc string) *Trace {
 // size bytes instead of 1 MiB, so that every unit straddles refills.
 func readWindow(data []byte, name string, size int) (*Trace, error) {
 	p := newParser(bytes.NewReader(data), name, Options{Rank: -1})
-	p.s.buf = make([]byte, size)
+	p.s = jsonscan.NewStream(bytes.NewReader(data), size)
 	if err := p.run(); err != nil {
 		return nil, err
 	}

@@ -205,61 +205,13 @@ func (rd *reader) next(c *jsonscan.Cursor, more, end state, what string) state {
 	return end
 }
 
-// object calls field for each key of the object at the cursor.
-func object(c *jsonscan.Cursor, field func(key []byte)) {
-	c.Expect('{', "an object")
-	if c.WS() == '}' {
-		c.I++
-		return
-	}
-	for {
-		key := c.Str()
-		c.Expect(':', "':' after a key")
-		field(key)
-		switch c.WS() {
-		case ',':
-			c.I++
-		case '}':
-			c.I++
-			return
-		default:
-			c.Fail("',' or '}' in an object")
-		}
-	}
-}
-
-// array calls elem for each element of the array at the cursor.
-func array(c *jsonscan.Cursor, elem func()) {
-	if c.WS() != '[' {
-		c.Skip()
-		return
-	}
-	c.I++
-	if c.WS() == ']' {
-		c.I++
-		return
-	}
-	for {
-		elem()
-		switch c.WS() {
-		case ',':
-			c.I++
-		case ']':
-			c.I++
-			return
-		default:
-			c.Fail("',' or ']' in an array")
-		}
-	}
-}
-
 func (rd *reader) segment(c *jsonscan.Cursor) {
 	var device, address, total, allocated, active, requested, strm int64
 	var segType, pool []byte
 	expandable := false
 	frame := int32(-1)
 	rd.blocks = rd.blocks[:0]
-	object(c, func(key []byte) {
+	c.Object(func(key []byte) {
 		switch string(key) {
 		case "device":
 			device = c.Int()
@@ -284,7 +236,7 @@ func (rd *reader) segment(c *jsonscan.Cursor) {
 		case "frames":
 			frame = rd.frames(c)
 		case "blocks":
-			array(c, func() { rd.block(c) })
+			c.Array(func() { rd.block(c) })
 		default:
 			c.Skip()
 		}
@@ -321,7 +273,7 @@ func (rd *reader) segment(c *jsonscan.Cursor) {
 func (rd *reader) block(c *jsonscan.Cursor) {
 	bl := block{frame: -1}
 	var st []byte
-	object(c, func(key []byte) {
+	c.Object(func(key []byte) {
 		switch string(key) {
 		case "address":
 			bl.address = c.Int()
@@ -346,7 +298,7 @@ func (rd *reader) event(c *jsonscan.Cursor) {
 	var addr, size, strm, timeUS, free int64
 	var has uint8
 	frame := int32(-1)
-	object(c, func(key []byte) {
+	c.Object(func(key []byte) {
 		switch string(key) {
 		case "action":
 			action = c.Str()
@@ -387,10 +339,10 @@ func (rd *reader) frames(c *jsonscan.Cursor) int32 {
 	var bestFile, bestName, fbFile, fbName []byte
 	var bestLine, fbLine int64
 	i := 0
-	array(c, func() {
+	c.Array(func() {
 		var file, name []byte
 		var line int64
-		object(c, func(key []byte) {
+		c.Object(func(key []byte) {
 			switch string(key) {
 			case "filename":
 				file = c.Str()

@@ -1,0 +1,200 @@
+package kineto
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/trainscope/trainscope/stream"
+)
+
+// finish resolves everything that needs the whole file: the rank, the time
+// base, steps, launches and the step of every slice.
+func (b *builder) finish(opt Options) error {
+	t := b.t
+	b.resolveRank(opt)
+	s := b.s
+	n := s.Len()
+	if t.HasBaseTime && t.BaseTimeNS != 0 {
+		base := t.BaseTimeNS
+		for i := range s.TS.V {
+			s.TS.V[i] += base
+		}
+		for i := range t.Counters.TS.V {
+			t.Counters.TS.V[i] += base
+		}
+		for _, m := range []map[int32]*span{b.cpuSteps, b.gpuSteps} {
+			for _, sp := range m {
+				sp.start += base
+				sp.end += base
+			}
+		}
+		for i := range b.flows {
+			b.flows[i].ts += base
+		}
+	}
+	if t.Format == FormatMemoryTimeline {
+		b.fixTimelineTimes()
+	}
+
+	steps := b.cpuSteps
+	if len(steps) == 0 {
+		steps = b.gpuSteps
+	}
+	nums := make([]int32, 0, len(steps))
+	for k := range steps {
+		nums = append(nums, k)
+	}
+	slices.SortFunc(nums, func(x, y int32) int {
+		if c := steps[x].start - steps[y].start; c != 0 {
+			if c < 0 {
+				return -1
+			}
+			return 1
+		}
+		return int(x - y)
+	})
+	for _, k := range nums {
+		t.Steps.Step.Append(k)
+		t.Steps.Start.Append(steps[k].start)
+		t.Steps.End.Append(steps[k].end)
+	}
+
+	b.bindFlows()
+	b.assignSteps(n)
+
+	t.StartNS, t.EndNS = 0, 0
+	other := b.kinds[stream.KindOther]
+	first := true
+	for i := range n {
+		if s.Kind.V[i] == other {
+			continue
+		}
+		st, en := s.TS.V[i], s.TS.V[i]+s.Dur.V[i]
+		if first || st < t.StartNS {
+			t.StartNS = st
+		}
+		if first || en > t.EndNS {
+			t.EndNS = en
+		}
+		first = false
+	}
+
+	t.Counts["events"] = b.nEvents
+	for _, ph := range []byte("XBEiICMstf") {
+		if b.phCounts[ph] > 0 {
+			t.Counts[string(ph)] = b.phCounts[ph]
+		}
+	}
+	for id, c := range b.counts {
+		t.Counts["kind:"+b.str.Get(id)] = c
+	}
+	t.Counts["steps"] = t.Steps.Len()
+	return nil
+}
+
+func (b *builder) resolveRank(opt Options) {
+	t := b.t
+	switch r, ok := RankFromName(t.Path); {
+	case t.Dist.Rank != nil:
+		t.Rank, t.RankSource = int32(*t.Dist.Rank), "distributedInfo"
+	case ok:
+		t.Rank, t.RankSource = int32(r), "file name"
+	case opt.Rank >= 0:
+		t.Rank, t.RankSource = int32(opt.Rank), "flag"
+	default:
+		t.Rank, t.RankSource = 0, "default"
+	}
+}
+
+func (b *builder) fixTimelineTimes() {
+	ts := b.t.Counters.TS.V
+	first := int64(-1)
+	for _, v := range ts {
+		if v > 0 && (first < 0 || v < first) {
+			first = v
+		}
+	}
+	for i, v := range ts {
+		if v < 0 {
+			ts[i] = max(first, 0)
+		}
+	}
+}
+
+// bindFlows fills missing correlation ids from ac2g flow events: the flow
+// start sits on the launching runtime call, the flow end on the GPU activity.
+func (b *builder) bindFlows() {
+	s := b.s
+	if len(b.flows) == 0 || b.uncorrelated == 0 {
+		return
+	}
+	type key struct{ pid, tid, ts int64 }
+	ends := make(map[key]int64, len(b.flows))
+	for _, f := range b.flows {
+		ends[key{f.pid, f.tid, f.ts}] = f.id
+	}
+	linkable := map[int32]bool{}
+	for _, k := range []string{stream.KindKernel, stream.KindComm, stream.KindMemcpy, stream.KindMemset, stream.KindRuntime, stream.KindDriver} {
+		linkable[b.kinds[k]] = true
+	}
+	for i := range s.Len() {
+		if s.Correlation.Valid(i) || !linkable[s.Kind.V[i]] {
+			continue
+		}
+		if id, ok := ends[key{s.PID.V[i], s.TID.V[i], s.TS.V[i]}]; ok {
+			s.Correlation.Set(i, id)
+		}
+	}
+}
+
+// assignSteps gives every slice its step: GPU work takes the step of the
+// runtime call that launched it (as HTA does), host work the ProfilerStep
+// range that contains its start.
+func (b *builder) assignSteps(n int) {
+	s := b.s
+	t := b.t
+	s.Step = stream.Nulls[int32](n)
+	s.LaunchTS = stream.Nulls[int64](n)
+	starts, ends, nums := t.Steps.Start.V, t.Steps.End.V, t.Steps.Step.V
+	stepAt := func(ts int64) (int32, bool) {
+		i := sort.Search(len(starts), func(k int) bool { return starts[k] > ts }) - 1
+		for ; i >= 0; i-- {
+			if ts < ends[i] {
+				return nums[i], true
+			}
+			if i > 0 && ends[i-1] <= starts[i] {
+				break
+			}
+		}
+		return 0, false
+	}
+	runtime, driver := b.kinds[stream.KindRuntime], b.kinds[stream.KindDriver]
+	gpuKinds := map[int32]bool{b.kinds[stream.KindKernel]: true, b.kinds[stream.KindComm]: true,
+		b.kinds[stream.KindMemcpy]: true, b.kinds[stream.KindMemset]: true}
+	launches := make(map[int64]int32, b.counts[runtime]+b.counts[driver])
+	for i := range n {
+		k := s.Kind.V[i]
+		if gpuKinds[k] || k == b.kinds[stream.KindGPUAnnotation] || k == b.kinds[stream.KindSync] {
+			continue
+		}
+		if step, ok := stepAt(s.TS.V[i]); ok {
+			s.Step.Set(i, step)
+		}
+		if (k == runtime || k == driver) && s.Correlation.Valid(i) {
+			launches[s.Correlation.V[i]] = int32(i)
+		}
+	}
+	for i := range n {
+		if !gpuKinds[s.Kind.V[i]] || !s.Correlation.Valid(i) {
+			continue
+		}
+		j, ok := launches[s.Correlation.V[i]]
+		if !ok {
+			continue
+		}
+		s.LaunchTS.Set(i, s.TS.V[j])
+		if s.Step.Valid(int(j)) {
+			s.Step.Set(i, s.Step.V[j])
+		}
+	}
+}
