@@ -203,3 +203,54 @@ func TestCommFixFollowsTheCollective(t *testing.T) {
 		t.Errorf("fix for an all-reduce run = %q", fix)
 	}
 }
+
+// TestMemoryFromTraceEvents: [memory] instants give per-step peaks; a peak
+// that rises every step is reported as growth, and a reserve far above the
+// allocation peak as unused.
+func TestMemoryFromTraceEvents(t *testing.T) {
+	const gib = int64(1) << 30
+	dir := t.TempDir()
+	b := newTrace(0, 1)
+	for s := range 4 {
+		o := int64(s) * 1000
+		b.step(s+1, o, 1000)
+		b.launch("cudaLaunchKernel", o+10, 5, "kernel", "k", 7, o+100, 100, nil)
+		// allocated peaks at 1, 1.5, 2, 2.5 GiB; reserved stays at 4 GiB
+		b.memory(o+200, gib/2, 4*gib)
+		b.memory(o+300, gib+int64(s)*gib/2, 4*gib)
+		b.memory(o+400, gib/4, 4*gib)
+	}
+	b.write(t, dir)
+	st, _ := analyzeDir(t, dir, "mem", detectors.Window{})
+	for step, want := range map[int]float64{1: float64(gib), 3: 2 * float64(gib)} {
+		var got float64
+		if err := st.Conn().QueryRowContext(context.Background(),
+			`SELECT value FROM metrics WHERE detector = 'mem_step_peaks' AND metric = 'peak_allocated_bytes' AND step_lo = ?`, step).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("step %d peak allocated = %v, want %v", step, got, want)
+		}
+	}
+	var growth, unused float64
+	if err := st.Conn().QueryRowContext(context.Background(),
+		`SELECT value FROM findings WHERE detector = 'mem_growth' AND metric = 'growth_allocated_bytes'`).Scan(&growth); err != nil {
+		t.Fatalf("no growth finding: %v", err)
+	}
+	if growth != 1.5*float64(gib) {
+		t.Errorf("growth = %v, want 1.5 GiB", growth)
+	}
+	// the worst step is step 1: 3 of 4 GiB unused
+	if err := st.Conn().QueryRowContext(context.Background(),
+		`SELECT value FROM findings WHERE detector = 'mem_step_unused'`).Scan(&unused); err != nil {
+		t.Fatalf("no unused finding: %v", err)
+	}
+	if unused != 0.75 {
+		t.Errorf("unused ratio = %v, want 0.75", unused)
+	}
+	var n int
+	st.Conn().QueryRowContext(context.Background(), `SELECT count(*) FROM findings WHERE detector = 'mem_growth' AND metric = 'growth_reserved_bytes'`).Scan(&n)
+	if n != 0 {
+		t.Error("a flat reserve reported as growth")
+	}
+}

@@ -45,6 +45,12 @@ func (b *traceBuilder) launch(api string, ts, dur int64, cat, name string, strea
 	b.add(map[string]any{"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream, "ts": gts, "dur": gdur, "args": a})
 }
 
+// memory adds a [memory] instant with the allocator's totals on device 0.
+func (b *traceBuilder) memory(ts, allocated, reserved int64) {
+	b.add(map[string]any{"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 100, "tid": 100, "ts": ts,
+		"args": map[string]any{"Total Allocated": allocated, "Total Reserved": reserved, "Device Type": 1, "Device Id": 0, "Bytes": 1024}})
+}
+
 func (b *traceBuilder) write(t *testing.T, dir string) string {
 	t.Helper()
 	doc := map[string]any{
