@@ -53,6 +53,7 @@ var SlicesSchema = arrow.NewSchema([]arrow.Field{
 	field("correlation", i64, true),
 	field("external_id", i64, true),
 	field("launch_ts", i64, true),
+	field("self_dur", i64, true),
 	// kernels
 	field("grid_x", i32, true),
 	field("grid_y", i32, true),
@@ -87,7 +88,7 @@ var SlicesSchema = arrow.NewSchema([]arrow.Field{
 // (SlicesSchema); the slices view unites them. Most events of a trace are
 // host events without details, and a table stores every column of every
 // row, so the split halves the database's memory.
-const CoreColumns = 16
+const CoreColumns = 17
 
 // CoreSchema is the schema of slices_core: the first CoreColumns fields.
 var CoreSchema = arrow.NewSchema(SlicesSchema.Fields()[:CoreColumns], nil)

@@ -23,6 +23,8 @@ type SliceTable struct {
 	TS, Dur, PID, TID                         Num[int64]
 	Device                                    Num[int32]
 	Stream, Correlation, ExternalID, LaunchTS Num[int64]
+	// SelfDur is a host slice's duration minus its direct children's.
+	SelfDur Num[int64]
 	// kernel, memcpy and collective details: present on few rows
 	GridX, GridY, GridZ, BlockX, BlockY, BlockZ  Sparse[int32]
 	Registers                                    Sparse[int32]
@@ -49,6 +51,16 @@ func (t *SliceTable) Len() int { return len(t.TS.V) }
 // Record wraps the columns as one record batch without copying them.
 func (t *SliceTable) Record(runID, host string, rank int32) arrow.RecordBatch {
 	n := t.Len()
+	// columns a reader fills at the end; a table built without them is null there
+	if len(t.Step.V) != n {
+		t.Step = Nulls[int32](n)
+	}
+	if len(t.LaunchTS.V) != n {
+		t.LaunchTS = Nulls[int64](n)
+	}
+	if len(t.SelfDur.V) != n {
+		t.SelfDur = Nulls[int64](n)
+	}
 	runIdx, hostIdx := t.Str.ID(runID), t.Str.ID(host)
 	dict := t.Str.data()
 	defer dict.Release()
@@ -61,6 +73,7 @@ func (t *SliceTable) Record(runID, host string, rank int32) arrow.RecordBatch {
 		t.TS.array(i64), t.Dur.array(i64), t.PID.array(i64), t.TID.array(i64),
 		t.Device.array(i32),
 		t.Stream.array(i64), t.Correlation.array(i64), t.ExternalID.array(i64), t.LaunchTS.array(i64),
+		t.SelfDur.array(i64),
 	}
 	if !t.Detail {
 		return newRecord(CoreSchema, cols, n)
@@ -237,6 +250,7 @@ func (t *SliceTable) gather(idx []int32, detail bool, pos []int32) *SliceTable {
 	g.TS, g.Dur, g.PID, g.TID = gatherNum(&t.TS, idx), gatherNum(&t.Dur, idx), gatherNum(&t.PID, idx), gatherNum(&t.TID, idx)
 	g.Stream, g.Correlation = gatherNum(&t.Stream, idx), gatherNum(&t.Correlation, idx)
 	g.ExternalID, g.LaunchTS = gatherNum(&t.ExternalID, idx), gatherNum(&t.LaunchTS, idx)
+	g.SelfDur = gatherNum(&t.SelfDur, idx)
 	if pos == nil {
 		return g
 	}

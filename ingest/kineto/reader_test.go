@@ -1175,3 +1175,30 @@ func TestHasEvents(t *testing.T) {
 		}
 	}
 }
+
+func TestSelfTimes(t *testing.T) {
+	doc := `{"traceEvents": [
+	 {"ph": "X", "cat": "cpu_op", "name": "A", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+	 {"ph": "X", "cat": "cpu_op", "name": "B", "pid": 1, "tid": 1, "ts": 10, "dur": 30},
+	 {"ph": "X", "cat": "cpu_op", "name": "C", "pid": 1, "tid": 1, "ts": 15, "dur": 10},
+	 {"ph": "X", "cat": "cpu_op", "name": "D", "pid": 1, "tid": 1, "ts": 50, "dur": 40},
+	 {"ph": "X", "cat": "cpu_op", "name": "E", "pid": 1, "tid": 2, "ts": 20, "dur": 5},
+	 {"ph": "X", "cat": "kernel", "name": "K", "pid": 0, "tid": 7, "ts": 20, "dur": 5, "args": {"stream": 7}}]}`
+	tr, err := Read(strings.NewReader(doc), "self.json", Options{Rank: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{"A": 30000, "B": 20000, "C": 10000, "D": 40000, "E": 5000}
+	for i := range tr.Slices.Len() {
+		name := tr.Str.Get(tr.Slices.Name.V[i])
+		if name == "K" {
+			if tr.Slices.SelfDur.Valid(i) {
+				t.Error("a kernel has a self time")
+			}
+			continue
+		}
+		if got := tr.Slices.SelfDur.V[i]; !tr.Slices.SelfDur.Valid(i) || got != want[name] {
+			t.Errorf("self(%s) = %d, want %d", name, got, want[name])
+		}
+	}
+}

@@ -182,13 +182,13 @@ func buildSlices() *stream.SliceTable {
 }
 
 // wantSlices is buildSlices for run "run-1", host "node-a", rank 3, in the
-// table's column order, ordered by ts.
+// table's column order, ordered by ts (self_dur, filled by readers, is NULL).
 var wantSlices = []string{
-	"run-1|3|node-a|1|runtime|cuda_runtime|cudaLaunchKernel|990000|5000|4242|1|NULL|NULL|101|501|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL",
-	"run-1|3|node-a|1|kernel|kernel|sm90_gemm|1000000|50000|4242|7|0|7|101|501|990000|132|1|1|384|1|1|168|232448|0.25|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL",
-	"run-1|3|node-a|1|comm|kernel|ncclDevKernel_AllReduce_Sum_f32_RING_LL|1060000|200000|4242|13|0|13|102|502|1000500|2|NULL|NULL|640|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|allreduce|1048576|1048576|Float|2|0|default_pg|[0, 1]|Ring|LL",
-	"run-1|3|node-a|1|memcpy|gpu_memcpy|Memcpy HtoD (Pinned -> Device)|1300000|4000|4242|7|0|7|103|NULL|1290000|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|65536|HtoD|Pinned|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL",
-	"run-1|3|node-a|NULL|runtime|cuda_runtime|cudaDeviceSynchronize|2000000|1000|4242|1|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL",
+	"run-1|3|node-a|1|runtime|cuda_runtime|cudaLaunchKernel|990000|5000|4242|1|NULL|NULL|101|501|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL",
+	"run-1|3|node-a|1|kernel|kernel|sm90_gemm|1000000|50000|4242|7|0|7|101|501|990000|NULL|132|1|1|384|1|1|168|232448|0.25|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL",
+	"run-1|3|node-a|1|comm|kernel|ncclDevKernel_AllReduce_Sum_f32_RING_LL|1060000|200000|4242|13|0|13|102|502|1000500|NULL|2|NULL|NULL|640|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|allreduce|1048576|1048576|Float|2|0|default_pg|[0, 1]|Ring|LL",
+	"run-1|3|node-a|1|memcpy|gpu_memcpy|Memcpy HtoD (Pinned -> Device)|1300000|4000|4242|7|0|7|103|NULL|1290000|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|65536|HtoD|Pinned|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL",
+	"run-1|3|node-a|NULL|runtime|cuda_runtime|cudaDeviceSynchronize|2000000|1000|4242|1|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL",
 }
 
 const slicesByTS = "SELECT * FROM slices ORDER BY rank, ts"
@@ -223,7 +223,7 @@ func TestOpenInMemory(t *testing.T) {
 		"analysis_window", "counters", "findings", "mem_blocks", "mem_events", "mem_segments", "mem_settings", "metrics", "process_groups", "ranks", "runs", "slices_core", "slices_detail", "steps",
 	}, "SELECT table_name FROM duckdb_tables() WHERE NOT temporary ORDER BY 1")
 	checkRows(t, st, []string{
-		"collective_instances", "collective_waits", "gpu_class_time", "gpu_span", "gpu_window", "host_window", "slices",
+		"collective_instances", "collective_waits", "gpu_class_time", "gpu_span", "gpu_window", "host_op_time", "host_window", "slices",
 	}, "SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY 1")
 	checkRows(t, st, []string{
 		"covered_time|table_macro", "exposed_time|table_macro", "fmt_ns|macro", "interval_union|table_macro",

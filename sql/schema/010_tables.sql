@@ -67,7 +67,8 @@ CREATE TABLE IF NOT EXISTS slices_core (
     stream          BIGINT,
     correlation     BIGINT,
     external_id     BIGINT,
-    launch_ts       BIGINT
+    launch_ts       BIGINT,
+    self_dur        BIGINT
 );
 
 CREATE TABLE IF NOT EXISTS slices_detail (
@@ -87,6 +88,7 @@ CREATE TABLE IF NOT EXISTS slices_detail (
     correlation     BIGINT,
     external_id     BIGINT,
     launch_ts       BIGINT,
+    self_dur        BIGINT,
     grid_x          INTEGER,
     grid_y          INTEGER,
     grid_z          INTEGER,
