@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -333,5 +334,76 @@ func TestProfileBadInput(t *testing.T) {
 		if code != 2 || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: exit %d, %q; want 2 and %q", c.args, code, errOut, c.want)
 		}
+	}
+}
+
+// TestProfileMagma27 checks the corpus snapshot's memory figures against
+// numbers computed here from the raw JSON.
+func TestProfileMagma27(t *testing.T) {
+	path := filepath.Join(corpus, "memsnap", "magma27_memory_snapshot.json.gz")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Skip(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snap struct {
+		Segments []struct {
+			TotalSize     int64 `json:"total_size"`
+			AllocatedSize int64 `json:"allocated_size"`
+			Blocks        []struct {
+				Size  int64  `json:"size"`
+				State string `json:"state"`
+			} `json:"blocks"`
+		} `json:"segments"`
+	}
+	if err := json.NewDecoder(zr).Decode(&snap); err != nil {
+		t.Fatal(err)
+	}
+	var reserved, allocated, free, largest float64
+	for _, s := range snap.Segments {
+		reserved += float64(s.TotalSize)
+		allocated += float64(s.AllocatedSize)
+		for _, b := range s.Blocks {
+			if b.State == "inactive" {
+				free += float64(b.Size)
+				largest = max(largest, float64(b.Size))
+			}
+		}
+	}
+	want := map[string]float64{"segments": 216, "reserved_bytes": reserved, "allocated_bytes": allocated,
+		"free_bytes": free, "largest_free_bytes": largest, "fragmentation_pct": math.Round(1e4*100*(1-largest/free)) / 1e4}
+	code, out, errOut := trainscope(t, "profile", "--memory", path, "--format", "json", "-q")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep struct {
+		Metrics []struct {
+			Detector string   `json:"detector"`
+			Columns  []string `json:"columns"`
+			Rows     [][]any  `json:"rows"`
+		} `json:"metrics"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, m := range rep.Metrics {
+		if m.Detector != "mem_summary" || len(m.Rows) != 1 {
+			continue
+		}
+		for i, c := range m.Columns {
+			if w, ok := want[c]; ok {
+				checked++
+				if got := m.Rows[0][i].(float64); math.Abs(got-w) > 1e-3 {
+					t.Errorf("%s = %v, want %v", c, got, w)
+				}
+			}
+		}
+	}
+	if checked != len(want) {
+		t.Errorf("checked %d of %d figures", checked, len(want))
 	}
 }

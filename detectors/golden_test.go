@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/ingest"
+	"github.com/trainscope/trainscope/ingest/memsnap"
+	"github.com/trainscope/trainscope/sql/duck"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata")
@@ -17,17 +20,25 @@ var update = flag.Bool("update", false, "rewrite golden files in testdata")
 // compares it with testdata/<case>/want.{md,json}; -update rewrites them.
 func TestGoldenReports(t *testing.T) {
 	cases := []struct {
-		name string
-		dir  func(t *testing.T) string
-		cfg  detectors.Config
+		name     string
+		dir      func(t *testing.T) string
+		cfg      detectors.Config
+		snapshot string // a memory snapshot to profile instead of traces
 	}{
-		{"hand", handRun, lowThresholds},
-		{"nccl_parser_config", corpusDir("hta/tests__data__nccl_parser_config__nccl_data.json.gz"), detectors.Config{}},
-		{"sampled_pair", corpusDir("hta/tests__data__trace_filter__sampled_rank-0.json.gz", "hta/tests__data__trace_filter__sampled_rank-1.json.gz"), detectors.Config{}},
+		{"hand", handRun, lowThresholds, ""},
+		{"nccl_parser_config", corpusDir("hta/tests__data__nccl_parser_config__nccl_data.json.gz"), detectors.Config{}, ""},
+		{"magma27_snapshot", nil, detectors.Config{}, "../../shared/corpus/memsnap/magma27_memory_snapshot.json.gz"},
+		{"sampled_pair", corpusDir("hta/tests__data__trace_filter__sampled_rank-0.json.gz", "hta/tests__data__trace_filter__sampled_rank-1.json.gz"), detectors.Config{}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			st, res := analyzeDir(t, c.dir(t), c.name, detectors.Window{}, c.cfg)
+			var st *duck.Store
+			var res []detectors.Result
+			if c.snapshot != "" {
+				st, res = profileSnapshot(t, c.snapshot, c.name)
+			} else {
+				st, res = analyzeDir(t, c.dir(t), c.name, detectors.Window{}, c.cfg)
+			}
 			rep, err := detectors.BuildReport(context.Background(), st, res)
 			if err != nil {
 				t.Fatal(err)
@@ -43,6 +54,41 @@ func TestGoldenReports(t *testing.T) {
 			golden(t, filepath.Join("testdata", c.name, "want.json"), js.Bytes())
 		})
 	}
+}
+
+// profileSnapshot loads a memory snapshot as rank 0 of runID and runs the
+// detectors, as `trainscope profile --memory` does.
+func profileSnapshot(t *testing.T, path, runID string) (*duck.Store, []detectors.Result) {
+	t.Helper()
+	snap, err := memsnap.ReadFile(path)
+	if err != nil {
+		t.Skip(err)
+	}
+	ctx := context.Background()
+	st, err := duck.Open(ctx, "", duck.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := ingest.InsertSnapshot(ctx, st, snap, runID, "", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Exec(ctx, `INSERT INTO ranks (run_id, rank, host, source, rank_source, events, json_bytes) VALUES (?, 0, '', ?, 'snapshot', ?, ?)`,
+		runID, filepath.Base(path), int64(snap.Segments.Len()+snap.Events.Len()), snap.JSONBytes); err != nil {
+		t.Fatal(err)
+	}
+	set, err := detectors.NewSet(detectors.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := detectors.SetWindow(ctx, st, detectors.Window{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := set.Run(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, res
 }
 
 func golden(t *testing.T, path string, got []byte) {
