@@ -84,7 +84,20 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(&b, "- evidence: `%s`\n", ev)
 		}
 		if f.Fix != "" {
-			fmt.Fprintf(&b, "- fix: %s\n", f.Fix)
+			label := "fix"
+			if f.Confidence == "hypothesis" {
+				label = "fix (hypothesis)"
+			}
+			fmt.Fprintf(&b, "- %s: %s\n", label, f.Fix)
+		}
+		if f.Impact != "" {
+			fmt.Fprintf(&b, "- expected impact: %s\n", f.Impact)
+		}
+		if f.Validation != "" {
+			fmt.Fprintf(&b, "- validate: %s\n", f.Validation)
+		}
+		if f.Needs != "" {
+			fmt.Fprintf(&b, "- to confirm: %s\n", f.Needs)
 		}
 		b.WriteString("\n")
 	}
@@ -97,7 +110,20 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		b.WriteString("None: no finding calls for a change.\n")
 	}
 	for i, rec := range r.Recommendations {
-		fmt.Fprintf(&b, "%d. [%s] %s (from %s)\n", i+1, rec.Severity, rec.Fix, strings.Join(rec.Because, ", "))
+		kind := ""
+		if rec.Hypothesis {
+			kind = " (hypothesis)"
+		}
+		fmt.Fprintf(&b, "%d. [%s]%s %s\n   - because: %s\n", i+1, rec.Severity, kind, rec.Fix, strings.Join(rec.Because, ", "))
+		for _, x := range rec.Impact {
+			fmt.Fprintf(&b, "   - expected impact: %s\n", x)
+		}
+		for _, x := range rec.Validation {
+			fmt.Fprintf(&b, "   - validate: %s\n", x)
+		}
+		for _, x := range rec.Needs {
+			fmt.Fprintf(&b, "   - to confirm: %s\n", x)
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

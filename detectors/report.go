@@ -51,28 +51,37 @@ type MetricTable struct {
 
 // Finding is one row of the findings table.
 type Finding struct {
-	RunID     string   `json:"run_id"`
-	Detector  string   `json:"detector"`
-	Category  string   `json:"category"`
-	Severity  string   `json:"severity"`
-	Rank      *int64   `json:"rank,omitempty"`
-	Host      string   `json:"host,omitempty"`
-	StepLo    *int64   `json:"step_lo,omitempty"`
-	StepHi    *int64   `json:"step_hi,omitempty"`
-	Subject   string   `json:"subject,omitempty"`
-	Metric    string   `json:"metric"`
-	Value     *float64 `json:"value,omitempty"`
-	Threshold *float64 `json:"threshold,omitempty"`
-	Message   string   `json:"message"`
-	Fix       string   `json:"fix,omitempty"`
-	Evidence  any      `json:"evidence,omitempty"`
+	RunID      string   `json:"run_id"`
+	Detector   string   `json:"detector"`
+	Category   string   `json:"category"`
+	Severity   string   `json:"severity"`
+	Rank       *int64   `json:"rank,omitempty"`
+	Host       string   `json:"host,omitempty"`
+	StepLo     *int64   `json:"step_lo,omitempty"`
+	StepHi     *int64   `json:"step_hi,omitempty"`
+	Subject    string   `json:"subject,omitempty"`
+	Metric     string   `json:"metric"`
+	Value      *float64 `json:"value,omitempty"`
+	Threshold  *float64 `json:"threshold,omitempty"`
+	Message    string   `json:"message"`
+	Fix        string   `json:"fix,omitempty"`
+	Evidence   any      `json:"evidence,omitempty"`
+	Impact     string   `json:"impact,omitempty"`
+	Validation string   `json:"validation,omitempty"`
+	Confidence string   `json:"confidence"`
+	Needs      string   `json:"needs,omitempty"`
 }
 
-// Recommendation is a fix, with the findings that call for it.
+// Recommendation is a fix, with the findings that call for it, what it
+// should gain and how to tell that it did.
 type Recommendation struct {
-	Severity string   `json:"severity"`
-	Fix      string   `json:"fix"`
-	Because  []string `json:"because"`
+	Severity   string   `json:"severity"`
+	Fix        string   `json:"fix"`
+	Because    []string `json:"because"`
+	Impact     []string `json:"impact,omitempty"`
+	Validation []string `json:"validation,omitempty"`
+	Hypothesis bool     `json:"hypothesis"`
+	Needs      []string `json:"needs,omitempty"`
 }
 
 func severityRank(s string) int {
@@ -146,7 +155,8 @@ FROM ranks k GROUP BY k.run_id ORDER BY k.run_id`)
 
 func (r *Report) loadFindings(ctx context.Context, st *duck.Store) error {
 	rows, err := st.Query(ctx, `
-SELECT run_id, detector, category, severity, rank, host, step_lo, step_hi, subject, metric, value, threshold, message, fix, evidence
+SELECT run_id, detector, category, severity, rank, host, step_lo, step_hi, subject, metric, value, threshold, message, fix, evidence,
+       impact, validation, coalesce(confidence, 'measured'), needs
 FROM findings
 ORDER BY run_id, CASE severity WHEN 'critical' THEN 0 WHEN 'warn' THEN 1 ELSE 2 END, detector, rank NULLS FIRST, subject NULLS FIRST, message`)
 	if err != nil {
@@ -156,14 +166,15 @@ ORDER BY run_id, CASE severity WHEN 'critical' THEN 0 WHEN 'warn' THEN 1 ELSE 2 
 	for rows.Next() {
 		var f Finding
 		var rank, lo, hi sql.NullInt64
-		var host, subject, fix, evidence sql.NullString
+		var host, subject, fix, evidence, impact, validation, needs sql.NullString
 		var value, threshold sql.NullFloat64
 		if err := rows.Scan(&f.RunID, &f.Detector, &f.Category, &f.Severity, &rank, &host, &lo, &hi, &subject,
-			&f.Metric, &value, &threshold, &f.Message, &fix, &evidence); err != nil {
+			&f.Metric, &value, &threshold, &f.Message, &fix, &evidence, &impact, &validation, &f.Confidence, &needs); err != nil {
 			return err
 		}
 		f.Rank, f.StepLo, f.StepHi = optInt(rank), optInt(lo), optInt(hi)
 		f.Host, f.Subject, f.Fix = host.String, subject.String, fix.String
+		f.Impact, f.Validation, f.Needs = impact.String, validation.String, needs.String
 		if value.Valid {
 			v := round(value.Float64)
 			f.Value = &v
@@ -234,6 +245,12 @@ func (r *Report) buildRecommendations() {
 			who += fmt.Sprintf(" (rank %d)", *f.Rank)
 		}
 		rec.Because = append(rec.Because, who)
+		rec.Impact = appendNew(rec.Impact, f.Impact)
+		rec.Validation = appendNew(rec.Validation, f.Validation)
+		rec.Needs = appendNew(rec.Needs, f.Needs)
+		if f.Confidence == "hypothesis" {
+			rec.Hypothesis = true
+		}
 	}
 	for _, k := range order {
 		r.Recommendations = append(r.Recommendations, *byFix[k])
@@ -394,4 +411,17 @@ func (r *Report) memorySummary(runID string) {
 			r.Summary = append(r.Summary, SummaryLine{RunID: runID, Text: text, Detector: "mem_summary"})
 		}
 	}
+}
+
+// appendNew appends s unless it is empty or already there.
+func appendNew(list []string, s string) []string {
+	if s == "" {
+		return list
+	}
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
 }

@@ -32,7 +32,7 @@ var metricKeys = map[string]bool{"run_id": true, "rank": true, "step_lo": true, 
 // findingColumns a finding detector may return.
 var findingColumns = map[string]bool{"run_id": true, "rank": true, "host": true, "step_lo": true, "step_hi": true,
 	"subject": true, "metric": true, "value": true, "threshold": true, "message": true, "severity": true,
-	"fix": true, "evidence": true}
+	"fix": true, "evidence": true, "impact": true, "validation": true, "confidence": true, "needs": true}
 
 // SetWindow fills analysis_window for every rank in the database.
 func SetWindow(ctx context.Context, st *duck.Store, w Window) error {
@@ -198,7 +198,7 @@ FROM _detector_out, LATERAL (SELECT unnest([%s]) AS m) u`,
 	}
 	for _, c := range cols {
 		if !findingColumns[c.Name()] {
-			return fmt.Errorf("finding column %q is not one of run_id, rank, host, step_lo, step_hi, subject, metric, value, threshold, message, severity, fix, evidence", c.Name())
+			return fmt.Errorf("finding column %q is not one of run_id, rank, host, step_lo, step_hi, subject, metric, value, threshold, message, severity, fix, evidence, impact, validation, confidence, needs", c.Name())
 		}
 	}
 	for _, need := range []string{"metric", "value", "message"} {
@@ -214,12 +214,29 @@ FROM _detector_out, LATERAL (SELECT unnest([%s]) AS m) u`,
 	if has["fix"] {
 		fix = "coalesce(fix, " + fix + ")"
 	}
-	q := fmt.Sprintf(`INSERT INTO findings (run_id, detector, category, severity, rank, host, step_lo, step_hi, subject, metric, value, threshold, message, fix, evidence)
-SELECT run_id, %s, %s, %s, %s, %s, %s, %s, %s, metric, value::DOUBLE, %s, message, nullif(%s, ''), %s FROM _detector_out`,
+	// Without a validation of its own, a finding is validated by its metric
+	// falling below its threshold.
+	validation := "CASE WHEN threshold IS NOT NULL THEN printf('after the change, %s should fall below %g', metric, threshold) END"
+	if !has["threshold"] {
+		validation = "NULL::VARCHAR"
+	}
+	if has["validation"] {
+		validation = "coalesce(validation, " + validation + ")"
+	}
+	q := fmt.Sprintf(`INSERT INTO findings (run_id, detector, category, severity, rank, host, step_lo, step_hi, subject, metric, value, threshold, message, fix, evidence, impact, validation, confidence, needs)
+SELECT run_id, %s, %s, %s, %s, %s, %s, %s, %s, metric, value::DOUBLE, %s, message, nullif(%s, ''), %s, %s, %s, %s, %s FROM _detector_out`,
 		quote(d.Name), quote(d.Category), sev, col("rank", "NULL::INTEGER"), col("host", "NULL::VARCHAR"),
 		col("step_lo", "NULL::INTEGER"), col("step_hi", "NULL::INTEGER"), col("subject", "NULL::VARCHAR"),
-		thresholdExpr(has), fix, evidenceExpr(has))
+		thresholdExpr(has), fix, evidenceExpr(has), col("impact", "NULL::VARCHAR"), validation,
+		coalesced(has, "confidence", "'measured'"), col("needs", "NULL::VARCHAR"))
 	return st.Exec(ctx, q)
+}
+
+func coalesced(has map[string]bool, name, def string) string {
+	if has[name] {
+		return "coalesce(" + name + ", " + def + ")"
+	}
+	return def
 }
 
 func thresholdExpr(has map[string]bool) string {

@@ -39,6 +39,7 @@ SELECT m.run_id, m.rank,
            WHEN t.main_coll IN ('allreduce', 'reduce', 'broadcast') THEN
                'most exposed time is all-reduce (data-parallel gradients or tensor-parallel activations): start gradient all-reduce during backward (DDP bucket_cap_mb, gradient_as_bucket_view), reduce in bf16, and keep tensor parallelism inside a node'
        END AS fix,
+       printf('up to %s of the %s GPU span (%.1f%%), if all of this communication ran under compute', fmt_ns(m.exposed_ns), fmt_ns(m.exposed_ns / (m.exposed_pct / 100)), m.exposed_pct) AS impact,
        json_object('exposed_comm_ns', m.exposed_ns, 'comm_ns', m.comm_ns, 'overlap_pct', round(m.overlap_pct, 2),
                    'top_collectives', t.colls)::VARCHAR AS evidence
 FROM m LEFT JOIN top t ON t.run_id = m.run_id AND t.rank = m.rank

@@ -35,6 +35,7 @@ SELECT run_id, rank,
            WHEN kw THEN 'many tiny back-to-back kernels: fuse them (torch.compile, fused optimizers and norms) or give each kernel more work (larger micro-batch)'
            ELSE 'the GPU waits on something other than launches: look for synchronizing calls (cudaStreamSynchronize, .item(), .cpu()), cross-stream waits and host-device copies in the step'
        END AS fix,
+       printf('up to %s of GPU time (%.1f%% of the span) becomes available for work', fmt_ns(idle_ns), idle_pct) AS impact,
        -- gap times are summed per stream, so they can exceed the rank's idle time
        json_object('idle_ns', idle_ns, 'span_ns', span_ns, 'stream_gap_host_wait_ns', hw, 'stream_gap_kernel_wait_ns', kw, 'stream_gap_other_ns', ot)::VARCHAR AS evidence
 FROM j

@@ -22,6 +22,8 @@ SELECT run_id, rank,
        $min_short_ratio AS threshold,
        printf('rank %d: %d of %d kernels (%.0f%%) ran shorter on the GPU than their launch call took on the CPU (mean launch %s, mean kernel %s)',
               rank, short_kernels::BIGINT, launches::BIGINT, short_pct, fmt_ns(mean_launch_ns), fmt_ns(mean_gpu_ns)) AS message,
+       'hypothesis' AS confidence,
+       'shorter steps when the GPU waits on launches; gpu_idle shows whether it does' AS impact,
        json_object('launches', launches, 'short_kernels', short_kernels, 'mean_launch_ns', round(mean_launch_ns), 'mean_gpu_ns', round(mean_gpu_ns))::VARCHAR AS evidence
 FROM l
 WHERE launches >= $min_launches AND short_pct / 100 >= $min_short_ratio

@@ -28,6 +28,9 @@ SELECT run_id, rank, first_step AS step_lo, last_step AS step_hi, subject,
        printf('rank %d %s: %s grows at every step, from %.2f GiB at step %d to %.2f GiB at step %d (+%.0f MiB over %d steps)',
               rank, subject, replace(replace(metric, '_bytes', ''), '_', ' '), first_value / 2^30, first_step,
               last_value / 2^30, last_step, growth / 2^20, steps::BIGINT) AS message,
+       'hypothesis' AS confidence,
+       'two memory snapshots a few steps apart (torch.cuda.memory._snapshot()), to compare allocation sites' AS needs,
+       printf('memory stays flat across steps instead of growing %.0f MiB every %d steps', growth / 2^20, steps::BIGINT - 1) AS impact,
        json_object('steps', steps, 'first_bytes', first_value, 'last_bytes', last_value)::VARCHAR AS evidence
 FROM g
 WHERE steps >= $min_steps AND never_drops AND rises AND growth >= $min_growth_bytes

@@ -25,6 +25,7 @@ SELECT run_id, rank, subject,
        CASE WHEN frag >= $fragmented_pct
             THEN 'free memory is split into many small blocks: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (or max_split_size_mb) so freed blocks can be reused for large requests'
             ELSE 'memory is cached but not split: if other processes or a later phase need it, release it between phases with torch.cuda.empty_cache(), or lower the peak (activation checkpointing, smaller micro-batch)' END AS fix,
+       printf('up to %.2f GiB for a larger micro-batch, longer sequences or fewer recomputed activations', unused / 2^30) AS impact,
        json_object('reserved_bytes', reserved, 'allocated_bytes', allocated, 'largest_free_bytes', largest_free, 'fragmentation_pct', round(frag, 2))::VARCHAR AS evidence
 FROM m
 WHERE reserved > 0 AND unused / reserved >= $min_unused_ratio AND unused >= $min_unused_bytes

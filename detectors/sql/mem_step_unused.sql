@@ -27,6 +27,9 @@ SELECT run_id, rank, step_lo, step_hi, subject,
        $min_unused_ratio AS threshold,
        printf('rank %d %s: at the allocation peak of step %d, %.2f GiB of the %.2f GiB reserved holds no tensor (peak allocated %.2f GiB)',
               rank, subject, worst_step, unused / 2^30, reserved / 2^30, allocated / 2^30) AS message,
+       'hypothesis' AS confidence,
+       'a CUDA memory snapshot taken at the peak (torch.cuda.memory._snapshot(), exported as JSON), for trainscope profile --memory' AS needs,
+       printf('up to %.2f GiB more for the step''s peak', unused / 2^30) AS impact,
        json_object('step', worst_step, 'peak_reserved_bytes', reserved, 'peak_allocated_bytes', allocated, 'steps', steps)::VARCHAR AS evidence
 FROM w
 WHERE unused / reserved >= $min_unused_ratio AND unused >= $min_unused_bytes

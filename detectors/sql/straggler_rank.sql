@@ -30,6 +30,9 @@ SELECT s.run_id, s.rank,
        $min_last_ratio AS threshold,
        printf('rank %d arrived last at %d of %d collectives (%.0f%%); peers waited %s for it in total (%.1f%% of the GPU span), %s per late collective on average',
               s.rank, s.times_last::BIGINT, s.instances::BIGINT, s.last_pct, fmt_ns(s.wait_ns), 100 * s.wait_ns / sp.span_ns, fmt_ns(s.lateness_ns)) AS message,
+       printf('up to %s of waiting removed from its peers', fmt_ns(s.wait_ns)) AS impact,
+       'hypothesis' AS confidence,
+       printf('what delays rank %d: its own trace compared with a peer''s (trainscope analyze on both), or GPU clocks and throttling from DCGM for its host', s.rank) AS needs,
        json_object('times_last', s.times_last, 'instances', s.instances, 'wait_caused_ns', s.wait_ns,
                    'mean_lateness_ns', round(s.lateness_ns), 'collectives', t.colls)::VARCHAR AS evidence
 FROM s

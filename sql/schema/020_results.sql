@@ -16,7 +16,11 @@ CREATE TABLE IF NOT EXISTS findings (
     threshold  DOUBLE,
     message    VARCHAR NOT NULL,
     fix        VARCHAR,
-    evidence   VARCHAR
+    evidence   VARCHAR,
+    impact     VARCHAR, -- expected effect of the fix
+    validation VARCHAR, -- what to measure after the change
+    confidence VARCHAR, -- measured, or hypothesis
+    needs      VARCHAR  -- for a hypothesis: the artifact that would confirm it
 );
 
 CREATE TABLE IF NOT EXISTS metrics (
