@@ -125,7 +125,6 @@ func TestAnalyzeBadInput(t *testing.T) {
 	dir := t.TempDir()
 	valid := []byte(smallTrace)
 	zipped := gz(valid)
-	snap, _ := filepath.Glob(filepath.Join(corpus, "memsnap", "*.json.gz"))
 	cases := []struct {
 		name string
 		file func() string
@@ -136,12 +135,6 @@ func TestAnalyzeBadInput(t *testing.T) {
 		{"empty file", func() string { return writeFile(t, dir, "empty.json", nil) }, []string{"empty.json", "empty file"}},
 		{"pickle", func() string { return writeFile(t, dir, "snap.pickle", []byte{0x80, 0x04, 0x95}) }, []string{"snap.pickle", "pickle", "never deserialized"}},
 		{"pickle bytes", func() string { return writeFile(t, dir, "snap.json", []byte{0x80, 0x04, 0x95, 0, 0}) }, []string{"snap.json", "pickle"}},
-		{"memory snapshot", func() string {
-			if len(snap) > 0 {
-				return snap[0]
-			}
-			return writeFile(t, dir, "snapshot.json", []byte(`{"segments": [], "device_traces": []}`))
-		}, []string{"memory snapshot", "trainscope profile --memory"}},
 		{"not json", func() string { return writeFile(t, dir, "x.json", []byte("hello")) }, []string{"x.json", "byte 0", "expected a JSON object"}},
 		{"empty folder", func() string { return t.TempDir() }, []string{"no traces in this folder"}},
 		{"missing file", func() string { return filepath.Join(dir, "nope.json") }, []string{"nope.json", "no such file"}},
@@ -405,5 +398,28 @@ func TestProfileMagma27(t *testing.T) {
 	}
 	if checked != len(want) {
 		t.Errorf("checked %d of %d figures", checked, len(want))
+	}
+}
+
+func TestAnalyzeTraceWithSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "rank-0.pt.trace.json", []byte(smallTrace))
+	writeFile(t, dir, "rank-0.snapshot.json", []byte(smallSnapshot))
+	code, out, errOut := trainscope(t, "analyze", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(errOut, "rank-0.snapshot.json: memory_snapshot, rank 0") {
+		t.Errorf("progress: %s", errOut)
+	}
+	for _, want := range []string{"Run `", "1 rank(s) (0)", "memory, rank 0 device 0: 2.0 MiB reserved", "### temporal_breakdown", "[CRITICAL] mem_oom"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	// a snapshot alone is a run of its own
+	code, out, errOut = trainscope(t, "analyze", filepath.Join(dir, "rank-0.snapshot.json"), "-q")
+	if code != 0 || !strings.Contains(out, "memory, rank 0 device 0") {
+		t.Errorf("snapshot alone: exit %d %s\n%s", code, errOut, out)
 	}
 }

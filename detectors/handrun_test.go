@@ -248,6 +248,11 @@ func TestMemoryFromTraceEvents(t *testing.T) {
 	if unused != 0.75 {
 		t.Errorf("unused ratio = %v, want 0.75", unused)
 	}
+	var fleet float64
+	if err := st.Conn().QueryRowContext(context.Background(),
+		`SELECT value FROM metrics WHERE detector = 'mem_fleet' AND metric = 'trace_unused_gib'`).Scan(&fleet); err != nil || fleet != 3 {
+		t.Errorf("fleet unused = %v GiB (%v), want 3", fleet, err)
+	}
 	var n int
 	st.Conn().QueryRowContext(context.Background(), `SELECT count(*) FROM findings WHERE detector = 'mem_growth' AND metric = 'growth_reserved_bytes'`).Scan(&n)
 	if n != 0 {

@@ -362,7 +362,7 @@ func roundAll(v any) any {
 // picture first, details after. Other detectors follow by name.
 var reportOrder = []string{"temporal_breakdown", "step_time", "kernel_type_breakdown", "comm_comp_overlap",
 	"straggler", "idle_breakdown", "kernel_launch_stats", "top_kernels", "cpu_top_ops", "cpu_threads",
-	"mem_step_peaks", "mem_summary", "mem_actions", "mem_top_sites", "mem_top_segments"}
+	"mem_fleet", "mem_step_peaks", "mem_summary", "mem_actions", "mem_top_sites", "mem_top_segments"}
 
 func ordered(results []Result) []Result {
 	pos := func(name string) int {

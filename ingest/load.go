@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/trainscope/trainscope/ingest/kineto"
+	"github.com/trainscope/trainscope/ingest/memsnap"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
@@ -82,6 +83,7 @@ func DefaultRunID(paths []string) string {
 type readResult struct {
 	idx   int
 	trace *kineto.Trace
+	snap  *memsnap.Snapshot // a memory snapshot found among the traces
 	err   error
 	took  time.Duration
 }
@@ -111,8 +113,12 @@ func Load(ctx context.Context, st *duck.Store, files []string, opt Options) (*St
 				t0 := time.Now()
 				tr, err := kineto.ReadFile(files[i], kineto.Options{RunID: opt.RunID, Host: opt.Host, Rank: -1,
 					NoPrefetch: len(files) >= 2*workers})
+				var snap *memsnap.Snapshot
+				if kineto.IsMemorySnapshot(err) {
+					snap, err = memsnap.ReadFile(files[i])
+				}
 				select {
-				case results <- readResult{idx: i, trace: tr, err: err, took: time.Since(t0)}:
+				case results <- readResult{idx: i, trace: tr, snap: snap, err: err, took: time.Since(t0)}:
 				case <-ctx.Done():
 					return
 				}
@@ -137,6 +143,7 @@ func Load(ctx context.Context, st *duck.Store, files []string, opt Options) (*St
 		keep[r] = true
 	}
 	taken := map[int32]string{}
+	snapRanks := map[int32]*memsnap.Snapshot{}
 	var unranked []*kineto.Trace
 	var runs runAccumulator
 	runs.id = opt.RunID
@@ -146,6 +153,24 @@ func Load(ctx context.Context, st *duck.Store, files []string, opt Options) (*St
 			return nil, res.err
 		}
 		done++
+		if res.snap != nil {
+			rank := snapshotRank(res.snap.Path, opt.Rank)
+			fs := &stats.Files[res.idx]
+			*fs = FileStat{Path: res.snap.Path, Format: "memory_snapshot", Rank: rank,
+				Events: res.snap.Segments.Len() + res.snap.Events.Len(), JSONBytes: res.snap.JSONBytes, Read: res.took}
+			stats.ReadCPU += res.took
+			stats.JSONBytes += res.snap.JSONBytes
+			if len(keep) > 0 && !keep[int(rank)] {
+				fs.Skipped = fmt.Sprintf("rank %d is not in --ranks", rank)
+			} else {
+				if err := InsertSnapshot(ctx, st, res.snap, opt.RunID, opt.Host, rank); err != nil {
+					return nil, err
+				}
+				snapRanks[rank] = res.snap
+			}
+			progress(opt.Progress, done, len(files), fs)
+			continue
+		}
 		tr := res.trace
 		fs := &stats.Files[res.idx]
 		*fs = FileStat{Path: tr.Path, Format: tr.Format, Rank: tr.Rank, Events: tr.Counts["events"],
@@ -195,6 +220,18 @@ func Load(ctx context.Context, st *duck.Store, files []string, opt Options) (*St
 			return nil, err
 		}
 	}
+	// a snapshot of a rank without a trace still makes that rank part of the run
+	for rank, snap := range snapRanks {
+		if taken[rank] != "" {
+			continue
+		}
+		taken[rank] = snap.Path
+		if err := st.Exec(ctx, `INSERT INTO ranks (run_id, rank, host, source, rank_source, events, json_bytes) VALUES (?, ?, ?, ?, 'snapshot', ?, ?)`,
+			opt.RunID, rank, opt.Host, snap.Path, int64(snap.Segments.Len()+snap.Events.Len()), snap.JSONBytes); err != nil {
+			return nil, err
+		}
+		runs.sources = append(runs.sources, snap.Path)
+	}
 	if len(taken) == 0 {
 		return stats, fmt.Errorf("nothing to analyze: %s", skippedSummary(stats))
 	}
@@ -228,4 +265,16 @@ func progress(w io.Writer, done, total int, f *FileStat) {
 	}
 	fmt.Fprintf(w, "[%d/%d] %s: %s, rank %d, %d events, %.1f MB JSON, read in %s\n", done, total, f.Path, f.Format,
 		f.Rank, f.Events, float64(f.JSONBytes)/1e6, f.Read.Round(time.Millisecond))
+}
+
+// snapshotRank is the rank a snapshot file belongs to: from its name
+// (rank-3, worker_3...), else the --rank flag, else 0.
+func snapshotRank(path string, flag int) int32 {
+	if r, ok := kineto.RankFromName(path); ok {
+		return int32(r)
+	}
+	if flag >= 0 {
+		return int32(flag)
+	}
+	return 0
 }

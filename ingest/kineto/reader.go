@@ -2,6 +2,7 @@ package kineto
 
 import (
 	"github.com/trainscope/trainscope/ingest/jsonscan"
+	"strings"
 
 	"encoding/json"
 	"errors"
@@ -276,7 +277,7 @@ func (p *parser) topValue(c cursor, key string) {
 	switch key {
 	case "segments", "device_traces":
 		panic(&FormatError{Path: p.name, Offset: p.s.At(start),
-			Msg: "this is a CUDA memory snapshot (torch.cuda.memory._snapshot), not a profiler trace; analyze it with `trainscope profile --memory " + p.name + "`"})
+			Msg: snapshotMsg + "; analyze it with `trainscope profile --memory " + p.name + "`"})
 	case "distributedInfo":
 		raw := c.Raw()
 		var d DistributedInfo
@@ -327,4 +328,13 @@ func RankFromName(path string) (int, bool) {
 	}
 	n, err := strconv.Atoi(m[1])
 	return n, err == nil
+}
+
+const snapshotMsg = "this is a CUDA memory snapshot (torch.cuda.memory._snapshot), not a profiler trace"
+
+// IsMemorySnapshot reports whether err says the file was a CUDA memory
+// snapshot rather than a trace, so that a caller can read it as one.
+func IsMemorySnapshot(err error) bool {
+	var fe *FormatError
+	return errors.As(err, &fe) && strings.HasPrefix(fe.Msg, snapshotMsg)
 }

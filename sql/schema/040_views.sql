@@ -98,3 +98,19 @@ SELECT run_id, rank, tid, kind, name, count(*) AS calls, sum(dur) AS total_ns, s
 FROM host_window
 WHERE self_dur IS NOT NULL
 GROUP BY run_id, rank, tid, kind, name;
+
+-- Per rank, device and ProfilerStep: peak tensor memory and peak reserve
+-- from the trace's [memory] events.
+CREATE OR REPLACE VIEW step_memory_peaks AS
+WITH c AS (
+    SELECT c.run_id, c.rank, c.device, s.step, c.metric, c.value
+    FROM counters c
+    JOIN steps s ON s.run_id = c.run_id AND s.rank = c.rank AND c.ts >= s.start_ns AND c.ts < s.end_ns
+    WHERE c.metric IN ('memory_allocated_bytes', 'memory_reserved_bytes') AND c.device IS NOT NULL
+)
+SELECT run_id, rank, device, step,
+       max(value) FILTER (WHERE metric = 'memory_allocated_bytes') AS peak_allocated_bytes,
+       max(value) FILTER (WHERE metric = 'memory_reserved_bytes') AS peak_reserved_bytes,
+       count(*) FILTER (WHERE metric = 'memory_allocated_bytes') AS samples
+FROM c
+GROUP BY run_id, rank, device, step;
