@@ -221,12 +221,15 @@ func (b *builder) assignSelfTimes(n int) {
 	self := s.SelfDur.V
 	var stack []int32
 	for _, rows := range byThread {
-		slices.SortFunc(rows, func(x, y int32) int {
+		byStart := func(x, y int32) int {
 			if a, b := s.TS.V[x], s.TS.V[y]; a != b {
 				return cmpInt64(a, b)
 			}
 			return cmpInt64(s.Dur.V[y], s.Dur.V[x]) // the longer one encloses
-		})
+		}
+		if !slices.IsSortedFunc(rows, byStart) { // host events usually come in order
+			slices.SortFunc(rows, byStart)
+		}
 		stack = stack[:0]
 		for _, r := range rows {
 			start, end := s.TS.V[r], s.TS.V[r]+s.Dur.V[r]
