@@ -206,6 +206,9 @@ func (c *Cursor) microsFast() (int64, bool) {
 	return ns, true
 }
 
+// ParseMicros converts a decimal number of microseconds to nanoseconds,
+// exactly for up to three fractional digits and rounded beyond; exponent
+// forms are rewritten as plain decimals first.
 func ParseMicros(tok []byte) (int64, bool) {
 	if len(tok) == 0 {
 		return 0, false
@@ -361,6 +364,8 @@ func ParseIntString(raw []byte) int64 {
 	return 0
 }
 
+// ParseInt reads a JSON number as an int64, truncating any fraction and
+// saturating values beyond int64.
 func ParseInt(tok []byte) (int64, bool) {
 	if len(tok) == 0 {
 		return 0, false
