@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/trainscope/trainscope/detectors"
 	"github.com/trainscope/trainscope/ingest"
-	"github.com/trainscope/trainscope/ingest/kineto"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
@@ -134,8 +132,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	}
 	stats, err := ingest.Load(ctx, st, files, ingest.Options{RunID: f.run, Host: f.host, Rank: f.rank, Ranks: ranks, Workers: f.workers, Progress: progress})
 	if err != nil {
-		var fe *kineto.FormatError
-		if errors.As(err, &fe) || strings.HasPrefix(err.Error(), "nothing to analyze") || strings.Contains(err.Error(), "already taken") {
+		if ingest.IsInputError(err) {
 			return &inputError{err}
 		}
 		return err

@@ -93,8 +93,7 @@ func runProfile(ctx context.Context, args []string, out, errOut io.Writer) error
 			progress = errOut
 		}
 		if _, err := ingest.Load(ctx, st, []string{*tracePath}, ingest.Options{RunID: runID, Host: *host, Rank: int(r), Progress: progress}); err != nil {
-			var fe *jsonscan.FileError
-			if errors.As(err, &fe) || strings.HasPrefix(err.Error(), "nothing to analyze") {
+			if ingest.IsInputError(err) {
 				return &inputError{err}
 			}
 			return err

@@ -1,8 +1,11 @@
 package ingest
 
 import (
+	"errors"
+
 	"context"
 	"fmt"
+	"github.com/trainscope/trainscope/ingest/jsonscan"
 	"io"
 	"os"
 	"path/filepath"
@@ -233,7 +236,7 @@ func Load(ctx context.Context, st *duck.Store, files []string, opt Options) (*St
 		runs.sources = append(runs.sources, snap.Path)
 	}
 	if len(taken) == 0 {
-		return stats, fmt.Errorf("nothing to analyze: %s", skippedSummary(stats))
+		return stats, &InputError{fmt.Errorf("nothing to analyze: %s", skippedSummary(stats))}
 	}
 	if err := runs.insert(ctx, st); err != nil {
 		return nil, err
@@ -277,4 +280,19 @@ func snapshotRank(path string, flag int) int32 {
 		return int32(flag)
 	}
 	return 0
+}
+
+// InputError is a problem with what the user gave rather than with the
+// machine: nothing loadable, two files claiming one rank.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// IsInputError reports whether err is bad input: an InputError or a
+// reader's FileError.
+func IsInputError(err error) bool {
+	var ie *InputError
+	var fe *jsonscan.FileError
+	return errors.As(err, &ie) || errors.As(err, &fe)
 }

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/trainscope/trainscope/ingest/kineto"
@@ -12,7 +13,7 @@ import (
 // insertTrace moves one trace's tables into the store and records its rank.
 func insertTrace(ctx context.Context, st *duck.Store, opt Options, tr *kineto.Trace, taken map[int32]string, runs *runAccumulator, stats *Stats) error {
 	if prev, ok := taken[tr.Rank]; ok {
-		return fmt.Errorf("%s: rank %d (from %s) is already taken by %s; analyze one run at a time, or keep ranks apart with --ranks", tr.Path, tr.Rank, tr.RankSource, prev)
+		return &InputError{fmt.Errorf("%s: rank %d (from %s) is already taken by %s; analyze one run at a time, or keep ranks apart with --ranks", tr.Path, tr.Rank, tr.RankSource, prev)}
 	}
 	taken[tr.Rank] = tr.Path
 	t0 := time.Now()
@@ -64,6 +65,16 @@ func insertTrace(ctx context.Context, st *duck.Store, opt Options, tr *kineto.Tr
 		tr.BaseTimeNS, tr.StartNS, tr.EndNS, tr.Complete, int64(tr.Counts["events"]), tr.JSONBytes)
 	if err != nil {
 		return fmt.Errorf("%s: record rank: %w", tr.Path, err)
+	}
+	tids := make([]int64, 0, len(tr.ThreadNames))
+	for tid := range tr.ThreadNames {
+		tids = append(tids, tid)
+	}
+	slices.Sort(tids)
+	for _, tid := range tids {
+		if err := st.Exec(ctx, `INSERT INTO threads VALUES (?, ?, ?, ?)`, opt.RunID, tr.Rank, tid, tr.ThreadNames[tid]); err != nil {
+			return fmt.Errorf("%s: record thread names: %w", tr.Path, err)
+		}
 	}
 	for _, pg := range tr.Dist.PGConfig {
 		if err := st.Exec(ctx, `INSERT INTO process_groups VALUES (?, ?, ?, ?, ?, ?, ?::INTEGER[])`,

@@ -181,7 +181,7 @@ func (s *Store) ExportParquet(ctx context.Context, dir string) error {
 }
 
 // ExportTables are the tables ExportParquet writes.
-var ExportTables = []string{"runs", "ranks", "process_groups", "slices", "steps", "counters",
+var ExportTables = []string{"runs", "ranks", "process_groups", "threads", "slices", "steps", "counters",
 	"mem_segments", "mem_blocks", "mem_events", "mem_settings", "findings", "metrics"}
 
 // Close releases the connection and the database.

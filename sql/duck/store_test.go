@@ -220,7 +220,7 @@ func TestOpenInMemory(t *testing.T) {
 	}
 	// The whole schema is applied: every table, view and macro exists.
 	checkRows(t, st, []string{
-		"analysis_window", "counters", "findings", "mem_blocks", "mem_events", "mem_segments", "mem_settings", "metrics", "process_groups", "ranks", "runs", "slices_core", "slices_detail", "steps",
+		"analysis_window", "counters", "findings", "mem_blocks", "mem_events", "mem_segments", "mem_settings", "metrics", "process_groups", "ranks", "runs", "slices_core", "slices_detail", "steps", "threads",
 	}, "SELECT table_name FROM duckdb_tables() WHERE NOT temporary ORDER BY 1")
 	checkRows(t, st, []string{
 		"collective_instances", "collective_waits", "gpu_class_time", "gpu_span", "gpu_window", "host_op_time", "host_window", "slices", "step_memory_peaks",
@@ -234,7 +234,7 @@ WHERE function_name IN ('covered_time', 'exposed_time', 'fmt_ns', 'interval_unio
 	// Every event table is exported.
 	exp := append([]string(nil), duck.ExportTables...)
 	sort.Strings(exp)
-	if want := []string{"counters", "findings", "mem_blocks", "mem_events", "mem_segments", "mem_settings", "metrics", "process_groups", "ranks", "runs", "slices", "steps"}; !reflect.DeepEqual(exp, want) {
+	if want := []string{"counters", "findings", "mem_blocks", "mem_events", "mem_segments", "mem_settings", "metrics", "process_groups", "ranks", "runs", "slices", "steps", "threads"}; !reflect.DeepEqual(exp, want) {
 		t.Errorf("ExportTables = %q", exp)
 	}
 	// Two in-memory stores are independent.

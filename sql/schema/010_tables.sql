@@ -135,3 +135,11 @@ CREATE TABLE IF NOT EXISTS counters (
     metric VARCHAR NOT NULL,
     value  DOUBLE NOT NULL
 );
+
+-- Thread names from the trace's metadata events, per rank.
+CREATE TABLE IF NOT EXISTS threads (
+    run_id VARCHAR NOT NULL,
+    rank   INTEGER NOT NULL,
+    tid    BIGINT NOT NULL,
+    name   VARCHAR NOT NULL
+);
