@@ -2,7 +2,9 @@ package detectors
 
 import (
 	"encoding/json"
+
 	"fmt"
+	"github.com/trainscope/trainscope/gpu"
 	"io"
 	"math"
 	"strconv"
@@ -32,6 +34,12 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(&b, ", %s", strings.Join(run.GPUs, ", "))
 		}
 		fmt.Fprintf(&b, "; steps analysed: %s; %d events from %d file(s).\n\n", run.Steps, run.Events, run.Sources)
+		for _, key := range run.GPUSpecs {
+			if s, ok := gpu.Lookup(key); ok {
+				fmt.Fprintf(&b, "GPU %s: %s dense BF16 %s TFLOP/s (FP8 %s), %s GiB at %s GB/s, GPU links %s GB/s.\n\n",
+					s.Key, s.Name, formatFloat(s.BF16), formatFloat(s.FP8), formatFloat(s.MemGiB), formatFloat(s.HBMGBs), formatFloat(s.LinkGBs))
+			}
+		}
 		for _, s := range r.Summary {
 			if s.RunID == run.RunID {
 				fmt.Fprintf(&b, "- %s\n", s.Text)

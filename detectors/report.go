@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/trainscope/trainscope/gpu"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
@@ -28,6 +29,7 @@ type RunInfo struct {
 	Ranks     []int    `json:"ranks"`
 	WorldSize int      `json:"world_size"`
 	GPUs      []string `json:"gpus"`
+	GPUSpecs  []string `json:"gpu_specs,omitempty"` // catalog keys of the GPUs, where known
 	Steps     string   `json:"steps_analysed"`
 	Events    int64    `json:"events"`
 	Sources   int      `json:"sources"`
@@ -145,6 +147,9 @@ FROM ranks k GROUP BY k.run_id ORDER BY k.run_id`)
 		for _, v := range asList(gpus) {
 			if s, ok := v.(string); ok {
 				ri.GPUs = append(ri.GPUs, s)
+				if spec, ok := gpu.Lookup(s); ok {
+					ri.GPUSpecs = appendNew(ri.GPUSpecs, spec.Key)
+				}
 			}
 		}
 		ri.WorldSize = int(world.Int64)
