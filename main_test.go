@@ -172,7 +172,7 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and a message", args, code, errOut)
 		}
 	}
-	for _, cmd := range []string{"analyze", "profile", "sql", "validate", "version"} {
+	for _, cmd := range []string{"analyze", "diff", "profile", "sql", "validate", "version"} {
 		code, out, _ := trainscope(t, cmd, "--help")
 		if code != 0 || !strings.Contains(out, "Usage: trainscope "+cmd) {
 			t.Errorf("%s --help: exit %d, %q", cmd, code, out)
@@ -421,5 +421,34 @@ func TestAnalyzeTraceWithSnapshot(t *testing.T) {
 	code, out, errOut = trainscope(t, "analyze", filepath.Join(dir, "rank-0.snapshot.json"), "-q")
 	if code != 0 || !strings.Contains(out, "memory, rank 0 device 0") {
 		t.Errorf("snapshot alone: exit %d %s\n%s", code, errOut, out)
+	}
+}
+
+func TestDiffCommand(t *testing.T) {
+	dir := t.TempDir()
+	base := writeFile(t, dir, "base.json", []byte(smallTrace))
+	slower := writeFile(t, dir, "new.json", []byte(strings.Replace(smallTrace, `"ts": 1700000000000020, "dur": 50`, `"ts": 1700000000000020, "dur": 80`, 1)))
+	code, out, errOut := trainscope(t, "diff", base, slower, "--format", "json", "-q")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep struct {
+		Changes []struct {
+			Name   string  `json:"name"`
+			Change string  `json:"change"`
+			Delta  float64 `json:"delta_ns_per_step"`
+		} `json:"changes"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Changes) != 1 || rep.Changes[0].Name != "gemm" || rep.Changes[0].Change != "slower" || rep.Changes[0].Delta != 30000 {
+		t.Errorf("changes = %+v", rep.Changes)
+	}
+	if code, _, _ := trainscope(t, "diff", base); code != 2 {
+		t.Errorf("one argument: exit %d", code)
+	}
+	if code, out, _ := trainscope(t, "diff", base, base, "-q"); code != 0 || !strings.Contains(out, "No kernel or operator changed") {
+		t.Errorf("same run: exit %d %q", code, out)
 	}
 }
