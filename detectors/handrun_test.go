@@ -259,3 +259,32 @@ func TestMemoryFromTraceEvents(t *testing.T) {
 		t.Error("a flat reserve reported as growth")
 	}
 }
+
+func TestNsightStyleRules(t *testing.T) {
+	cfg := detectors.Config{Thresholds: map[string]map[string]float64{"gpu_gaps": {"min_gap_ns": 200_000}}}
+	st, _ := analyzeDir(t, handRun(t), "hand", detectors.Window{}, cfg)
+	got := map[string]float64{}
+	rows, err := st.Query(context.Background(), `SELECT detector || '/' || rank, value FROM findings
+		WHERE detector IN ('pageable_memcpy', 'gpu_gaps', 'sync_api', 'sync_memcpy')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var k string
+		var v float64
+		rows.Scan(&k, &v)
+		got[k] = v
+	}
+	rows.Close()
+	// one pageable HtoD copy a step, two steps in the window; one 240 µs gap
+	// between the steps; no synchronizing calls at all
+	want := map[string]float64{"pageable_memcpy/0": 2, "pageable_memcpy/1": 2, "gpu_gaps/0": 1, "gpu_gaps/1": 1}
+	if len(got) != len(want) {
+		t.Errorf("findings %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+}

@@ -88,3 +88,11 @@ CREATE OR REPLACE MACRO metric_value(det, r, m) AS (
 CREATE OR REPLACE MACRO comp_active(state) AS state % 1048576 > 0;
 CREATE OR REPLACE MACRO comm_active(state) AS (state // 1048576) % 1048576 > 0;
 CREATE OR REPLACE MACRO mem_active(state) AS state // 1099511627776 > 0;
+
+-- fmt_bytes: a byte count for people (B, KiB, MiB, GiB).
+CREATE OR REPLACE MACRO fmt_bytes(n) AS
+    CASE WHEN n IS NULL THEN 'n/a'
+         WHEN abs(n) >= 2^30 THEN printf('%.2f GiB', n / 2^30)
+         WHEN abs(n) >= 2^20 THEN printf('%.1f MiB', n / 2^20)
+         WHEN abs(n) >= 2^10 THEN printf('%.1f KiB', n / 2^10)
+         ELSE printf('%d B', n::BIGINT) END;

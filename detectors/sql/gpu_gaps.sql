@@ -1,0 +1,28 @@
+-- name: gpu_gaps
+-- category: utilization
+-- kind: finding
+-- severity: warn
+-- description: stretches in which a rank's GPU runs nothing at all on any stream for longer than the threshold (Nsight Systems' gpu_gaps rule), with where the longest one falls
+-- threshold: min_gap_ns = 5000000  # a gap at least this long (5 ms) is reported
+-- fix: look at what the host does during the longest gap (data loading, checkpointing, logging, a synchronizing call, Python between steps) and overlap or move it off the step
+WITH g AS (
+    SELECT {'run_id': run_id, 'rank': rank} AS g, ts AS s, end_ts AS e FROM gpu_window
+), u AS (
+    SELECT g.run_id AS run_id, g.rank AS rank, s, e, lag(e) OVER (PARTITION BY g ORDER BY s) AS prev_e
+    FROM interval_union(g)
+), gaps AS (
+    SELECT run_id, rank, prev_e AS gap_start, s - prev_e AS gap_ns FROM u WHERE prev_e IS NOT NULL AND s - prev_e >= $min_gap_ns
+)
+SELECT gaps.run_id, gaps.rank,
+       'gpu_gaps' AS metric,
+       count(*) AS value,
+       $min_gap_ns AS threshold,
+       printf('rank %d: %d GPU gap(s) of at least %s, %s in total; the longest, %s, starts %s into the GPU span',
+              gaps.rank, count(*), fmt_ns($min_gap_ns), fmt_ns(sum(gap_ns)), fmt_ns(max(gap_ns)),
+              fmt_ns(arg_max(gap_start, gap_ns) - any_value(sp.start_ns))) AS message,
+       printf('up to %s of GPU time a window', fmt_ns(sum(gap_ns))) AS impact,
+       json_object('gaps', count(*), 'total_ns', sum(gap_ns), 'longest_ns', max(gap_ns),
+                   'longest_at_ns', arg_max(gap_start, gap_ns))::VARCHAR AS evidence
+FROM gaps JOIN gpu_span sp ON sp.run_id = gaps.run_id AND sp.rank = gaps.rank
+GROUP BY gaps.run_id, gaps.rank
+ORDER BY gaps.run_id, gaps.rank

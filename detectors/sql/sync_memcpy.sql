@@ -1,0 +1,22 @@
+-- name: sync_memcpy
+-- category: sync
+-- kind: finding
+-- severity: warn
+-- description: synchronous memory copies and sets (cudaMemcpy, cudaMemset and their HIP twins) in the analysis window: each blocks the host until the device is done, as Nsight Systems' cuda_memcpy_sync and cuda_memset_sync rules flag
+-- threshold: min_calls = 1  # report a rank with at least this many calls
+-- fix: use cudaMemcpyAsync / cudaMemsetAsync on a stream (in PyTorch: tensor.to(device, non_blocking=True) from pinned memory, and avoid .item(), .cpu() and .tolist() inside the step)
+SELECT run_id, rank,
+       'sync_memcpy_calls' AS metric,
+       count(*) AS value,
+       $min_calls AS threshold,
+       printf('rank %d: %d synchronous copy/set calls (%s) blocked the host for %s', rank, count(*),
+              string_agg(DISTINCT name, ', ' ORDER BY name), fmt_ns(sum(dur))) AS message,
+       printf('up to %s of host time per window, and the GPU idle time the blocking causes', fmt_ns(sum(dur))) AS impact,
+       json_object('calls', count(*), 'total_ns', sum(dur), 'longest_ns', max(dur))::VARCHAR AS evidence
+FROM host_window
+WHERE kind IN ('runtime', 'driver')
+  AND name IN ('cudaMemcpy', 'cudaMemset', 'cudaMemcpy2D', 'cudaMemcpyToSymbol', 'cudaMemcpyFromSymbol',
+               'cuMemcpyHtoD_v2', 'cuMemcpyDtoH_v2', 'hipMemcpy', 'hipMemset', 'hipMemcpyWithStream')
+GROUP BY run_id, rank
+HAVING count(*) >= $min_calls
+ORDER BY run_id, rank
