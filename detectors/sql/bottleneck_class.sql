@@ -27,8 +27,8 @@ WITH n AS (
     FROM metrics WHERE detector = 'kernel_launch_stats' AND metric = 'short_pct'
     GROUP BY run_id
 ), sy AS (
-    SELECT h.run_id, h.rank, sum(h.dur) AS sync_ns, count(*) AS calls
-    FROM host_window h
+    SELECT h.run_id, h.rank, sum(h.total_ns) AS sync_ns, sum(h.calls) AS calls
+    FROM host_op_time h
     WHERE h.kind IN ('runtime', 'driver')
       AND (h.name LIKE '%Synchronize%' OR h.name IN ('cudaMemcpy', 'hipMemcpy', 'cudaMemset', 'hipMemset'))
     GROUP BY h.run_id, h.rank

@@ -7,16 +7,16 @@
 -- fix: use cudaMemcpyAsync / cudaMemsetAsync on a stream (in PyTorch: tensor.to(device, non_blocking=True) from pinned memory, and avoid .item(), .cpu() and .tolist() inside the step)
 SELECT run_id, rank,
        'sync_memcpy_calls' AS metric,
-       count(*) AS value,
+       sum(calls) AS value,
        $min_calls AS threshold,
-       printf('rank %d: %d synchronous copy/set calls (%s) blocked the host for %s', rank, count(*),
-              string_agg(DISTINCT name, ', ' ORDER BY name), fmt_ns(sum(dur))) AS message,
-       printf('up to %s of host time per window, and the GPU idle time the blocking causes', fmt_ns(sum(dur))) AS impact,
-       json_object('calls', count(*), 'total_ns', sum(dur), 'longest_ns', max(dur))::VARCHAR AS evidence
-FROM host_window
+       printf('rank %d: %d synchronous copy/set calls (%s) blocked the host for %s', rank, sum(calls)::BIGINT,
+              string_agg(DISTINCT name, ', ' ORDER BY name), fmt_ns(sum(total_ns))) AS message,
+       printf('up to %s of host time per window, and the GPU idle time the blocking causes', fmt_ns(sum(total_ns))) AS impact,
+       json_object('calls', sum(calls), 'total_ns', sum(total_ns), 'longest_ns', max(longest_ns))::VARCHAR AS evidence
+FROM host_op_time
 WHERE kind IN ('runtime', 'driver')
   AND name IN ('cudaMemcpy', 'cudaMemset', 'cudaMemcpy2D', 'cudaMemcpyToSymbol', 'cudaMemcpyFromSymbol',
                'cuMemcpyHtoD_v2', 'cuMemcpyDtoH_v2', 'hipMemcpy', 'hipMemset', 'hipMemcpyWithStream')
 GROUP BY run_id, rank
-HAVING count(*) >= $min_calls
+HAVING sum(calls) >= $min_calls
 ORDER BY run_id, rank

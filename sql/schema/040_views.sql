@@ -94,7 +94,7 @@ SELECT g.run_id AS run_id, g.rank AS rank, state, ns FROM active_time(cls);
 -- total and self time, first start and last end.
 CREATE OR REPLACE VIEW host_op_time AS
 SELECT run_id, rank, tid, kind, name, count(*) AS calls, sum(dur) AS total_ns, sum(self_dur) AS self_ns,
-       min(ts) AS first_ts, max(ts + dur) AS last_ts
+       max(dur) AS longest_ns, min(ts) AS first_ts, max(ts + dur) AS last_ts
 FROM host_window
 WHERE self_dur IS NOT NULL
 GROUP BY run_id, rank, tid, kind, name;
