@@ -288,3 +288,18 @@ func TestNsightStyleRules(t *testing.T) {
 		}
 	}
 }
+
+func TestGPUTimeUtil(t *testing.T) {
+	// Two slices of the 1760 µs span, 880 µs each, are each 580 µs busy:
+	// 65.9% utilization.
+	for threshold, want := range map[float64]int{70: 2, 60: 0} {
+		cfg := detectors.Config{Thresholds: map[string]map[string]float64{"gpu_time_util": {"chunks": 2, "min_util_pct": threshold}}}
+		st, _ := analyzeDir(t, handRun(t), "hand", detectors.Window{}, cfg)
+		var got float64
+		err := st.Conn().QueryRowContext(context.Background(),
+			`SELECT coalesce(max(value), 0) FROM findings WHERE detector = 'gpu_time_util' AND rank = 0`).Scan(&got)
+		if err != nil || int(got) != want {
+			t.Errorf("threshold %v%%: %v low slices (%v), want %d", threshold, got, err, want)
+		}
+	}
+}

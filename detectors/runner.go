@@ -83,7 +83,7 @@ func (s *Set) Run(ctx context.Context, st *duck.Store) ([]Result, error) {
 // sharedViews are views several detectors read. Run computes each once into
 // a temporary table of the same name, which DuckDB resolves before the view
 // (also inside other views), and drops them afterwards.
-var sharedViews = []string{"gpu_window", "gpu_span", "gpu_class_time", "collective_instances", "collective_waits", "host_op_time"}
+var sharedViews = []string{"gpu_window", "gpu_span", "gpu_class_time", "gpu_busy", "collective_instances", "collective_waits", "host_op_time", "step_memory_peaks"}
 
 func materialize(ctx context.Context, st *duck.Store) error {
 	dropMaterialized(ctx, st)

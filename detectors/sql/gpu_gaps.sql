@@ -5,11 +5,9 @@
 -- description: stretches in which a rank's GPU runs nothing at all on any stream for longer than the threshold (Nsight Systems' gpu_gaps rule), with where the longest one falls
 -- threshold: min_gap_ns = 5000000  # a gap at least this long (5 ms) is reported
 -- fix: look at what the host does during the longest gap (data loading, checkpointing, logging, a synchronizing call, Python between steps) and overlap or move it off the step
-WITH g AS (
-    SELECT {'run_id': run_id, 'rank': rank} AS g, ts AS s, end_ts AS e FROM gpu_window
-), u AS (
-    SELECT g.run_id AS run_id, g.rank AS rank, s, e, lag(e) OVER (PARTITION BY g ORDER BY s) AS prev_e
-    FROM interval_union(g)
+WITH u AS (
+    SELECT run_id, rank, start_ns AS s, lag(end_ns) OVER (PARTITION BY run_id, rank ORDER BY start_ns) AS prev_e
+    FROM gpu_busy
 ), gaps AS (
     SELECT run_id, rank, prev_e AS gap_start, s - prev_e AS gap_ns FROM u WHERE prev_e IS NOT NULL AND s - prev_e >= $min_gap_ns
 )

@@ -223,7 +223,7 @@ func TestOpenInMemory(t *testing.T) {
 		"analysis_window", "counters", "findings", "mem_blocks", "mem_events", "mem_segments", "mem_settings", "metrics", "process_groups", "ranks", "runs", "slices_core", "slices_detail", "steps", "threads",
 	}, "SELECT table_name FROM duckdb_tables() WHERE NOT temporary ORDER BY 1")
 	checkRows(t, st, []string{
-		"collective_instances", "collective_waits", "gpu_class_time", "gpu_span", "gpu_window", "host_op_time", "host_window", "slices", "step_memory_peaks",
+		"collective_instances", "collective_waits", "gpu_busy", "gpu_class_time", "gpu_span", "gpu_window", "host_op_time", "host_window", "slices", "step_memory_peaks",
 	}, "SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY 1")
 	checkRows(t, st, []string{
 		"covered_time|table_macro", "exposed_time|table_macro", "fmt_ns|macro", "interval_union|table_macro",

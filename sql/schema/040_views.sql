@@ -114,3 +114,11 @@ SELECT run_id, rank, device, step,
        count(*) FILTER (WHERE metric = 'memory_allocated_bytes') AS samples
 FROM c
 GROUP BY run_id, rank, device, step;
+
+-- Per rank: the islands of GPU activity (the union of all streams' work)
+-- in the analysis window.
+CREATE OR REPLACE VIEW gpu_busy AS
+WITH g AS (
+    SELECT {'run_id': run_id, 'rank': rank} AS g, ts AS s, end_ts AS e FROM gpu_window
+)
+SELECT g.run_id AS run_id, g.rank AS rank, s AS start_ns, e AS end_ns FROM interval_union(g);
