@@ -303,3 +303,36 @@ func TestGPUTimeUtil(t *testing.T) {
 		}
 	}
 }
+
+func TestStragglerWhatIf(t *testing.T) {
+	dir := t.TempDir()
+	// three ranks, two steps in the window; rank 2's step 1 takes 1300 µs
+	for rank := range 3 {
+		b := newTrace(rank, 3)
+		for s := range 3 {
+			dur := int64(1000)
+			if rank == 2 && s == 0 {
+				dur = 1300
+			}
+			o := int64(s) * 2000
+			b.step(s+1, o, dur)
+			b.launch("cudaLaunchKernel", o+10, 5, "kernel", "k", 7, o+100, 100, nil)
+		}
+		b.write(t, dir)
+	}
+	st, _ := analyzeDir(t, dir, "w", detectors.Window{})
+	get := func(step int, m string) float64 {
+		var v float64
+		if err := st.Conn().QueryRowContext(context.Background(),
+			`SELECT value FROM metrics WHERE detector = 'straggler_whatif' AND step_lo = ? AND metric = ?`, step, m).Scan(&v); err != nil {
+			t.Fatalf("step %d %s: %v", step, m, err)
+		}
+		return v
+	}
+	if get(1, "slowest_rank") != 2 || get(1, "slowest_ns") != 1300*us || get(1, "median_ns") != 1000*us || get(1, "whatif_saving_ns") != 300*us {
+		t.Errorf("step 1: slowest %v %v median %v saving %v", get(1, "slowest_rank"), get(1, "slowest_ns"), get(1, "median_ns"), get(1, "whatif_saving_ns"))
+	}
+	if get(2, "whatif_saving_ns") != 0 {
+		t.Errorf("step 2 saving %v, want 0", get(2, "whatif_saving_ns"))
+	}
+}
