@@ -19,7 +19,7 @@ WITH n AS (
     FROM metrics WHERE detector = 'temporal_breakdown'
     GROUP BY run_id
 ), c AS (
-    SELECT run_id, max(value) / 100 AS exposed, arg_max(rank, value) AS worst_rank
+    SELECT run_id, max(value) / 100 AS exposed, arg_max(rank, (value, -rank)) AS worst_rank
     FROM metrics WHERE detector = 'comm_comp_overlap' AND metric = 'exposed_comm_pct'
     GROUP BY run_id
 ), l AS (
@@ -33,7 +33,7 @@ WITH n AS (
       AND (h.name LIKE '%Synchronize%' OR h.name IN ('cudaMemcpy', 'hipMemcpy', 'cudaMemset', 'hipMemset'))
     GROUP BY h.run_id, h.rank
 ), s AS (
-    SELECT sy.run_id, max(sy.sync_ns / sp.span_ns) AS sync, arg_max(sy.rank, sy.sync_ns / sp.span_ns) AS worst_rank,
+    SELECT sy.run_id, max(sy.sync_ns / sp.span_ns) AS sync, arg_max(sy.rank, (sy.sync_ns / sp.span_ns, -sy.rank)) AS worst_rank,
            sum(sy.calls) AS calls
     FROM sy JOIN gpu_span sp ON sp.run_id = sy.run_id AND sp.rank = sy.rank
     GROUP BY sy.run_id

@@ -5,7 +5,7 @@
 -- threshold: top_n = 5  # threads listed per rank
 WITH t AS (
     SELECT run_id, rank, tid, sum(self_ns) AS self_ns, sum(calls) AS events, min(first_ts) AS first_ts, max(last_ts) AS last_ts,
-           arg_max(name, self_ns) AS top_op
+           first(name ORDER BY self_ns DESC, name) AS top_op
     FROM host_op_time
     GROUP BY run_id, rank, tid
 )

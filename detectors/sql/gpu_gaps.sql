@@ -17,10 +17,10 @@ SELECT gaps.run_id, gaps.rank,
        $min_gap_ns AS threshold,
        printf('rank %d: %d GPU gap(s) of at least %s, %s in total; the longest, %s, starts %s into the GPU span',
               gaps.rank, count(*), fmt_ns($min_gap_ns), fmt_ns(sum(gap_ns)), fmt_ns(max(gap_ns)),
-              fmt_ns(arg_max(gap_start, gap_ns) - any_value(sp.start_ns))) AS message,
+              fmt_ns(arg_max(gap_start, (gap_ns, -gap_start)) - any_value(sp.start_ns))) AS message,
        printf('up to %s of GPU time a window', fmt_ns(sum(gap_ns))) AS impact,
        json_object('gaps', count(*), 'total_ns', sum(gap_ns), 'longest_ns', max(gap_ns),
-                   'longest_at_ns', arg_max(gap_start, gap_ns))::VARCHAR AS evidence
+                   'longest_at_ns', arg_max(gap_start, (gap_ns, -gap_start)))::VARCHAR AS evidence
 FROM gaps JOIN gpu_span sp ON sp.run_id = gaps.run_id AND sp.rank = gaps.rank
 GROUP BY gaps.run_id, gaps.rank
 ORDER BY gaps.run_id, gaps.rank

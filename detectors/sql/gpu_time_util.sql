@@ -28,9 +28,9 @@ SELECT low.run_id, low.rank,
        $min_util_pct AS threshold,
        printf('rank %d: %d of %d equal slices of the GPU span (%s each) ran below %.0f%% utilization; the lowest, %.1f%%, starts %s into the span',
               low.rank, count(*), $chunks::BIGINT, fmt_ns(any_value(low.ce - low.cs)), $min_util_pct,
-              min(low.util), fmt_ns(arg_min(low.cs, low.util) - any_value(sp.start_ns))) AS message,
+              min(low.util), fmt_ns(arg_min(low.cs, (low.util, low.cs)) - any_value(sp.start_ns))) AS message,
        json_object('low_slices', count(*), 'slices', $chunks, 'lowest_util_pct', round(min(low.util), 2),
-                   'lowest_slice_start_ns', arg_min(low.cs, low.util))::VARCHAR AS evidence
+                   'lowest_slice_start_ns', arg_min(low.cs, (low.util, low.cs)))::VARCHAR AS evidence
 FROM low JOIN gpu_span sp ON sp.run_id = low.run_id AND sp.rank = low.rank
 GROUP BY low.run_id, low.rank
 ORDER BY low.run_id, low.rank

@@ -15,8 +15,8 @@ WITH m AS (
     GROUP BY run_id, rank, subject, step_lo
 ), w AS (
     SELECT run_id, rank, subject, min(step) AS step_lo, max(step) AS step_hi,
-           arg_max(unused, unused / reserved) AS unused, arg_max(reserved, unused / reserved) AS reserved,
-           arg_max(allocated, unused / reserved) AS allocated, arg_max(step, unused / reserved) AS worst_step,
+           arg_max(unused, (unused / reserved, -step)) AS unused, arg_max(reserved, (unused / reserved, -step)) AS reserved,
+           arg_max(allocated, (unused / reserved, -step)) AS allocated, arg_max(step, (unused / reserved, -step)) AS worst_step,
            count(*) AS steps
     FROM m WHERE reserved > 0
     GROUP BY run_id, rank, subject

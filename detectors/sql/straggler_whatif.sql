@@ -4,7 +4,7 @@
 -- description: per step, the slowest rank's step time (what a synchronous job pays), the median rank's, and the time every step would save if the slowest rank had run at the median (PerfTracker's straggler what-if), as an alertable number per step
 SELECT s.run_id, s.step AS step_lo, s.step AS step_hi,
        count(*) AS ranks,
-       arg_max(s.rank, s.end_ns - s.start_ns) AS slowest_rank,
+       arg_max(s.rank, (s.end_ns - s.start_ns, -s.rank)) AS slowest_rank,
        max(s.end_ns - s.start_ns) AS slowest_ns,
        quantile_disc(s.end_ns - s.start_ns, 0.5) AS median_ns,
        max(s.end_ns - s.start_ns) - quantile_disc(s.end_ns - s.start_ns, 0.5) AS whatif_saving_ns,

@@ -6,7 +6,7 @@
 -- threshold: min_ratio = 0.01  # time in synchronizing calls / GPU span
 -- fix: remove synchronization from the step: no .item() / .cpu() / print of tensors per step, no torch.cuda.synchronize() outside timing code; record events and check them later instead
 WITH s AS (
-    SELECT run_id, rank, sum(calls) AS calls, sum(total_ns) AS sync_ns, arg_max(name, longest_ns) AS longest_call, max(longest_ns) AS longest_ns
+    SELECT run_id, rank, sum(calls) AS calls, sum(total_ns) AS sync_ns, first(name ORDER BY longest_ns DESC, name) AS longest_call, max(longest_ns) AS longest_ns
     FROM host_op_time
     WHERE kind IN ('runtime', 'driver')
       AND name IN ('cudaDeviceSynchronize', 'cudaStreamSynchronize', 'cudaEventSynchronize', 'cuCtxSynchronize',

@@ -73,7 +73,7 @@ JOIN off o ON o.run_id = c.run_id AND o.rank = c.rank;
 CREATE OR REPLACE VIEW collective_waits AS
 SELECT run_id, comm, step, seq, any_value(coalesce(coll_name, name)) AS collective, count(*) AS members,
        max(arrival_ns) - min(arrival_ns) AS spread_ns,
-       arg_max(rank, arrival_ns) AS last_rank,
+       arg_max(rank, (arrival_ns, -rank)) AS last_rank,
        sum(max_arrival - arrival_ns) AS wait_caused_ns
 FROM (SELECT *, max(arrival_ns) OVER (PARTITION BY run_id, comm, step, seq) AS max_arrival FROM collective_instances)
 GROUP BY run_id, comm, step, seq;
