@@ -1,6 +1,8 @@
 // Package stream is trainscope's event model: the Arrow schema of every table
-// (runs, ranks, slices, steps, counters, process_groups), the column builders
-// that readers fill, and (later) the wire codec and JetStream plumbing.
+// (slices, steps, counters, mem_*), the column builders that readers fill,
+// and the wire codec (one Arrow IPC stream per message, labelled with its
+// table and schema version; Split bounds message size). JetStream plumbing
+// joins it with the streaming issue.
 //
 // stream is the leaf of the import graph: it imports nothing of ours.
 //

@@ -1,0 +1,112 @@
+package stream
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+)
+
+func bigSliceTable(n int) *SliceTable {
+	str := NewStrings()
+	tb := NewSliceTable(str, true)
+	for i := range n {
+		tb.Kind.Append(str.ID("kernel"))
+		tb.Cat.Append(str.ID("kernel"))
+		tb.Name.Append(str.ID([]string{"gemm", "softmax", "ncclKernel_AllReduce"}[i%3]))
+		tb.TS.Append(int64(1_700_000_000_000_000_000 + i*1000))
+		tb.Dur.Append(int64(500 + i%7))
+		tb.PID.Append(0)
+		tb.TID.Append(7)
+		tb.Device.Append(0)
+		tb.Stream.Append(7)
+		tb.Correlation.AppendOpt(int64(i), i%5 != 0)
+		tb.ExternalID.AppendNull()
+		if i%3 == 0 {
+			tb.GridX.Set(i, int32(i))
+		}
+	}
+	return tb
+}
+
+func TestEncodeDecodeRoundTrip(t *testing.T) {
+	rec := bigSliceTable(1000).Record("run-1", "node-7", 3)
+	defer rec.Release()
+	b, err := Encode("slices", rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, got, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Release()
+	if table != "slices" || got.NumRows() != 1000 || got.NumCols() != rec.NumCols() {
+		t.Fatalf("table %q rows %d cols %d", table, got.NumRows(), got.NumCols())
+	}
+	for i := range int(rec.NumCols()) {
+		if !array.Equal(rec.Column(i), got.Column(i)) {
+			t.Errorf("column %s differs after the round trip", rec.ColumnName(i))
+		}
+	}
+}
+
+func TestDecodePoison(t *testing.T) {
+	rec := bigSliceTable(10).Record("r", "h", 0)
+	defer rec.Release()
+	good, err := Encode("slices", rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string][]byte{
+		"garbage":   []byte("not arrow at all"),
+		"empty":     nil,
+		"truncated": good[:len(good)/2],
+	}
+	// a batch from a build with another schema version
+	md := arrow.NewMetadata([]string{metaTable, metaVersion}, []string{"slices", "999"})
+	schema := arrow.NewSchema(rec.Schema().Fields(), &md)
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
+	if err := w.Write(array.NewRecordBatch(schema, rec.Columns(), rec.NumRows())); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	cases["future version"] = buf.Bytes()
+	for name, b := range cases {
+		if _, _, err := Decode(b); !errors.Is(err, ErrPoison) {
+			t.Errorf("%s: error %v, want ErrPoison", name, err)
+		}
+	}
+}
+
+func TestSplitBoundsMessages(t *testing.T) {
+	rec := bigSliceTable(20000).Record("r", "h", 0)
+	defer rec.Release()
+	parts, err := Split("slices", rec, 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts) < 2 {
+		t.Fatalf("%d parts", len(parts))
+	}
+	rows := int64(0)
+	for _, p := range parts {
+		b, err := Encode("slices", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// the estimate may overshoot a little: dictionaries travel with every part
+		if len(b) > 80<<10 {
+			t.Errorf("part of %d rows encodes to %d bytes", p.NumRows(), len(b))
+		}
+		rows += p.NumRows()
+		p.Release()
+	}
+	if rows != rec.NumRows() {
+		t.Errorf("parts hold %d rows, want %d", rows, rec.NumRows())
+	}
+}
