@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"os"
@@ -141,6 +142,11 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	if err := detectors.SetWindow(ctx, st, window); err != nil {
 		return err
 	}
+	if window.Set {
+		if err := checkSteps(ctx, st, f.steps); err != nil {
+			return err
+		}
+	}
 	results, err := set.Run(ctx, st)
 	if err != nil {
 		return err
@@ -238,4 +244,24 @@ func parseRanks(s string) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// checkSteps refuses a --steps range that holds none of the traces' steps,
+// naming the steps they do have, rather than printing an empty report.
+func checkSteps(ctx context.Context, st *duck.Store, spec string) error {
+	var inWindow int
+	var have sql.NullString
+	err := st.Conn().QueryRowContext(ctx, `
+SELECT (SELECT count(*) FROM steps s JOIN analysis_window w USING (run_id, rank) WHERE s.step BETWEEN w.step_lo AND w.step_hi),
+       (SELECT string_agg(DISTINCT step::VARCHAR, ', ' ORDER BY step::VARCHAR) FROM steps)`).Scan(&inWindow, &have)
+	if err != nil {
+		return err
+	}
+	if inWindow > 0 {
+		return nil
+	}
+	if !have.Valid {
+		return &inputError{fmt.Errorf("--steps %s: the traces have no ProfilerStep ranges; drop --steps to analyse them whole", spec)}
+	}
+	return &inputError{fmt.Errorf("--steps %s: no trace has those steps; they have steps %s", spec, have.String)}
 }

@@ -452,3 +452,15 @@ func TestDiffCommand(t *testing.T) {
 		t.Errorf("same run: exit %d %q", code, out)
 	}
 }
+
+func TestAnalyzeStepsOutOfRange(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "rank-0.json", []byte(smallTrace))
+	code, _, errOut := trainscope(t, "analyze", dir, "--steps", "5-9", "-q")
+	if code != 2 || !strings.Contains(errOut, "--steps 5-9: no trace has those steps; they have steps 1") {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := trainscope(t, "analyze", dir, "--steps", "1", "-q"); code != 0 {
+		t.Errorf("--steps 1: exit %d %s", code, errOut)
+	}
+}
