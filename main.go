@@ -27,6 +27,7 @@ var commands = map[string]command{
 	"analyze":  {runAnalyze, "read PyTorch profiler traces, run the detectors, print a report"},
 	"diff":     {runDiff, "compare the kernels and operators of two runs or step windows"},
 	"profile":  {runProfile, "report on a CUDA memory snapshot (and a trace of the same rank)"},
+	"report":   {runReport, "run the detectors again on a saved database and print the report"},
 	"sql":      {runSQL, "run SQL on a database written by analyze --db"},
 	"validate": {runValidate, "check the config and every detector file"},
 	"version":  {runVersion, "print the version"},

@@ -172,7 +172,7 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and a message", args, code, errOut)
 		}
 	}
-	for _, cmd := range []string{"analyze", "diff", "profile", "sql", "validate", "version"} {
+	for _, cmd := range []string{"analyze", "diff", "profile", "report", "sql", "validate", "version"} {
 		code, out, _ := trainscope(t, cmd, "--help")
 		if code != 0 || !strings.Contains(out, "Usage: trainscope "+cmd) {
 			t.Errorf("%s --help: exit %d, %q", cmd, code, out)
@@ -462,5 +462,28 @@ func TestAnalyzeStepsOutOfRange(t *testing.T) {
 	}
 	if code, _, errOut := trainscope(t, "analyze", dir, "--steps", "1", "-q"); code != 0 {
 		t.Errorf("--steps 1: exit %d %s", code, errOut)
+	}
+}
+
+func TestReportFromDatabase(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "rank-0.json", []byte(smallTrace))
+	db := filepath.Join(t.TempDir(), "r.duckdb")
+	code, first, errOut := trainscope(t, "analyze", dir, "--db", db, "--run", "r", "-q")
+	if code != 0 {
+		t.Fatalf("analyze: %d %s", code, errOut)
+	}
+	code, again, errOut := trainscope(t, "report", "--db", db)
+	if code != 0 || again != first {
+		t.Errorf("report differs from analyze's (exit %d %s)", code, errOut)
+	}
+	// a threshold override through the config changes what is reported
+	cfg := writeFile(t, dir, "c.yaml", []byte("detectors:\n  thresholds:\n    bottleneck_class:\n      min_kernels: 1\n"))
+	code, tuned, _ := trainscope(t, "report", "--db", db, "--config", cfg)
+	if code != 0 || tuned == first || !strings.Contains(tuned, "GPU-bound") {
+		t.Errorf("report with min_kernels 1: exit %d\n%s", code, tuned)
+	}
+	if code, _, errOut := trainscope(t, "report", "--db", filepath.Join(dir, "none.duckdb")); code != 2 || !strings.Contains(errOut, "no such file") {
+		t.Errorf("missing db: exit %d %s", code, errOut)
 	}
 }

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/sql/duck"
+)
+
+const reportHelp = `Usage: trainscope report --db FILE [--steps N-M] [--format md|json] [flags]
+
+Runs the detectors again on a database written by 'trainscope analyze --db'
+(or profile --db) and prints the report, without reading the traces again:
+to try other thresholds (--config, --detectors) or another step window.
+The findings and metrics stored in the database are replaced.
+
+Flags:
+`
+
+func runReport(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs := flagSet("report", reportHelp, errOut)
+	db := fs.String("db", "", "database written by analyze --db (required)")
+	format := fs.String("format", "md", "report format: md or json")
+	steps := fs.String("steps", "", "analyse these ProfilerSteps only, e.g. 3-7")
+	outPath := fs.StringP("out", "o", "", "write the report to this file instead of stdout")
+	config := fs.String("config", "", "config file (YAML, TOML or JSON); also TRAINSCOPE_CONFIG")
+	dirs := fs.StringArray("detectors", nil, "extra folder of .sql detectors (repeatable)")
+	if err := parseFlags(fs, args, out); err != nil {
+		return err
+	}
+	if *db == "" {
+		return &usageError{"report: --db FILE is required (write one with 'trainscope analyze --db FILE')"}
+	}
+	if fs.NArg() > 0 {
+		return &usageError{fmt.Sprintf("report: unexpected argument %q", fs.Arg(0))}
+	}
+	if *format != "md" && *format != "json" {
+		return &usageError{fmt.Sprintf("report: --format %q: want md or json", *format)}
+	}
+	window, err := parseSteps(*steps)
+	if err != nil {
+		return &usageError{"report: --steps: " + err.Error()}
+	}
+	if _, err := os.Stat(*db); err != nil {
+		return &inputError{fmt.Errorf("report: %w", err)}
+	}
+	cfg, err := loadConfig(*config)
+	if err != nil {
+		return err
+	}
+	cfg.Detectors.Dirs = append(cfg.Detectors.Dirs, *dirs...)
+	set, err := detectors.NewSet(cfg.Detectors)
+	if err != nil {
+		return &inputError{err}
+	}
+	st, err := duck.Open(ctx, *db, duck.Options{Threads: cfg.DuckDB.Threads, MemoryLimit: cfg.DuckDB.MemoryLimit})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := detectors.SetWindow(ctx, st, window); err != nil {
+		return err
+	}
+	if window.Set {
+		if err := checkSteps(ctx, st, *steps); err != nil {
+			return err
+		}
+	}
+	results, err := set.Run(ctx, st)
+	if err != nil {
+		return err
+	}
+	rep, err := detectors.BuildReport(ctx, st, results)
+	if err != nil {
+		return err
+	}
+	w := out
+	if *outPath != "" {
+		f, err := os.Create(*outPath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	if *format == "json" {
+		return rep.WriteJSON(w)
+	}
+	return rep.WriteMarkdown(w)
+}
