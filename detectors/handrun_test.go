@@ -336,3 +336,19 @@ func TestStragglerWhatIf(t *testing.T) {
 		t.Errorf("step 2 saving %v, want 0", get(2, "whatif_saving_ns"))
 	}
 }
+
+func TestMemOps(t *testing.T) {
+	st, _ := analyzeDir(t, handRun(t), "hand", detectors.Window{})
+	// one 10 µs HtoD copy of 4096 bytes a step with no compute beside it
+	for m, want := range map[string]float64{"ops": 2, "moved_bytes": 8192, "gpu_ns": 20 * us, "exposed_ns": 20 * us,
+		"bottleneck_pct": math.Round(1e4*100*20/1760) / 1e4, "achieved_gbps": 0.4096} {
+		if got := metric(t, st, "mem_ops", 0, "Memcpy HtoD", m); math.Abs(got-want) > 1e-4 {
+			t.Errorf("mem_ops %s = %v, want %v", m, got, want)
+		}
+	}
+	var n int
+	if err := st.Conn().QueryRowContext(context.Background(),
+		`SELECT count(*) FROM findings WHERE detector = 'mem_ops_exposed' AND subject = 'Memcpy HtoD'`).Scan(&n); err != nil || n != 2 {
+		t.Errorf("mem_ops_exposed findings = %d (%v), want one per rank", n, err)
+	}
+}

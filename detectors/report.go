@@ -366,7 +366,7 @@ func roundAll(v any) any {
 // reportOrder is the order built-in metric tables appear in: the broad
 // picture first, details after. Other detectors follow by name.
 var reportOrder = []string{"temporal_breakdown", "step_time", "straggler_whatif", "kernel_type_breakdown", "comm_comp_overlap",
-	"straggler", "idle_breakdown", "kernel_launch_stats", "top_kernels", "cpu_top_ops", "cpu_threads",
+	"straggler", "idle_breakdown", "kernel_launch_stats", "top_kernels", "mem_ops", "cpu_top_ops", "cpu_threads",
 	"mem_fleet", "mem_step_peaks", "mem_summary", "mem_actions", "mem_top_sites", "mem_top_segments"}
 
 func ordered(results []Result) []Result {
