@@ -139,43 +139,17 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 		return err
 	}
 	tLoad := time.Now()
-	if err := detectors.SetWindow(ctx, st, window); err != nil {
-		return err
-	}
-	if window.Set {
-		if err := checkSteps(ctx, st, f.steps); err != nil {
-			return err
-		}
-	}
-	results, err := set.Run(ctx, st)
+	rep, err := detect(ctx, st, set, window, f.steps)
 	if err != nil {
 		return err
 	}
 	tDetect := time.Now()
-	rep, err := detectors.BuildReport(ctx, st, results)
-	if err != nil {
-		return err
-	}
 	if f.parquet != "" {
 		if err := st.ExportParquet(ctx, f.parquet); err != nil {
 			return err
 		}
 	}
-	w := out
-	if f.out != "" {
-		file, err := os.Create(f.out)
-		if err != nil {
-			return err
-		}
-		defer file.Close()
-		w = file
-	}
-	if f.format == "json" {
-		err = rep.WriteJSON(w)
-	} else {
-		err = rep.WriteMarkdown(w)
-	}
-	if err != nil {
+	if err := writeReport(rep, f.format, f.out, out); err != nil {
 		return err
 	}
 	if f.timing {

@@ -122,28 +122,9 @@ func runProfile(ctx context.Context, args []string, out, errOut io.Writer) error
 				snap.Segments.Len(), snap.Blocks.Len(), snap.Events.Len(), float64(snap.JSONBytes)/1e6)
 		}
 	}
-	if err := detectors.SetWindow(ctx, st, detectors.Window{}); err != nil {
-		return err
-	}
-	results, err := set.Run(ctx, st)
+	rep, err := detect(ctx, st, set, detectors.Window{}, "")
 	if err != nil {
 		return err
 	}
-	rep, err := detectors.BuildReport(ctx, st, results)
-	if err != nil {
-		return err
-	}
-	w := out
-	if *outPath != "" {
-		f, err := os.Create(*outPath)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		w = f
-	}
-	if *format == "json" {
-		return rep.WriteJSON(w)
-	}
-	return rep.WriteMarkdown(w)
+	return writeReport(rep, *format, *outPath, out)
 }

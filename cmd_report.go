@@ -61,33 +61,9 @@ func runReport(ctx context.Context, args []string, out, errOut io.Writer) error 
 		return err
 	}
 	defer st.Close()
-	if err := detectors.SetWindow(ctx, st, window); err != nil {
-		return err
-	}
-	if window.Set {
-		if err := checkSteps(ctx, st, *steps); err != nil {
-			return err
-		}
-	}
-	results, err := set.Run(ctx, st)
+	rep, err := detect(ctx, st, set, window, *steps)
 	if err != nil {
 		return err
 	}
-	rep, err := detectors.BuildReport(ctx, st, results)
-	if err != nil {
-		return err
-	}
-	w := out
-	if *outPath != "" {
-		f, err := os.Create(*outPath)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		w = f
-	}
-	if *format == "json" {
-		return rep.WriteJSON(w)
-	}
-	return rep.WriteMarkdown(w)
+	return writeReport(rep, *format, *outPath, out)
 }

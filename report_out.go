@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+
+	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/sql/duck"
+)
+
+// detect sets the analysis window (refusing a --steps range the traces do
+// not have), runs every detector of set and builds the report: the part
+// analyze, profile and report share.
+func detect(ctx context.Context, st *duck.Store, set *detectors.Set, window detectors.Window, stepsSpec string) (*detectors.Report, error) {
+	if err := detectors.SetWindow(ctx, st, window); err != nil {
+		return nil, err
+	}
+	if window.Set {
+		if err := checkSteps(ctx, st, stepsSpec); err != nil {
+			return nil, err
+		}
+	}
+	results, err := set.Run(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	return detectors.BuildReport(ctx, st, results)
+}
+
+// writeReport writes rep as markdown or JSON to path, or to out when path
+// is empty.
+func writeReport(rep *detectors.Report, format, path string, out io.Writer) error {
+	w := out
+	if path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	if format == "json" {
+		return rep.WriteJSON(w)
+	}
+	return rep.WriteMarkdown(w)
+}
