@@ -1,19 +1,20 @@
 package ingest
 
 import (
-	"errors"
-
 	"context"
+	"errors"
 	"fmt"
-	"github.com/trainscope/trainscope/ingest/jsonscan"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/trainscope/trainscope/ingest/jsonscan"
 
 	"github.com/trainscope/trainscope/ingest/kineto"
 	"github.com/trainscope/trainscope/ingest/memsnap"
@@ -91,8 +92,26 @@ type readResult struct {
 	took  time.Duration
 }
 
-// Load reads files with the Kineto reader and inserts them into st.
+// Load reads files with the Kineto reader and inserts them into st, then
+// records the run.
 func Load(ctx context.Context, st *duck.Store, files []string, opt Options) (*Stats, error) {
+	if opt.RunID == "" {
+		opt.RunID = DefaultRunID(files)
+	}
+	stats, err := Read(ctx, StoreSink{st}, files, opt)
+	if err != nil {
+		return stats, err
+	}
+	t0 := time.Now()
+	err = RefreshRuns(ctx, st, opt.RunID)
+	stats.Insert += time.Since(t0)
+	return stats, err
+}
+
+// Read reads files with the Kineto and memory-snapshot readers and hands
+// their batches to sink, trace by trace: the path both analyze (a store)
+// and publish (JetStream) take.
+func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, error) {
 	start := time.Now()
 	if opt.RunID == "" {
 		opt.RunID = DefaultRunID(files)
@@ -148,8 +167,6 @@ func Load(ctx context.Context, st *duck.Store, files []string, opt Options) (*St
 	taken := map[int32]string{}
 	snapRanks := map[int32]*memsnap.Snapshot{}
 	var unranked []*kineto.Trace
-	var runs runAccumulator
-	runs.id = opt.RunID
 	done := 0
 	for res := range results {
 		if res.err != nil {
@@ -166,9 +183,6 @@ func Load(ctx context.Context, st *duck.Store, files []string, opt Options) (*St
 			if len(keep) > 0 && !keep[int(rank)] {
 				fs.Skipped = fmt.Sprintf("rank %d is not in --ranks", rank)
 			} else {
-				if err := InsertSnapshot(ctx, st, res.snap, opt.RunID, opt.Host, rank); err != nil {
-					return nil, err
-				}
 				snapRanks[rank] = res.snap
 			}
 			progress(opt.Progress, done, len(files), fs)
@@ -196,7 +210,7 @@ func Load(ctx context.Context, st *duck.Store, files []string, opt Options) (*St
 			fs.Rank = tr.Rank
 		}
 		if fs.Skipped == "" && !(tr.RankSource == "default" && opt.Rank < 0) {
-			if err := insertTrace(ctx, st, opt, tr, taken, &runs, stats); err != nil {
+			if err := insertTrace(ctx, sink, opt, tr, taken, stats); err != nil {
 				return nil, err
 			}
 		}
@@ -219,27 +233,38 @@ func Load(ctx context.Context, st *duck.Store, files []string, opt Options) (*St
 			taken[next] = tr.Path
 			continue
 		}
-		if err := insertTrace(ctx, st, opt, tr, taken, &runs, stats); err != nil {
+		if err := insertTrace(ctx, sink, opt, tr, taken, stats); err != nil {
 			return nil, err
 		}
 	}
-	// a snapshot of a rank without a trace still makes that rank part of the run
-	for rank, snap := range snapRanks {
-		if taken[rank] != "" {
-			continue
+	// Snapshots go after the traces: a rank that has a trace keeps its
+	// trace's ranks row, one known only from its snapshot gets a snapshot row.
+	snapOrder := make([]int32, 0, len(snapRanks))
+	for rank := range snapRanks {
+		snapOrder = append(snapOrder, rank)
+	}
+	slices.Sort(snapOrder)
+	for _, rank := range snapOrder {
+		snap := snapRanks[rank]
+		bs, err := SnapshotBatches(snap, opt.RunID, opt.Host, rank)
+		if err != nil {
+			return nil, &InputError{err}
 		}
-		taken[rank] = snap.Path
-		if err := st.Exec(ctx, `INSERT INTO ranks (run_id, rank, host, source, rank_source, events, json_bytes) VALUES (?, ?, ?, ?, 'snapshot', ?, ?)`,
-			opt.RunID, rank, opt.Host, snap.Path, int64(snap.Segments.Len()+snap.Events.Len()), snap.JSONBytes); err != nil {
+		if taken[rank] != "" { // keep the trace's ranks row
+			Release(bs[len(bs)-1:])
+			bs = bs[:len(bs)-1]
+		} else {
+			taken[rank] = snap.Path
+		}
+		t0 := time.Now()
+		err = send(ctx, sink, snap.Path, bs)
+		stats.Insert += time.Since(t0)
+		if err != nil {
 			return nil, err
 		}
-		runs.sources = append(runs.sources, snap.Path)
 	}
 	if len(taken) == 0 {
 		return stats, &InputError{fmt.Errorf("nothing to analyze: %s", skippedSummary(stats))}
-	}
-	if err := runs.insert(ctx, st); err != nil {
-		return nil, err
 	}
 	stats.Wall = time.Since(start)
 	return stats, nil

@@ -1,0 +1,128 @@
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/trainscope/trainscope/ingest/kineto"
+	"github.com/trainscope/trainscope/ingest/memsnap"
+	"github.com/trainscope/trainscope/stream"
+)
+
+// Sink receives a reader's output one table batch at a time. The offline
+// path inserts into DuckDB (StoreSink); the online path publishes to
+// JetStream. Insert must not keep rec after it returns unless it retains it.
+type Sink interface {
+	Insert(ctx context.Context, table string, rec arrow.RecordBatch) error
+}
+
+// Batch is one table's rows from one artifact.
+type Batch struct {
+	Table string
+	Rec   arrow.RecordBatch
+}
+
+// Release releases every batch's record.
+func Release(bs []Batch) {
+	for _, b := range bs {
+		b.Rec.Release()
+	}
+}
+
+// TraceBatches turns a trace into its table batches: events first, the
+// ranks row last, so that a ranks row in the store means the trace's other
+// batches were sent before it. The caller releases them.
+func TraceBatches(tr *kineto.Trace, runID, host string) []Batch {
+	var out []Batch
+	if tr.Slices.Len() > 0 {
+		core, detail := tr.Slices.SplitRecords(runID, host, tr.Rank)
+		out = append(out, Batch{"slices_core", core}, Batch{"slices_detail", detail})
+	}
+	if tr.Steps.Len() > 0 {
+		out = append(out, Batch{"steps", tr.Steps.Record(runID, tr.Rank)})
+	}
+	if tr.Counters.Len() > 0 {
+		out = append(out, Batch{"counters", tr.Counters.Record(runID, host, tr.Rank, true)})
+	}
+	if len(tr.ThreadNames) > 0 {
+		tids := make([]int64, 0, len(tr.ThreadNames))
+		for tid := range tr.ThreadNames {
+			tids = append(tids, tid)
+		}
+		slices.Sort(tids)
+		out = append(out, Batch{"threads", stream.ThreadsRecord(runID, tr.Rank, tids, tr.ThreadNames)})
+	}
+	if len(tr.Dist.PGConfig) > 0 {
+		pgs := make([]stream.ProcessGroupRow, len(tr.Dist.PGConfig))
+		for i, pg := range tr.Dist.PGConfig {
+			ranks := make([]int32, len(pg.Ranks))
+			for j, r := range pg.Ranks {
+				ranks[j] = int32(r)
+			}
+			pgs[i] = stream.ProcessGroupRow{Name: string(pg.Name), Desc: pg.Desc, BackendConfig: pg.BackendConfig,
+				Size: int32(pg.Size), Ranks: ranks}
+		}
+		out = append(out, Batch{"process_groups", stream.ProcessGroupsRecord(runID, tr.Rank, pgs)})
+	}
+	row := stream.RankRow{RunID: runID, Rank: tr.Rank, Host: host, Source: tr.Path, RankSource: tr.RankSource,
+		WorldSize: int32(tr.Dist.WorldSize), Backend: tr.Dist.Backend, GPUName: tr.GPUName(),
+		BaseTimeNS: tr.BaseTimeNS, StartNS: tr.StartNS, EndNS: tr.EndNS, Complete: tr.Complete,
+		Events: int64(tr.Counts["events"]), JSONBytes: tr.JSONBytes}
+	for _, d := range tr.Devices {
+		if d.Name == row.GPUName {
+			row.GPUMemBytes, row.NumSMs = d.TotalGlobalMem, int32(d.NumSMs)
+			break
+		}
+	}
+	out = append(out, Batch{"ranks", stream.RanksRecord([]stream.RankRow{row})})
+	return out
+}
+
+// SnapshotBatches turns a memory snapshot into its table batches, ending
+// with a ranks row marked as coming from a snapshot (a trace of the same
+// rank replaces it). The caller releases them.
+func SnapshotBatches(snap *memsnap.Snapshot, runID, host string, rank int32) ([]Batch, error) {
+	out := []Batch{
+		{"mem_segments", snap.Segments.Record(runID, host, rank)},
+		{"mem_blocks", snap.Blocks.Record(runID, rank)},
+		{"mem_events", snap.Events.Record(runID, rank)},
+	}
+	if len(snap.Settings) > 0 {
+		keys := make([]string, 0, len(snap.Settings))
+		vals := make(map[string]string, len(snap.Settings))
+		for k, v := range snap.Settings {
+			b, err := json.Marshal(v)
+			if err != nil {
+				Release(out)
+				return nil, fmt.Errorf("%s: allocator setting %s: %w", snap.Path, k, err)
+			}
+			keys = append(keys, k)
+			vals[k] = string(b)
+		}
+		sort.Strings(keys)
+		out = append(out, Batch{"mem_settings", stream.MemSettingsRecord(runID, rank, keys, vals)})
+	}
+	out = append(out, Batch{"ranks", stream.RanksRecord([]stream.RankRow{{RunID: runID, Rank: rank, Host: host,
+		Source: snap.Path, RankSource: stream.RankFromSnapshot,
+		Events: int64(snap.Segments.Len() + snap.Events.Len()), JSONBytes: snap.JSONBytes}})})
+	return out, nil
+}
+
+// send hands batches to sink in order, releasing them all.
+func send(ctx context.Context, sink Sink, path string, bs []Batch) error {
+	defer Release(bs)
+	for _, b := range bs {
+		if b.Rec.NumRows() == 0 {
+			continue
+		}
+		if err := sink.Insert(ctx, b.Table, b.Rec); err != nil {
+			return fmt.Errorf("%s: %s: %w", path, b.Table, err)
+		}
+	}
+	return nil
+}
