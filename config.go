@@ -3,23 +3,58 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/viper"
 
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/ingest"
+	"github.com/trainscope/trainscope/stream"
 )
 
 // Config is trainscope's configuration. Defaults need no file; a file given
 // with --config, then TRAINSCOPE_* environment variables, then flags
 // override them.
 type Config struct {
-	Detectors detectors.Config `mapstructure:"detectors"`
-	DuckDB    DuckDBConfig     `mapstructure:"duckdb"`
+	Detectors detectors.Config       `mapstructure:"detectors"`
+	DuckDB    DuckDBConfig           `mapstructure:"duckdb"`
+	NATS      stream.NATSConfig      `mapstructure:"nats"`
+	Stream    stream.StreamConfig    `mapstructure:"stream"`
+	Publish   stream.PublisherConfig `mapstructure:"publish"`
+	Ingest    ingest.ConsumerConfig  `mapstructure:"ingest"`
+	Serve     ServeConfig            `mapstructure:"serve"`
+	Agent     AgentConfig            `mapstructure:"agent"`
 }
+
+// ServeConfig is the always-on server's: where it keeps its data and
+// where it listens.
+type ServeConfig struct {
+	DataDir string `mapstructure:"data_dir"`
+	HTTP    string `mapstructure:"http"`   // /healthz, /metrics, reports
+	Flight  string `mapstructure:"flight"` // Arrow Flight SQL; "" turns it off
+	// Quiet is how long a run must receive nothing before the detectors
+	// run over its complete steps; Timeout runs them anyway this long after
+	// a run's first unanalyzed batch, for runs that never go quiet.
+	Quiet   time.Duration `mapstructure:"quiet"`
+	Timeout time.Duration `mapstructure:"timeout"`
+}
+
+// AgentConfig tunes the trace-folder watcher of 'trainscope agent'.
+type AgentConfig struct {
+	Poll   time.Duration `mapstructure:"poll"`
+	Settle time.Duration `mapstructure:"settle"`
+	GiveUp time.Duration `mapstructure:"give_up"`
+}
+
+var defaultServe = ServeConfig{DataDir: "trainscope-data", HTTP: "127.0.0.1:7070", Flight: "127.0.0.1:7071",
+	Quiet: 2 * time.Second, Timeout: time.Minute}
+
+var defaultAgent = AgentConfig{Poll: 2 * time.Second, Settle: 5 * time.Second, GiveUp: 10 * time.Minute}
 
 // DuckDBConfig tunes the embedded database.
 type DuckDBConfig struct {
@@ -38,6 +73,33 @@ func (c *Config) Validate() error {
 	if c.DuckDB.MemoryLimit != "" && !memLimitRE.MatchString(c.DuckDB.MemoryLimit) {
 		errs = append(errs, fmt.Errorf("duckdb.memory_limit: %q is not a size like 2GB or 512MiB", c.DuckDB.MemoryLimit))
 	}
+	for _, err := range []error{c.NATS.Validate("nats"), c.Stream.Validate("stream"), c.Publish.Validate("publish"), c.Ingest.Validate("ingest")} {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for key, addr := range map[string]string{"serve.http": c.Serve.HTTP, "serve.flight": c.Serve.Flight} {
+		if addr == "" && key == "serve.flight" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %q is not host:port", key, addr))
+		}
+	}
+	if c.Serve.DataDir == "" {
+		errs = append(errs, errors.New("serve.data_dir: empty"))
+	}
+	if c.Serve.Quiet <= 0 {
+		errs = append(errs, fmt.Errorf("serve.quiet: %s, want > 0", c.Serve.Quiet))
+	}
+	if c.Serve.Timeout < c.Serve.Quiet {
+		errs = append(errs, fmt.Errorf("serve.timeout: %s is shorter than serve.quiet %s", c.Serve.Timeout, c.Serve.Quiet))
+	}
+	for key, d := range map[string]time.Duration{"agent.poll": c.Agent.Poll, "agent.settle": c.Agent.Settle, "agent.give_up": c.Agent.GiveUp} {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s: %s, want > 0", key, d))
+		}
+	}
 	for i, d := range c.Detectors.Dirs {
 		if st, err := os.Stat(d); err != nil || !st.IsDir() {
 			errs = append(errs, fmt.Errorf("detectors.dirs[%d]: %q is not a readable folder", i, d))
@@ -54,6 +116,49 @@ var knownKeys = map[string]any{
 		"thresholds": map[string]any{"*": map[string]any{"*": nil}},
 	},
 	"duckdb": map[string]any{"threads": nil, "memory_limit": nil},
+	"nats": map[string]any{"url": nil, "user": nil, "password": nil, "nkey": nil, "creds": nil, "listen": nil,
+		"tls": map[string]any{"ca": nil, "cert": nil, "key": nil}},
+	"stream":  map[string]any{"name": nil, "cluster": nil, "max_age": nil, "max_bytes": nil, "duplicates": nil, "replicas": nil},
+	"publish": map[string]any{"max_inflight": nil, "message_bytes": nil, "retry_for": nil},
+	"ingest":  map[string]any{"durable": nil, "fetch_bytes": nil, "max_wait": nil, "ack_wait": nil},
+	"serve":   map[string]any{"data_dir": nil, "http": nil, "flight": nil, "quiet": nil, "timeout": nil},
+	"agent":   map[string]any{"poll": nil, "settle": nil, "give_up": nil},
+}
+
+// setDefaults gives every key its default, which also lets viper map each
+// to its TRAINSCOPE_* variable (nats.url is TRAINSCOPE_NATS_URL).
+func setDefaults(v *viper.Viper) {
+	v.SetDefault("duckdb.threads", 0)
+	v.SetDefault("duckdb.memory_limit", "")
+	v.SetDefault("detectors.dirs", []string{})
+	v.SetDefault("detectors.disable", []string{})
+	n := stream.DefaultNATS
+	for k, val := range map[string]any{"url": n.URL, "user": n.User, "password": n.Password, "nkey": n.NKey, "creds": n.Creds,
+		"listen": n.Listen, "tls.ca": "", "tls.cert": "", "tls.key": ""} {
+		v.SetDefault("nats."+k, val)
+	}
+	sc := stream.DefaultStream
+	for k, val := range map[string]any{"name": sc.Name, "cluster": sc.Cluster, "max_age": sc.MaxAge, "max_bytes": sc.MaxBytes,
+		"duplicates": sc.Duplicates, "replicas": sc.Replicas} {
+		v.SetDefault("stream."+k, val)
+	}
+	p := stream.DefaultPublisher
+	v.SetDefault("publish.max_inflight", p.MaxInflight)
+	v.SetDefault("publish.message_bytes", p.MessageBytes)
+	v.SetDefault("publish.retry_for", p.RetryFor)
+	ic := ingest.DefaultConsumer
+	v.SetDefault("ingest.durable", ic.Durable)
+	v.SetDefault("ingest.fetch_bytes", ic.FetchBytes)
+	v.SetDefault("ingest.max_wait", ic.MaxWait)
+	v.SetDefault("ingest.ack_wait", ic.AckWait)
+	sv := defaultServe
+	for k, val := range map[string]any{"data_dir": sv.DataDir, "http": sv.HTTP, "flight": sv.Flight, "quiet": sv.Quiet, "timeout": sv.Timeout} {
+		v.SetDefault("serve."+k, val)
+	}
+	a := defaultAgent
+	v.SetDefault("agent.poll", a.Poll)
+	v.SetDefault("agent.settle", a.Settle)
+	v.SetDefault("agent.give_up", a.GiveUp)
 }
 
 // loadConfig reads the config file (optional), the environment, and returns
@@ -63,10 +168,7 @@ func loadConfig(path string) (*Config, error) {
 	v.SetEnvPrefix("TRAINSCOPE")
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
 	v.AutomaticEnv()
-	v.SetDefault("duckdb.threads", 0)
-	v.SetDefault("duckdb.memory_limit", "")
-	v.SetDefault("detectors.dirs", []string{})
-	v.SetDefault("detectors.disable", []string{})
+	setDefaults(v)
 	if path == "" {
 		path = os.Getenv("TRAINSCOPE_CONFIG")
 	}

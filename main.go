@@ -24,10 +24,13 @@ type command struct {
 }
 
 var commands = map[string]command{
+	"agent":    {runAgent, "watch a torch.profiler folder on a training node and publish each finished trace"},
 	"analyze":  {runAnalyze, "read PyTorch profiler traces, run the detectors, print a report"},
 	"diff":     {runDiff, "compare the kernels and operators of two runs or step windows"},
 	"profile":  {runProfile, "report on a CUDA memory snapshot (and a trace of the same rank)"},
+	"publish":  {runPublish, "publish traces and memory snapshots to JetStream for a running server"},
 	"report":   {runReport, "run the detectors again on a saved database and print the report"},
+	"serve":    {runServe, "run the always-on pipeline: embedded NATS, ingestor, detectors, Flight SQL, HTTP"},
 	"sql":      {runSQL, "run SQL on a database written by analyze --db"},
 	"validate": {runValidate, "check the config and every detector file"},
 	"version":  {runVersion, "print the version"},
@@ -58,7 +61,7 @@ func usage(w io.Writer) {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	// TRAINSCOPE_CPUPROFILE=FILE writes a Go CPU profile of the command
 	// (see bench/README.md).
 	if path := os.Getenv("TRAINSCOPE_CPUPROFILE"); path != "" {
@@ -71,6 +74,12 @@ func main() {
 	pprof.StopCPUProfile()
 	stop()
 	os.Exit(code)
+}
+
+// signalContext is cancelled by SIGINT or SIGTERM: long-running commands
+// (serve, agent) stop cleanly on either.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) int {

@@ -116,6 +116,9 @@ func SnapshotBatches(snap *memsnap.Snapshot, runID, host string, rank int32) ([]
 // send hands batches to sink in order, releasing them all.
 func send(ctx context.Context, sink Sink, path string, bs []Batch) error {
 	defer Release(bs)
+	if b, ok := sink.(interface{ BeginArtifact(path string) }); ok {
+		b.BeginArtifact(path)
+	}
 	for _, b := range bs {
 		if b.Rec.NumRows() == 0 {
 			continue

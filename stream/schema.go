@@ -1,6 +1,10 @@
 package stream
 
-import "github.com/apache/arrow-go/v18/arrow"
+import (
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
 
 // SchemaVersion is bumped whenever a table's columns change. It travels
 // with every batch so that an ingestor can refuse batches it cannot read.
@@ -112,3 +116,38 @@ var CountersSchema = arrow.NewSchema([]arrow.Field{
 	field("metric", DictString, false),
 	field("value", f64, false),
 }, nil)
+
+// Tables maps every table a batch may carry to its schema. An ingestor
+// refuses a batch whose table is not here or whose columns differ.
+var Tables = map[string]*arrow.Schema{
+	"slices_core":    CoreSchema,
+	"slices_detail":  SlicesSchema,
+	"steps":          StepsSchema,
+	"counters":       CountersSchema,
+	"ranks":          RanksSchema,
+	"threads":        ThreadsSchema,
+	"process_groups": ProcessGroupsSchema,
+	"mem_segments":   MemSegmentsSchema,
+	"mem_blocks":     MemBlocksSchema,
+	"mem_events":     MemEventsSchema,
+	"mem_settings":   MemSettingsSchema,
+}
+
+// CheckSchema says whether s is what table's batches look like: the same
+// column names and types in the same order (metadata aside).
+func CheckSchema(table string, s *arrow.Schema) error {
+	want, ok := Tables[table]
+	if !ok {
+		return fmt.Errorf("unknown table %q", table)
+	}
+	if s.NumFields() != want.NumFields() {
+		return fmt.Errorf("table %s: %d columns, want %d", table, s.NumFields(), want.NumFields())
+	}
+	for i, f := range s.Fields() {
+		w := want.Field(i)
+		if f.Name != w.Name || !arrow.TypeEqual(f.Type, w.Type) {
+			return fmt.Errorf("table %s: column %d is %s %s, want %s %s", table, i, f.Name, f.Type, w.Name, w.Type)
+		}
+	}
+	return nil
+}

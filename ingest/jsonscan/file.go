@@ -3,6 +3,7 @@ package jsonscan
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +19,15 @@ type FileError struct {
 	Offset     int64
 	Compressed bool // Offset counts bytes of the gzip stream, not of the JSON
 	Msg        string
+	// Truncated: the input ended early (an empty file, a JSON document or
+	// gzip stream cut short), as a file still being written does.
+	Truncated bool
+}
+
+// IsTruncated says whether err is a FileError for input that ended early.
+func IsTruncated(err error) bool {
+	var fe *FileError
+	return errors.As(err, &fe) && fe.Truncated
 }
 
 func (e *FileError) Error() string {

@@ -58,7 +58,8 @@ func Read(r io.Reader, name string, opt Options) (*Trace, error) {
 		}
 		if gz && p.readErr != nil {
 			return nil, &FormatError{Path: name, Offset: in.Compressed.N, Compressed: true,
-				Msg: fmt.Sprintf("corrupt or truncated gzip stream after %d bytes of JSON: %v", p.s.Consumed(), p.readErr)}
+				Msg:       fmt.Sprintf("corrupt or truncated gzip stream after %d bytes of JSON: %v", p.s.Consumed(), p.readErr),
+				Truncated: errors.Is(p.readErr, io.ErrUnexpectedEOF)}
 		}
 		return nil, err
 	}
@@ -132,7 +133,8 @@ func (p *parser) run() error {
 	case p.readErr != nil:
 		// the document ended but the stream behind it failed (a corrupt
 		// gzip trailer): the data cannot be trusted
-		return &FormatError{Path: p.name, Offset: p.s.Offset(), Msg: "read error: " + p.readErr.Error()}
+		return &FormatError{Path: p.name, Offset: p.s.Offset(), Msg: "read error: " + p.readErr.Error(),
+			Truncated: errors.Is(p.readErr, io.ErrUnexpectedEOF)}
 	}
 	p.trace.JSONBytes = p.s.Offset()
 	return p.b.finish(p.opt)
@@ -140,17 +142,17 @@ func (p *parser) run() error {
 
 func (p *parser) truncated(je *jsonscan.Error) error {
 	if p.readErr != nil {
-		return &FormatError{Path: p.name, Offset: je.Offset, Msg: "read error: " + p.readErr.Error()}
+		return &FormatError{Path: p.name, Offset: je.Offset, Msg: "read error: " + p.readErr.Error(), Truncated: true}
 	}
 	if je.Msg == "empty file" {
-		return &FormatError{Path: p.name, Msg: "empty file: expected a Chrome-trace JSON object (PyTorch profiler trace)"}
+		return &FormatError{Path: p.name, Msg: "empty file: expected a Chrome-trace JSON object (PyTorch profiler trace)", Truncated: true}
 	}
 	what := "the end of the JSON document"
 	switch p.state {
 	case stEvents, stAfterEvent, stArrayEvents, stAfterArrayEvent:
 		what = fmt.Sprintf("the rest of traceEvents (file truncated after %d complete events)", p.b.nEvents)
 	}
-	return &FormatError{Path: p.name, Offset: je.Offset, Msg: "unexpected end of file: expected " + what}
+	return &FormatError{Path: p.name, Offset: je.Offset, Msg: "unexpected end of file: expected " + what, Truncated: true}
 }
 
 // unit parses one step of the top-level grammar. It must not change parser

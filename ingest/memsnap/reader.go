@@ -85,7 +85,7 @@ func Read(r io.Reader, name string) (*Snapshot, error) {
 	if err != nil {
 		if in.Gzip != nil && s.ReadErr != nil {
 			return nil, &jsonscan.FileError{Path: name, Offset: in.Compressed.N, Compressed: true,
-				Msg: fmt.Sprintf("corrupt or truncated gzip stream after %d bytes of JSON: %v", s.Offset(), s.ReadErr)}
+				Msg: fmt.Sprintf("corrupt or truncated gzip stream after %d bytes of JSON: %v", s.Offset(), s.ReadErr), Truncated: true}
 		}
 		if je, ok := err.(*jsonscan.Error); ok {
 			msg := je.Msg
@@ -95,7 +95,7 @@ func Read(r io.Reader, name string) (*Snapshot, error) {
 			if je.Msg == "empty file" {
 				msg = "empty file: expected a CUDA memory snapshot"
 			}
-			return nil, &jsonscan.FileError{Path: name, Offset: je.Offset, Msg: msg}
+			return nil, &jsonscan.FileError{Path: name, Offset: je.Offset, Msg: msg, Truncated: je.Truncated}
 		}
 		return nil, err
 	}

@@ -135,9 +135,18 @@ func (s *Store) Insert(ctx context.Context, table string, rec arrow.RecordBatch)
 	if rec.NumRows() == 0 {
 		return nil
 	}
-	rdr, err := array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
+	return s.InsertAll(ctx, table, []arrow.RecordBatch{rec})
+}
+
+// InsertAll appends record batches of one schema to a table in one
+// statement: many small batches cost one insert, not one each.
+func (s *Store) InsertAll(ctx context.Context, table string, recs []arrow.RecordBatch) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	rdr, err := array.NewRecordReader(recs[0].Schema(), recs)
 	if err != nil {
-		return err
+		return fmt.Errorf("insert into %s: %w", table, err)
 	}
 	defer rdr.Release()
 	s.views++
@@ -151,6 +160,24 @@ func (s *Store) Insert(ctx context.Context, table string, rec arrow.RecordBatch)
 	defer s.conn.ExecContext(context.WithoutCancel(ctx), "DROP VIEW IF EXISTS "+view)
 	if _, err := s.conn.ExecContext(ctx, "INSERT INTO "+quoteIdent(table)+" BY NAME SELECT * FROM "+view); err != nil {
 		return fmt.Errorf("insert into %s: %w", table, err)
+	}
+	return nil
+}
+
+// Tx runs fn in a transaction: committed when fn returns nil, rolled back
+// otherwise. Everything fn does on the store is part of it.
+func (s *Store) Tx(ctx context.Context, fn func() error) error {
+	if _, err := s.conn.ExecContext(ctx, "BEGIN TRANSACTION"); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(); err != nil {
+		if _, rerr := s.conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
+			return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
+		}
+		return err
+	}
+	if _, err := s.conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
 }

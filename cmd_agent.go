@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"time"
+
+	"github.com/trainscope/trainscope/ingest"
+	"github.com/trainscope/trainscope/ingest/jsonscan"
+	"github.com/trainscope/trainscope/ingest/watch"
+	"github.com/trainscope/trainscope/stream"
+)
+
+const agentHelp = `Usage: trainscope agent --run ID --watch DIR [flags]
+
+For a training node: watches the folder torch.profiler writes into
+(tensorboard_trace_handler) and publishes each trace, and each JSON memory
+snapshot, once it is complete: its size and modification time have not
+changed for agent.settle (5s) and it reads to the end. A file that turns out
+to be cut short is tried again later.
+
+What was published is recorded in a state file (default DIR/.trainscope-watch.json),
+so a restarted agent publishes nothing twice; a file published again anyway
+(a crash between publishing and recording) carries the same message ids and
+is dropped downstream. Idle, it stats the folder every agent.poll (2s).
+
+Trigger mode, like PerfTracker's: --wait N --steps M publishes only the rows
+of ProfilerSteps N to N+M-1 of each trace.
+
+Examples:
+  trainscope agent --run llama-7b-0412 --watch /tmp/profiler
+  trainscope agent --run job42 --watch ./log --wait 10 --steps 3 --nats-url nats://nats.internal:4222
+
+Flags:
+`
+
+func runAgent(ctx context.Context, args []string, out, errOut io.Writer) error {
+	var n natsFlags
+	fs := flagSet("agent", agentHelp, errOut)
+	n.register(fs)
+	dir := fs.String("watch", "", "folder torch.profiler writes traces into (required)")
+	statePath := fs.String("state", "", "state file (default DIR/"+watch.DefaultStateName+")")
+	wait := fs.Int("wait", -1, "trigger mode: first step to publish")
+	steps := fs.Int("steps", 0, "trigger mode: how many steps to publish from --wait")
+	once := fs.Bool("once", false, "publish what is there (waiting for files being written), then exit")
+	if err := parseFlags(fs, args, out); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return &usageError{"agent: --watch DIR is required"}
+	}
+	if (*wait >= 0) != (*steps > 0) {
+		return &usageError{"agent: --wait N and --steps M go together (M > 0)"}
+	}
+	cfg, nc, err := n.connect(ctx, "agent")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	// An agent shares the node with training: keep its heap small.
+	debug.SetGCPercent(50)
+	logf := func(format string, a ...any) {
+		fmt.Fprintf(errOut, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
+	}
+	pub, err := stream.NewPublisher(nc, cfg.Stream, cfg.Publish)
+	if err != nil {
+		return err
+	}
+	defer pub.Close(context.WithoutCancel(ctx))
+
+	publish := func(ctx context.Context, path string) error {
+		salt := ""
+		var sink ingest.Sink = &ingest.PublishSink{P: pub, RunID: n.run, Host: n.host}
+		if *steps > 0 {
+			salt = fmt.Sprintf("steps %d-%d", *wait, *wait+*steps-1)
+			sink = &ingest.StepFilter{Next: &ingest.PublishSink{P: pub, RunID: n.run, Host: n.host, Salt: salt},
+				Lo: int32(*wait), Hi: int32(*wait + *steps - 1)}
+		}
+		_, err := ingest.Read(ctx, sink, []string{path}, ingest.Options{RunID: n.run, Host: n.host, Rank: -1, Workers: 1})
+		if err == nil {
+			err = pub.Flush(ctx)
+		}
+		switch {
+		case jsonscan.IsTruncated(err):
+			return fmt.Errorf("%w: %v", watch.ErrIncomplete, err)
+		case err != nil:
+			return err
+		}
+		logf("published %s (%d messages so far)", path, pub.Stats.Messages.Load())
+		return nil
+	}
+	wcfg := watch.Config{Dir: *dir, StatePath: *statePath, Poll: cfg.Agent.Poll, Settle: cfg.Agent.Settle, GiveUp: cfg.Agent.GiveUp}
+	if err := wcfg.Validate(); err != nil {
+		return &usageError{"agent: " + err.Error()}
+	}
+	logf("agent for run %s: watching %s, publishing to %s", n.run, *dir, nc.ConnectedUrlRedacted())
+	if *once {
+		return watch.Once(ctx, wcfg, publish, logf)
+	}
+	return watch.Run(ctx, wcfg, publish, logf)
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/pflag"
+
+	"github.com/trainscope/trainscope/ingest"
+	"github.com/trainscope/trainscope/stream"
+)
+
+const publishHelp = `Usage: trainscope publish --run ID [flags] FILES_OR_FOLDERS...
+
+Reads PyTorch profiler traces (.json, .json.gz) and memory snapshots with the
+same readers as 'analyze' and publishes them to JetStream as Arrow batches,
+for a 'trainscope serve' (or an ingestor on a NATS cluster) to ingest.
+
+Publishing a file again is harmless: its messages carry the same ids (run,
+file, size, modification time and sequence), which JetStream and the
+ingestor drop.
+
+The server is nats.url (config, TRAINSCOPE_NATS_URL or --nats-url); without
+one, the embedded server of a local 'trainscope serve' (nats://127.0.0.1:4222).
+
+Examples:
+  trainscope publish --run llama-7b-0412 traces/
+  trainscope publish --run job42 --nats-url nats://nats.internal:4222 rank*.pt.trace.json.gz
+
+Flags:
+`
+
+// natsFlags are the connection flags publish and agent share.
+type natsFlags struct {
+	config, url, host, run string
+}
+
+func (n *natsFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&n.run, "run", "", "run id (required)")
+	fs.StringVar(&n.host, "host", "", "host name to record (default: this machine's name)")
+	fs.StringVar(&n.url, "nats-url", "", "NATS server URL (default: nats.url, else the local serve)")
+	fs.StringVar(&n.config, "config", "", "config file (YAML, TOML or JSON); also TRAINSCOPE_CONFIG")
+}
+
+// connect loads the config, connects, and finds (or creates) the stream.
+func (n *natsFlags) connect(ctx context.Context, cmd string) (*Config, *nats.Conn, error) {
+	if n.run == "" {
+		return nil, nil, &usageError{cmd + ": --run ID is required: every batch belongs to a run"}
+	}
+	if n.host == "" {
+		n.host, _ = os.Hostname()
+	}
+	cfg, err := loadConfig(n.config)
+	if err != nil {
+		return nil, nil, err
+	}
+	override(&cfg.NATS.URL, n.url)
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, &usageError{cmd + ": " + err.Error()}
+	}
+	nc, err := stream.Connect(cfg.NATS, "trainscope-"+cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err == nil {
+		// a stream that exists is left as its owner configured it
+		if _, err = js.Stream(ctx, cfg.Stream.Name); errors.Is(err, jetstream.ErrStreamNotFound) {
+			_, err = stream.EnsureStream(ctx, js, cfg.Stream)
+		}
+	}
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("stream %s on %s: %w", cfg.Stream.Name, nc.ConnectedUrlRedacted(), err)
+	}
+	return cfg, nc, nil
+}
+
+func runPublish(ctx context.Context, args []string, out, errOut io.Writer) error {
+	var n natsFlags
+	fs := flagSet("publish", publishHelp, errOut)
+	n.register(fs)
+	rank := fs.Int("rank", -1, "rank for a trace that names none in distributedInfo or its file name")
+	quiet := fs.BoolP("quiet", "q", false, "no progress on stderr")
+	if err := parseFlags(fs, args, out); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return &usageError{"publish: give trace files or folders (see 'trainscope publish --help')"}
+	}
+	files, err := ingest.Discover(fs.Args())
+	if err != nil {
+		return &inputError{err}
+	}
+	cfg, nc, err := n.connect(ctx, "publish")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	t0 := time.Now()
+	pub, err := stream.NewPublisher(nc, cfg.Stream, cfg.Publish)
+	if err != nil {
+		return err
+	}
+	var progress io.Writer
+	if !*quiet {
+		progress = errOut
+	}
+	sink := &ingest.PublishSink{P: pub, RunID: n.run, Host: n.host}
+	stats, err := ingest.Read(ctx, sink, files, ingest.Options{RunID: n.run, Host: n.host, Rank: *rank, Progress: progress})
+	if cerr := pub.Close(ctx); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		if ingest.IsInputError(err) {
+			return &inputError{err}
+		}
+		return err
+	}
+	took := time.Since(t0)
+	rows := pub.Stats.Rows.Load()
+	fmt.Fprintf(out, "published run %s: %d files, %d rows in %d messages (%.1f MB) to %s in %s (%.0f rows/s)\n",
+		n.run, len(stats.Files), rows, pub.Stats.Messages.Load(), float64(pub.Stats.Bytes.Load())/1e6,
+		nc.ConnectedUrlRedacted(), took.Round(time.Millisecond), float64(rows)/took.Seconds())
+	return nil
+}

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/ingest"
+	"github.com/trainscope/trainscope/sql/duck"
+	"github.com/trainscope/trainscope/stream"
+)
+
+const serveHelp = `Usage: trainscope serve [flags]
+
+Runs the always-on pipeline in one process: an embedded NATS server with
+JetStream (file storage under the data folder), the ingestor (commit to
+DuckDB, then ack), the detector scheduler, a read-only Arrow Flight SQL
+endpoint, and an HTTP port with /healthz, /metrics and the latest report of
+every run (/runs, /runs/ID/report, /runs/ID/report.json).
+
+With nats.url set (config file, TRAINSCOPE_NATS_URL or --nats-url) it uses
+that NATS cluster instead of starting one; credentials come from nats.user
+and nats.password, nats.nkey, or nats.creds, TLS from nats.tls.*.
+
+Send it data with 'trainscope publish' or 'trainscope agent'; query it with
+'trainscope sql --server ADDR' or any Flight SQL client.
+
+Examples:
+  trainscope serve
+  trainscope serve --data-dir /var/lib/trainscope --http :7070 --flight :7071
+  TRAINSCOPE_NATS_URL=nats://nats.internal:4222 trainscope serve
+
+Flags:
+`
+
+func runServe(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs := flagSet("serve", serveHelp, errOut)
+	configPath := fs.String("config", "", "config file (YAML, TOML or JSON); also TRAINSCOPE_CONFIG")
+	dataDir := fs.String("data-dir", "", "folder for the database, JetStream storage and reports (default "+defaultServe.DataDir+")")
+	httpAddr := fs.String("http", "", "HTTP address for /healthz, /metrics and reports (default "+defaultServe.HTTP+")")
+	flightAddr := fs.String("flight", "", "Flight SQL address, or 'off' (default "+defaultServe.Flight+")")
+	natsURL := fs.String("nats-url", "", "use this NATS cluster instead of the embedded server")
+	natsListen := fs.String("nats-listen", "", "embedded NATS client address (default "+stream.DefaultNATS.Listen+")")
+	quiet := fs.Duration("quiet", 0, "analyze a run once it has received nothing this long (default 2s)")
+	if err := parseFlags(fs, args, out); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return &usageError{"serve: takes no arguments (see 'trainscope serve --help')"}
+	}
+	cfg, err := loadConfig(*configPath)
+	if err != nil {
+		return err
+	}
+	override(&cfg.Serve.DataDir, *dataDir)
+	override(&cfg.Serve.HTTP, *httpAddr)
+	override(&cfg.Serve.Flight, *flightAddr)
+	if cfg.Serve.Flight == "off" {
+		cfg.Serve.Flight = ""
+	}
+	override(&cfg.NATS.URL, *natsURL)
+	override(&cfg.NATS.Listen, *natsListen)
+	if *quiet > 0 {
+		cfg.Serve.Quiet = *quiet
+		cfg.Serve.Timeout = max(cfg.Serve.Timeout, *quiet)
+	}
+	if err := cfg.Validate(); err != nil {
+		return &usageError{"serve: " + err.Error()}
+	}
+	set, err := detectors.NewSet(cfg.Detectors)
+	if err != nil {
+		return &inputError{err}
+	}
+	logf := func(format string, a ...any) {
+		fmt.Fprintf(errOut, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, a...))
+	}
+	srv, err := startServer(ctx, cfg, set, logf)
+	if err != nil {
+		return err
+	}
+	logf("serving: NATS %s, Flight SQL %s, HTTP http://%s (data in %s)", srv.natsURL, orOff(srv.flightAddr), srv.httpAddr, cfg.Serve.DataDir)
+	<-ctx.Done()
+	logf("stopping")
+	return srv.stop()
+}
+
+func override(dst *string, v string) {
+	if v != "" {
+		*dst = v
+	}
+}
+
+func orOff(s string) string {
+	if s == "" {
+		return "off"
+	}
+	return s
+}
+
+// server is a running 'trainscope serve'.
+type server struct {
+	natsURL, httpAddr, flightAddr string
+
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	embedded *stream.Embedded
+	nc       *nats.Conn
+	st       *duck.Store
+	mu       sync.Mutex
+	cons     jetstream.Consumer
+	stats    *ingest.IngestStats
+	sched    *scheduler
+	http     *http.Server
+	stopOnce sync.Once
+	stopErr  error
+	flight   func() error
+	started  time.Time
+	lagc     lagCache
+}
+
+func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf func(string, ...any)) (_ *server, err error) {
+	ctx, cancel := context.WithCancel(parent)
+	s := &server{cancel: cancel, stats: &ingest.IngestStats{}, started: time.Now()}
+	defer func() {
+		if err != nil {
+			s.stop()
+		}
+	}()
+	if err := os.MkdirAll(cfg.Serve.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	if cfg.NATS.URL == "" {
+		s.embedded, err = stream.StartEmbedded(filepath.Join(cfg.Serve.DataDir, "jetstream"), cfg.NATS.Listen)
+		if err != nil {
+			return nil, err
+		}
+		cfg.NATS.URL = s.embedded.URL()
+	}
+	s.natsURL = cfg.NATS.URL
+	if s.nc, err = stream.Connect(cfg.NATS, "trainscope-serve"); err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(s.nc)
+	if err != nil {
+		return nil, err
+	}
+	jstream, err := stream.EnsureStream(ctx, js, cfg.Stream)
+	if err != nil {
+		return nil, err
+	}
+	if s.cons, err = ingest.NewConsumer(ctx, jstream, cfg.Ingest); err != nil {
+		return nil, err
+	}
+	if s.st, err = duck.Open(ctx, filepath.Join(cfg.Serve.DataDir, "trainscope.duckdb"),
+		duck.Options{Threads: cfg.DuckDB.Threads, MemoryLimit: cfg.DuckDB.MemoryLimit}); err != nil {
+		return nil, err
+	}
+	s.sched = newScheduler(s.st, &s.mu, set, cfg.Serve, cfg.DuckDB, logf)
+	if err := s.sched.recover(ctx); err != nil {
+		return nil, err
+	}
+	consumer := &ingest.Consumer{St: s.st, Mu: &s.mu, Cons: s.cons, Cfg: cfg.Ingest, Stats: s.stats,
+		OnCommit: s.sched.touched, Logf: logf}
+	s.wg.Add(2)
+	go func() { defer s.wg.Done(); consumer.Run(ctx) }()
+	go func() { defer s.wg.Done(); s.sched.run(ctx) }()
+
+	if cfg.Serve.Flight != "" {
+		addr, stop, err := startFlight(ctx, cfg.Serve.Flight, s.st, logf)
+		if err != nil {
+			return nil, fmt.Errorf("flight sql on %s: %w", cfg.Serve.Flight, err)
+		}
+		s.flightAddr, s.flight = addr, stop
+	}
+	ln, err := net.Listen("tcp", cfg.Serve.HTTP)
+	if err != nil {
+		return nil, fmt.Errorf("http on %s: %w (set serve.http or --http)", cfg.Serve.HTTP, err)
+	}
+	s.httpAddr = ln.Addr().String()
+	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	go s.http.Serve(ln)
+	return s, nil
+}
+
+// stop shuts down in the order that loses nothing: stop taking requests,
+// stop the consumer (an uncommitted fetch is redelivered later), close the
+// database (checkpoint), then NATS.
+func (s *server) stop() error {
+	s.stopOnce.Do(func() {
+		var errs []error
+		if s.http != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			errs = append(errs, s.http.Shutdown(ctx))
+			cancel()
+		}
+		if s.flight != nil {
+			errs = append(errs, s.flight())
+		}
+		s.cancel()
+		s.wg.Wait()
+		if s.st != nil {
+			errs = append(errs, s.st.Close())
+		}
+		if s.nc != nil {
+			s.nc.Close()
+		}
+		if s.embedded != nil {
+			s.embedded.Stop()
+		}
+		s.stopErr = errors.Join(errs...)
+	})
+	return s.stopErr
+}

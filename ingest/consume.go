@@ -1,0 +1,403 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trainscope/trainscope/sql/duck"
+	"github.com/trainscope/trainscope/stream"
+)
+
+// ConsumerConfig tunes the JetStream ingestor.
+type ConsumerConfig struct {
+	Durable    string        `mapstructure:"durable"`
+	FetchBytes int           `mapstructure:"fetch_bytes"` // bytes per pull, bounding memory
+	MaxWait    time.Duration `mapstructure:"max_wait"`    // how long a pull waits for messages
+	AckWait    time.Duration `mapstructure:"ack_wait"`    // redelivery after this without an ack
+}
+
+// DefaultConsumer pulls up to 16 MiB at a time.
+var DefaultConsumer = ConsumerConfig{Durable: "trainscope-ingest", FetchBytes: 16 << 20,
+	MaxWait: 250 * time.Millisecond, AckWait: 30 * time.Second}
+
+// Validate reports every problem with its key path under prefix.
+func (c ConsumerConfig) Validate(prefix string) error {
+	var errs []error
+	if c.Durable == "" || strings.ContainsAny(c.Durable, ". *>") {
+		errs = append(errs, fmt.Errorf("%s.durable: %q must be non-empty without dots, spaces or wildcards", prefix, c.Durable))
+	}
+	if c.FetchBytes < 1<<20 {
+		errs = append(errs, fmt.Errorf("%s.fetch_bytes: %d, want >= 1048576 (one message)", prefix, c.FetchBytes))
+	}
+	if c.MaxWait <= 0 {
+		errs = append(errs, fmt.Errorf("%s.max_wait: must be > 0", prefix))
+	}
+	if c.AckWait < time.Second {
+		errs = append(errs, fmt.Errorf("%s.ack_wait: %s, want >= 1s", prefix, c.AckWait))
+	}
+	return errors.Join(errs...)
+}
+
+// IngestStats count what the consumer did; /metrics exports them.
+type IngestStats struct {
+	Messages   atomic.Int64 // committed batches
+	Rows       atomic.Int64
+	Bytes      atomic.Int64
+	Commits    atomic.Int64 // transactions
+	Duplicates atomic.Int64 // redelivered or resent batches skipped
+	Rejected   atomic.Int64 // poison messages terminated
+	Failures   atomic.Int64 // transactions rolled back and retried
+	Decode     atomic.Int64 // ns spent decoding
+	Insert     atomic.Int64 // ns spent in transactions
+}
+
+// Consumer moves batches from JetStream into a store: fetch (bounded by
+// bytes), decode, insert every batch and its message id in one
+// transaction, then acknowledge. A message whose id is already recorded is
+// acknowledged without inserting; one that can never be ingested is
+// recorded in rejected_batches and terminated.
+type Consumer struct {
+	St    *duck.Store
+	Mu    *sync.Mutex // held while using St; shared with whoever else writes
+	Cons  jetstream.Consumer
+	Cfg   ConsumerConfig
+	Stats *IngestStats
+	// OnCommit, if set, learns which runs a transaction touched and
+	// which of them received a ranks row (a trace or snapshot complete).
+	OnCommit func(runs map[string]bool)
+	Logf     func(format string, args ...any)
+}
+
+// NewConsumer creates (or finds) the durable pull consumer on s.
+func NewConsumer(ctx context.Context, s jetstream.Stream, cfg ConsumerConfig) (jetstream.Consumer, error) {
+	c, err := s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:       cfg.Durable,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cfg.AckWait,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		MaxAckPending: 4096,
+		Description:   "trainscope ingestor: commit to DuckDB, then ack",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("set up consumer %s: %w", cfg.Durable, err)
+	}
+	return c, nil
+}
+
+// Run fetches and ingests until ctx is done. Trouble reaching the server
+// is retried; only a cancelled context ends it.
+func (c *Consumer) Run(ctx context.Context) error {
+	wait := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		batch, err := c.Cons.FetchBytes(c.Cfg.FetchBytes, jetstream.FetchMaxWait(c.Cfg.MaxWait))
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			c.logf("fetch: %v (retrying in %s)", err, wait)
+			sleep(ctx, wait)
+			wait = min(wait*2, 5*time.Second)
+			continue
+		}
+		var msgs []jetstream.Msg
+		for m := range batch.Messages() {
+			msgs = append(msgs, m)
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) && len(msgs) == 0 {
+			c.logf("fetch: %v", err)
+			sleep(ctx, wait)
+			wait = min(wait*2, 5*time.Second)
+			continue
+		}
+		wait = 100 * time.Millisecond
+		if len(msgs) > 0 {
+			c.process(ctx, msgs)
+		}
+	}
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+func (c *Consumer) logf(format string, args ...any) {
+	if c.Logf != nil {
+		c.Logf(format, args...)
+	}
+}
+
+// item is one fetched message and what became of it.
+type item struct {
+	msg     jetstream.Msg
+	id      string
+	seq     uint64
+	table   string
+	run     string
+	rec     arrow.RecordBatch
+	sentNS  int64
+	poison  error
+	skipped bool
+}
+
+func (c *Consumer) process(ctx context.Context, msgs []jetstream.Msg) {
+	t0 := time.Now()
+	items := make([]*item, len(msgs))
+	for i, m := range msgs {
+		items[i] = decodeItem(m)
+	}
+	c.Stats.Decode.Add(int64(time.Since(t0)))
+	defer func() {
+		for _, it := range items {
+			if it.rec != nil {
+				it.rec.Release()
+			}
+		}
+	}()
+
+	t1 := time.Now()
+	c.Mu.Lock()
+	runs, err := c.commit(ctx, items)
+	c.Mu.Unlock()
+	c.Stats.Insert.Add(int64(time.Since(t1)))
+	if err != nil {
+		// Nothing was committed: let every message come back. A store
+		// that fails on good batches is trouble to retry, not poison.
+		c.Stats.Failures.Add(1)
+		c.logf("ingest %d messages: %v (they will be redelivered)", len(items), err)
+		for _, it := range items {
+			_ = it.msg.NakWithDelay(time.Second)
+		}
+		return
+	}
+	c.Stats.Commits.Add(1)
+	for _, it := range items {
+		switch {
+		case it.poison != nil:
+			c.Stats.Rejected.Add(1)
+			c.logf("rejected message %d on %s (id %q, headers %v): %v", it.seq, it.msg.Subject(), it.id, it.msg.Headers(), it.poison)
+			_ = it.msg.Term()
+		case it.skipped:
+			c.Stats.Duplicates.Add(1)
+			_ = it.msg.Ack()
+		default:
+			c.Stats.Messages.Add(1)
+			c.Stats.Rows.Add(it.rec.NumRows())
+			c.Stats.Bytes.Add(int64(len(it.msg.Data())))
+			_ = it.msg.Ack()
+		}
+	}
+	if c.OnCommit != nil && len(runs) > 0 {
+		c.OnCommit(runs)
+	}
+}
+
+func decodeItem(m jetstream.Msg) *item {
+	it := &item{msg: m, id: m.Headers().Get(nats.MsgIdHdr)}
+	if md, err := m.Metadata(); err == nil {
+		it.seq = md.Sequence.Stream
+	}
+	if it.id == "" {
+		it.id = "stream:" + strconv.FormatUint(it.seq, 10)
+	}
+	it.sentNS, _ = strconv.ParseInt(m.Headers().Get(stream.HeaderSentNS), 10, 64)
+	if len(m.Data()) == 0 {
+		it.poison = fmt.Errorf("%w: empty message", stream.ErrPoison)
+		return it
+	}
+	table, rec, err := stream.Decode(m.Data())
+	if err != nil {
+		it.poison = err
+		return it
+	}
+	if err := stream.CheckSchema(table, rec.Schema()); err != nil {
+		rec.Release()
+		it.poison = fmt.Errorf("%w: %v", stream.ErrPoison, err)
+		return it
+	}
+	it.table, it.rec = table, rec
+	if rec.NumRows() > 0 {
+		it.run = runOf(rec)
+	}
+	return it
+}
+
+// runOf is the run_id of a batch's first row.
+func runOf(rec arrow.RecordBatch) string {
+	idx := rec.Schema().FieldIndices("run_id")
+	if len(idx) == 0 {
+		return ""
+	}
+	switch col := rec.Column(idx[0]).(type) {
+	case *array.String:
+		return col.Value(0)
+	case *array.Dictionary:
+		if s, ok := col.Dictionary().(*array.String); ok {
+			return s.Value(col.GetValueIndex(0))
+		}
+	}
+	return ""
+}
+
+// commit inserts the new batches, their ledger rows and the rejections in
+// one transaction and returns the runs it touched (true: a ranks row came).
+func (c *Consumer) commit(ctx context.Context, items []*item) (map[string]bool, error) {
+	runs := map[string]bool{}
+	err := c.St.Tx(ctx, func() error {
+		if err := c.markSeen(ctx, items); err != nil {
+			return err
+		}
+		// one insert per table, in first-seen order, ranks last
+		var order []string
+		byTable := map[string][]arrow.RecordBatch{}
+		for _, it := range items {
+			if it.poison != nil || it.skipped {
+				continue
+			}
+			if _, ok := byTable[it.table]; !ok {
+				order = append(order, it.table)
+			}
+			byTable[it.table] = append(byTable[it.table], it.rec)
+			if it.run != "" {
+				runs[it.run] = runs[it.run] || it.table == "ranks"
+			}
+		}
+		sort.SliceStable(order, func(i, j int) bool { return order[j] == "ranks" && order[i] != "ranks" })
+		sink := StoreSink{c.St}
+		for _, t := range order {
+			var err error
+			if t == "ranks" {
+				for _, rec := range byTable[t] {
+					if err = sink.Insert(ctx, t, rec); err != nil {
+						break
+					}
+				}
+			} else {
+				err = c.St.InsertAll(ctx, t, byTable[t])
+			}
+			if err != nil {
+				return fmt.Errorf("insert into %s: %w", t, err)
+			}
+		}
+		for run, ranked := range runs {
+			if ranked {
+				if err := RefreshRuns(ctx, c.St, run); err != nil {
+					return err
+				}
+			}
+		}
+		return c.record(ctx, items)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return runs, nil
+}
+
+// markSeen flags items already in the ledger, or seen earlier in this
+// fetch, as skipped.
+func (c *Consumer) markSeen(ctx context.Context, items []*item) error {
+	var ids []any
+	for _, it := range items {
+		if it.poison == nil {
+			ids = append(ids, it.id)
+		}
+	}
+	seen := map[string]bool{}
+	if len(ids) > 0 {
+		q := "SELECT msg_id FROM ingested_batches WHERE msg_id IN (?" + strings.Repeat(", ?", len(ids)-1) + ")"
+		rows, err := c.St.Query(ctx, q, ids...)
+		if err != nil {
+			return fmt.Errorf("look up batch ids: %w", err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			seen[id] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	for _, it := range items {
+		if it.poison != nil {
+			continue
+		}
+		it.skipped = seen[it.id]
+		seen[it.id] = true
+	}
+	return nil
+}
+
+var ledgerSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "msg_id", Type: arrow.BinaryTypes.String},
+	{Name: "stream_seq", Type: arrow.PrimitiveTypes.Uint64},
+	{Name: "subject", Type: arrow.BinaryTypes.String},
+	{Name: "tbl", Type: arrow.BinaryTypes.String},
+	{Name: "run_id", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "rows", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "bytes", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "sent_ns", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	{Name: "ingested_ns", Type: arrow.PrimitiveTypes.Int64},
+}, nil)
+
+// record writes the ledger rows of the new batches and the rejections.
+func (c *Consumer) record(ctx context.Context, items []*item) error {
+	now := time.Now().UnixNano()
+	b := array.NewRecordBuilder(memory.DefaultAllocator, ledgerSchema)
+	defer b.Release()
+	for _, it := range items {
+		if it.poison != nil {
+			hdr := fmt.Sprint(it.msg.Headers())
+			if err := c.St.Exec(ctx, "INSERT INTO rejected_batches VALUES (?, ?, ?, ?, ?, ?, ?)",
+				it.seq, it.msg.Subject(), it.id, hdr, len(it.msg.Data()), it.poison.Error(), now); err != nil {
+				return fmt.Errorf("record rejected message: %w", err)
+			}
+			continue
+		}
+		if it.skipped {
+			continue
+		}
+		b.Field(0).(*array.StringBuilder).Append(it.id)
+		b.Field(1).(*array.Uint64Builder).Append(it.seq)
+		b.Field(2).(*array.StringBuilder).Append(it.msg.Subject())
+		b.Field(3).(*array.StringBuilder).Append(it.table)
+		b.Field(4).(*array.StringBuilder).Append(it.run)
+		b.Field(5).(*array.Int64Builder).Append(it.rec.NumRows())
+		b.Field(6).(*array.Int64Builder).Append(int64(len(it.msg.Data())))
+		if it.sentNS > 0 {
+			b.Field(7).(*array.Int64Builder).Append(it.sentNS)
+		} else {
+			b.Field(7).AppendNull()
+		}
+		b.Field(8).(*array.Int64Builder).Append(now)
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	if err := c.St.Insert(ctx, "ingested_batches", rec); err != nil {
+		return fmt.Errorf("record batch ids: %w", err)
+	}
+	return nil
+}

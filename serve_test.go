@@ -1,0 +1,300 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/ingest"
+	"github.com/trainscope/trainscope/sql/duck"
+	"github.com/trainscope/trainscope/stream"
+)
+
+// TestMain lets the test binary stand in for the trainscope binary: the
+// kill tests start it as a child process and SIGKILL it.
+func TestMain(m *testing.M) {
+	if os.Getenv("TRAINSCOPE_AS_MAIN") == "1" {
+		ctx, stop := signalContext()
+		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+var sampleRun = []string{"bench/sample/rank-0.sampled.pt.trace.json.gz", "bench/sample/rank-1.sampled.pt.trace.json.gz"}
+
+// serve, publish and the HTTP endpoints together, in process: the report
+// served for a run equals the one analyze prints for the same traces.
+func TestServePublishReport(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := t.TempDir()
+	t.Setenv("TRAINSCOPE_NATS_LISTEN", "127.0.0.1:0")
+	cfg, err := loadConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Serve.DataDir, cfg.Serve.HTTP, cfg.Serve.Flight = dir, "127.0.0.1:0", ""
+	cfg.Serve.Quiet = 200 * time.Millisecond
+	srv, err := startServer(ctx, cfg, mustSet(t), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.stop()
+
+	var out, errOut bytes.Buffer
+	if code := run(ctx, append([]string{"publish", "--run", "live", "--host", "node-1", "-q", "--nats-url", srv.natsURL}, sampleRun...), &out, &errOut); code != 0 {
+		t.Fatalf("publish exit %d: %s", code, errOut.String())
+	}
+	if !regexp.MustCompile(`published run live: 2 files, \d+ rows in \d+ messages`).MatchString(out.String()) {
+		t.Fatalf("publish said %q", out.String())
+	}
+	base := "http://" + srv.httpAddr
+	got := waitGet(t, base+"/runs/live/report", 20*time.Second)
+
+	out.Reset()
+	if code := run(ctx, append([]string{"analyze", "-q", "--run", "live", "--host", "node-1"}, sampleRun...), &out, &errOut); code != 0 {
+		t.Fatalf("analyze exit %d: %s", code, errOut.String())
+	}
+	if got != out.String() {
+		t.Fatalf("served report differs from analyze's:\n--- served\n%s\n--- analyze\n%s", head(got, 20), head(out.String(), 20))
+	}
+	metrics := get(t, base+"/metrics")
+	for _, want := range []string{"trainscope_ingest_events_total 9509", "trainscope_detector_runs_total 1", "trainscope_ingest_rejected_total 0", "trainscope_ingest_lag_messages 0"} {
+		if !strings.Contains(metrics, want+"\n") {
+			t.Errorf("/metrics lacks %q:\n%s", want, metrics)
+		}
+	}
+	if h := get(t, base+"/healthz"); !strings.Contains(h, `"status":"ok"`) {
+		t.Errorf("/healthz: %s", h)
+	}
+	if r, err := http.Get(base + "/runs/nope/report"); err != nil || r.StatusCode != 404 {
+		t.Errorf("/runs/nope/report: %v %v", r.StatusCode, err)
+	}
+}
+
+func mustSet(t *testing.T) *detectors.Set {
+	t.Helper()
+	set, err := detectors.NewSet(detectors.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+func head(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	return strings.Join(lines[:min(n, len(lines))], "\n")
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	r, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	return string(b)
+}
+
+func waitGet(t *testing.T, url string, limit time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		r, err := http.Get(url)
+		if err == nil {
+			b, _ := io.ReadAll(r.Body)
+			r.Body.Close()
+			if r.StatusCode == 200 {
+				return string(b)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s: no answer within %s", url, limit)
+	return ""
+}
+
+// Kill the serving process with SIGKILL at random moments while a
+// publisher streams four 2-rank runs, restart it, ten times: the tables
+// end up exactly as analyze loads them, with nothing twice.
+func TestServeSurvivesSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts and kills processes")
+	}
+	nats, err := stream.StartEmbedded(t.TempDir(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nats.Stop()
+	dataDir := t.TempDir()
+	env := append(os.Environ(), "TRAINSCOPE_AS_MAIN=1", "TRAINSCOPE_NATS_URL="+nats.URL(),
+		"TRAINSCOPE_INGEST_FETCH_BYTES=1048576", "TRAINSCOPE_INGEST_ACK_WAIT=2s", "TRAINSCOPE_PUBLISH_MESSAGE_BYTES=65536")
+	runs := []string{"k0", "k1", "k2", "k3"}
+
+	// the publisher streams run after run while the server dies and returns
+	var wg sync.WaitGroup
+	pubErr := make(chan error, 1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for _, r := range runs {
+			cmd := exec.Command(os.Args[0], append([]string{"publish", "-q", "--run", r, "--host", "node-1"}, sampleRun...)...)
+			cmd.Env = env
+			if out, err := cmd.CombinedOutput(); err != nil {
+				pubErr <- fmt.Errorf("publish %s: %v: %s", r, err, out)
+				return
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+	}()
+	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
+	for i := range 10 {
+		p := startServe(t, env, dataDir)
+		time.Sleep(time.Duration(150+rng.IntN(600)) * time.Millisecond)
+		p.Process.Signal(syscall.SIGKILL)
+		p.Wait()
+		t.Logf("kill %d done", i+1)
+	}
+	wg.Wait()
+	// the kills came while batches were arriving: some, not all, are in
+	if st, err := duck.Open(context.Background(), filepath.Join(dataDir, "trainscope.duckdb"), duck.Options{ReadOnly: true}); err == nil {
+		var n int64
+		st.Conn().QueryRowContext(context.Background(), "SELECT count(*) FROM ingested_batches").Scan(&n)
+		st.Close()
+		t.Logf("%d batches committed by the killed servers", n)
+	}
+	select {
+	case err := <-pubErr:
+		t.Fatal(err)
+	default:
+	}
+	// a last server drains the stream, then stops cleanly
+	p := startServe(t, env, dataDir)
+	waitDrained(t, nats.URL())
+	p.Process.Signal(syscall.SIGTERM)
+	if err := p.Wait(); err != nil {
+		t.Fatalf("serve did not stop cleanly: %v", err)
+	}
+
+	ctx := context.Background()
+	st, err := duck.Open(ctx, filepath.Join(dataDir, "trainscope.duckdb"), duck.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	want, err := duck.Open(ctx, "", duck.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer want.Close()
+	for _, r := range runs {
+		if _, err := ingest.Load(ctx, want, sampleRun, ingest.Options{RunID: r, Host: "node-1", Rank: -1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tbl := range []string{"slices_core", "slices_detail", "steps", "counters", "ranks", "threads", "process_groups", "runs"} {
+		q := fmt.Sprintf("SELECT count(*), coalesce(sum(hash(s)::HUGEINT), 0)::VARCHAR FROM %s s", tbl)
+		var n1, n2 int64
+		var h1, h2 string
+		if err := st.Conn().QueryRowContext(ctx, q).Scan(&n1, &h1); err != nil {
+			t.Fatal(err)
+		}
+		if err := want.Conn().QueryRowContext(ctx, q).Scan(&n2, &h2); err != nil {
+			t.Fatal(err)
+		}
+		if n1 != n2 || h1 != h2 {
+			t.Errorf("%s: served %d rows (hash %s), analyze %d (hash %s)", tbl, n1, h1, n2, h2)
+		}
+	}
+	var dups int64
+	st.Conn().QueryRowContext(ctx, "SELECT count(*) - count(DISTINCT msg_id) FROM ingested_batches").Scan(&dups)
+	if dups != 0 {
+		t.Errorf("%d batch ids recorded twice", dups)
+	}
+}
+
+// startServe starts the test binary as 'trainscope serve' and waits until
+// it says it is serving.
+func startServe(t *testing.T, env []string, dataDir string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "serve", "--data-dir", dataDir, "--http", "127.0.0.1:0", "--flight", "off", "--quiet", "300ms")
+	cmd.Env = env
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		said := false
+		for sc.Scan() {
+			if !said && strings.Contains(sc.Text(), "serving:") {
+				said = true
+				ready <- true
+			}
+			if testing.Verbose() {
+				t.Log("serve: " + sc.Text())
+			}
+		}
+		if !said {
+			ready <- false
+		}
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			cmd.Wait()
+			t.Fatalf("serve exited before serving")
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("serve did not start within 30 s")
+	}
+	return cmd
+}
+
+// waitDrained waits until the ingest consumer has nothing pending.
+func waitDrained(t *testing.T, url string) {
+	t.Helper()
+	nc, err := stream.Connect(stream.NATSConfig{URL: url}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		c, err := js.Consumer(ctx, stream.DefaultStream.Name, ingest.DefaultConsumer.Durable)
+		if err == nil {
+			info, err := c.Info(ctx)
+			if err == nil && info.NumPending == 0 && info.NumAckPending == 0 {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("the stream was not drained within 60 s")
+}

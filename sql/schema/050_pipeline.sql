@@ -1,0 +1,41 @@
+-- The always-on pipeline's own bookkeeping.
+
+-- Every JetStream message whose batch was committed, recorded in the same
+-- transaction as its rows: a message delivered again (the ingestor died
+-- between commit and ack, or a publisher resent it after the dedup window)
+-- is found here and skipped, so no row is counted twice.
+CREATE TABLE IF NOT EXISTS ingested_batches (
+    msg_id      VARCHAR PRIMARY KEY, -- Nats-Msg-Id, or stream:<seq> without one
+    stream_seq  UBIGINT NOT NULL,
+    subject     VARCHAR NOT NULL,
+    tbl         VARCHAR NOT NULL,
+    run_id      VARCHAR,
+    rows        BIGINT NOT NULL,
+    bytes       BIGINT NOT NULL,
+    sent_ns     BIGINT,              -- the publisher's clock, for latency
+    ingested_ns BIGINT NOT NULL
+);
+
+-- Messages that can never be ingested (undecodable bytes, an unknown
+-- schema version, a table that does not exist): terminated, not retried,
+-- and kept here with their headers so that nothing vanishes silently.
+CREATE TABLE IF NOT EXISTS rejected_batches (
+    stream_seq  UBIGINT NOT NULL,
+    subject     VARCHAR NOT NULL,
+    msg_id      VARCHAR,
+    headers     VARCHAR,
+    bytes       BIGINT NOT NULL,
+    reason      VARCHAR NOT NULL,
+    rejected_ns BIGINT NOT NULL
+);
+
+-- One row per detector pass the scheduler made over a run.
+CREATE TABLE IF NOT EXISTS analyses (
+    run_id      VARCHAR NOT NULL,
+    analyzed_ns BIGINT NOT NULL,
+    step_lo     INTEGER,
+    step_hi     INTEGER,
+    ranks       INTEGER NOT NULL,
+    findings    INTEGER NOT NULL,
+    took_ms     DOUBLE NOT NULL
+);

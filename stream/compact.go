@@ -1,0 +1,112 @@
+package stream
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// compactDicts returns rec with every dictionary column rebuilt over only
+// the strings its rows use. A reader's dictionary columns share one string
+// table for the whole trace; the IPC writer sends a column's whole
+// dictionary with every message, so a 1 MiB slice of a trace would
+// otherwise carry the trace's every kernel name once per string column.
+func compactDicts(rec arrow.RecordBatch) arrow.RecordBatch {
+	cols := make([]arrow.Array, rec.NumCols())
+	changed := false
+	for i, c := range rec.Columns() {
+		d, ok := c.(*array.Dictionary)
+		if !ok {
+			c.Retain()
+			cols[i] = c
+			continue
+		}
+		cols[i] = compactDict(d)
+		changed = true
+	}
+	if !changed {
+		for _, c := range cols {
+			c.Release()
+		}
+		rec.Retain()
+		return rec
+	}
+	return newRecord(rec.Schema(), cols, int(rec.NumRows()))
+}
+
+func compactDict(d *array.Dictionary) arrow.Array {
+	values, ok := d.Dictionary().(*array.String)
+	idx, ok2 := d.Indices().(*array.Int32)
+	if !ok || !ok2 {
+		d.Retain()
+		return d
+	}
+	n := idx.Len()
+	remap := make(map[int32]int32)
+	newIdx := make([]int32, n)
+	sb := array.NewStringBuilder(memory.DefaultAllocator)
+	defer sb.Release()
+	for i := range n {
+		if idx.IsNull(i) {
+			continue
+		}
+		old := idx.Value(i)
+		id, seen := remap[old]
+		if !seen {
+			id = int32(len(remap))
+			remap[old] = id
+			sb.Append(values.Value(int(old)))
+		}
+		newIdx[i] = id
+	}
+	dict := sb.NewArray()
+	defer dict.Release()
+	var validity *memory.Buffer
+	if idx.NullN() > 0 {
+		// the slice's validity bits start at its offset: copy them aligned
+		v := make([]byte, (n+7)/8)
+		for i := range n {
+			if idx.IsValid(i) {
+				v[i/8] |= 1 << (i % 8)
+			}
+		}
+		validity = memory.NewBufferBytes(v)
+	}
+	data := array.NewDataWithDictionary(d.DataType(), n,
+		[]*memory.Buffer{validity, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(newIdx))}, idx.NullN(), 0, dict.Data().(*array.Data))
+	defer data.Release()
+	return array.MakeFromData(data)
+}
+
+// Messages cuts rec into encoded messages of about target bytes or less,
+// each with dictionaries holding only the strings it uses.
+func Messages(table string, rec arrow.RecordBatch, target int) ([][]byte, error) {
+	n := rec.NumRows()
+	if n == 0 {
+		return nil, nil
+	}
+	// a first guess from a sample, then halve any part that came out big
+	per := int64(4096)
+	var out [][]byte
+	for lo := int64(0); lo < n; {
+		hi := min(lo+per, n)
+		part := rec.NewSlice(lo, hi)
+		small := compactDicts(part)
+		part.Release()
+		b, err := Encode(table, small)
+		small.Release()
+		if err != nil {
+			return nil, err
+		}
+		if len(b) > target && hi-lo > 1 {
+			per = max((hi-lo)/2, 1)
+			continue
+		}
+		out = append(out, b)
+		// aim the next part at 90% of the target from this part's bytes per row
+		bytesPerRow := float64(len(b)) / float64(hi-lo)
+		per = max(int64(float64(target)*0.9/bytesPerRow), 1)
+		lo = hi
+	}
+	return out, nil
+}

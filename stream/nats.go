@@ -1,0 +1,271 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// NATSConfig says where JetStream is. An empty URL means the embedded
+// server that `trainscope serve` runs.
+type NATSConfig struct {
+	URL      string    `mapstructure:"url"`
+	User     string    `mapstructure:"user"`
+	Password string    `mapstructure:"password"`
+	NKey     string    `mapstructure:"nkey"`  // path to an NKey seed file
+	Creds    string    `mapstructure:"creds"` // path to a .creds file (JWT + seed)
+	TLS      TLSConfig `mapstructure:"tls"`
+	// Listen is the embedded server's client address; agents and publish
+	// connect to it.
+	Listen string `mapstructure:"listen"`
+}
+
+// TLSConfig are the client's TLS files; any of them turns TLS on.
+type TLSConfig struct {
+	CA   string `mapstructure:"ca"`
+	Cert string `mapstructure:"cert"`
+	Key  string `mapstructure:"key"`
+}
+
+// StreamConfig is the JetStream stream every batch goes to.
+type StreamConfig struct {
+	Name       string        `mapstructure:"name"`
+	Cluster    string        `mapstructure:"cluster"` // the <cluster> token of subjects
+	MaxAge     time.Duration `mapstructure:"max_age"`
+	MaxBytes   int64         `mapstructure:"max_bytes"`
+	Duplicates time.Duration `mapstructure:"duplicates"`
+	Replicas   int           `mapstructure:"replicas"`
+}
+
+// DefaultNATS and DefaultStream need no file: an embedded server on the
+// loopback port NATS clients expect, three days or 10 GiB of batches.
+var (
+	DefaultNATS   = NATSConfig{Listen: "127.0.0.1:4222"}
+	DefaultStream = StreamConfig{Name: "TRAINSCOPE", Cluster: "default", MaxAge: 72 * time.Hour,
+		MaxBytes: 10 << 30, Duplicates: 10 * time.Minute, Replicas: 1}
+)
+
+// Validate reports every problem with its key path under prefix.
+func (c NATSConfig) Validate(prefix string) error {
+	var errs []error
+	if c.URL != "" {
+		for _, u := range strings.Split(c.URL, ",") {
+			p, err := url.Parse(strings.TrimSpace(u))
+			if err != nil || p.Host == "" {
+				errs = append(errs, fmt.Errorf("%s.url: %q is not a URL like nats://host:4222", prefix, u))
+			}
+		}
+	}
+	if c.User != "" && c.Password == "" {
+		errs = append(errs, fmt.Errorf("%s.password: required with %s.user", prefix, prefix))
+	}
+	n := 0
+	for _, a := range []string{c.User, c.NKey, c.Creds} {
+		if a != "" {
+			n++
+		}
+	}
+	if n > 1 {
+		errs = append(errs, fmt.Errorf("%s: give one of user/password, nkey or creds", prefix))
+	}
+	for key, f := range map[string]string{"nkey": c.NKey, "creds": c.Creds, "tls.ca": c.TLS.CA, "tls.cert": c.TLS.Cert, "tls.key": c.TLS.Key} {
+		if f != "" {
+			if _, err := os.Stat(f); err != nil {
+				errs = append(errs, fmt.Errorf("%s.%s: %v", prefix, key, err))
+			}
+		}
+	}
+	if (c.TLS.Cert == "") != (c.TLS.Key == "") {
+		errs = append(errs, fmt.Errorf("%s.tls: cert and key go together", prefix))
+	}
+	if c.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+			errs = append(errs, fmt.Errorf("%s.listen: %q is not host:port", prefix, c.Listen))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Validate reports every problem with its key path under prefix.
+func (c StreamConfig) Validate(prefix string) error {
+	var errs []error
+	if c.Name == "" || strings.ContainsAny(c.Name, ". *>") {
+		errs = append(errs, fmt.Errorf("%s.name: %q must be non-empty without dots, spaces or wildcards", prefix, c.Name))
+	}
+	if c.Cluster == "" || token(c.Cluster) != c.Cluster {
+		errs = append(errs, fmt.Errorf("%s.cluster: %q must be non-empty with letters, digits, - and _ only", prefix, c.Cluster))
+	}
+	if c.MaxAge < 0 {
+		errs = append(errs, fmt.Errorf("%s.max_age: negative", prefix))
+	}
+	if c.MaxBytes < 0 {
+		errs = append(errs, fmt.Errorf("%s.max_bytes: negative", prefix))
+	}
+	if c.Duplicates <= 0 {
+		errs = append(errs, fmt.Errorf("%s.duplicates: must be > 0 (the dedup window)", prefix))
+	}
+	if c.Replicas < 1 || c.Replicas > 5 {
+		errs = append(errs, fmt.Errorf("%s.replicas: %d, want 1 to 5", prefix, c.Replicas))
+	}
+	return errors.Join(errs...)
+}
+
+// Subject is where a batch of table for run from host is published:
+// trainscope.<cluster>.<run>.<host>.<table>. Characters NATS gives a
+// meaning to become '_'; the exact run id and host travel in the batch.
+func Subject(cluster, run, host, table string) string {
+	return "trainscope." + token(cluster) + "." + token(run) + "." + token(host) + "." + token(table)
+}
+
+// SubjectRun is the run token of a subject made by Subject, or "".
+func SubjectRun(subject string) string {
+	parts := strings.Split(subject, ".")
+	if len(parts) != 5 {
+		return ""
+	}
+	return parts[2]
+}
+
+func token(s string) string {
+	if s == "" {
+		return "_"
+	}
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// Embedded is a NATS server with JetStream inside this process.
+type Embedded struct {
+	*server.Server
+}
+
+// StartEmbedded starts a JetStream server storing under dir and listening
+// on listen ("127.0.0.1:0" picks a free port).
+func StartEmbedded(dir, listen string) (*Embedded, error) {
+	host, portStr, err := net.SplitHostPort(listen)
+	if err != nil {
+		return nil, fmt.Errorf("embedded NATS: listen %q: %w", listen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, fmt.Errorf("embedded NATS: listen %q: bad port", listen)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	opts := &server.Options{
+		ServerName: "trainscope",
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   dir,
+		NoSigs:     true,
+		NoLog:      true,
+		// Batches are up to 1 MiB plus headers.
+		MaxPayload: 4 << 20,
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded NATS: %w", err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(15 * time.Second) {
+		s.Shutdown()
+		return nil, fmt.Errorf("embedded NATS did not start listening on %s within 15 s (is the port taken? set nats.listen)", listen)
+	}
+	return &Embedded{s}, nil
+}
+
+// URL is the embedded server's client URL.
+func (e *Embedded) URL() string { return e.ClientURL() }
+
+// Stop shuts the server down and waits for it.
+func (e *Embedded) Stop() {
+	e.Shutdown()
+	e.WaitForShutdown()
+}
+
+// Connect opens a client connection that reconnects forever once it is
+// up. The first connection is not retried: a server that is not there is
+// an error now, naming the URL, rather than a hang.
+func Connect(cfg NATSConfig, name string) (*nats.Conn, error) {
+	target := cfg.URL
+	if target == "" {
+		target = "nats://" + cfg.Listen
+	}
+	opts := []nats.Option{
+		nats.Name(name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.ReconnectBufSize(64 << 20),
+		nats.Timeout(5 * time.Second),
+	}
+	switch {
+	case cfg.User != "":
+		opts = append(opts, nats.UserInfo(cfg.User, cfg.Password))
+	case cfg.NKey != "":
+		o, err := nats.NkeyOptionFromSeed(cfg.NKey)
+		if err != nil {
+			return nil, fmt.Errorf("nats.nkey %s: %w", cfg.NKey, err)
+		}
+		opts = append(opts, o)
+	case cfg.Creds != "":
+		opts = append(opts, nats.UserCredentials(cfg.Creds))
+	}
+	if cfg.TLS.CA != "" {
+		opts = append(opts, nats.RootCAs(cfg.TLS.CA))
+	}
+	if cfg.TLS.Cert != "" {
+		opts = append(opts, nats.ClientCert(cfg.TLS.Cert, cfg.TLS.Key))
+	}
+	nc, err := nats.Connect(target, opts...)
+	if err != nil {
+		hint := "start 'trainscope serve' there, or set nats.url / TRAINSCOPE_NATS_URL / --nats-url"
+		return nil, fmt.Errorf("cannot reach NATS at %s: %w (%s)", target, err, hint)
+	}
+	return nc, nil
+}
+
+// EnsureStream creates the stream, or updates its limits, and returns it.
+// It captures every subject under trainscope.<cluster>.
+func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg StreamConfig) (jetstream.Stream, error) {
+	sc := jetstream.StreamConfig{
+		Name:        cfg.Name,
+		Description: "trainscope event batches (Arrow IPC)",
+		Subjects:    []string{"trainscope." + token(cfg.Cluster) + ".>"},
+		Retention:   jetstream.LimitsPolicy,
+		MaxAge:      cfg.MaxAge,
+		MaxBytes:    cmpOr(cfg.MaxBytes, -1),
+		Duplicates:  cfg.Duplicates,
+		Storage:     jetstream.FileStorage,
+		Replicas:    max(cfg.Replicas, 1),
+		Discard:     jetstream.DiscardOld,
+	}
+	s, err := js.CreateOrUpdateStream(ctx, sc)
+	if err != nil {
+		return nil, fmt.Errorf("set up stream %s: %w", cfg.Name, err)
+	}
+	return s, nil
+}
+
+func cmpOr(v, def int64) int64 {
+	if v == 0 {
+		return def
+	}
+	return v
+}
