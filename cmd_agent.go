@@ -85,11 +85,8 @@ func runAgent(ctx context.Context, args []string, out, errOut io.Writer) error {
 		switch {
 		case jsonscan.IsTruncated(err):
 			return fmt.Errorf("%w: %v", watch.ErrIncomplete, err)
-		case err != nil:
-			return err
 		}
-		logf("published %s (%d messages so far)", path, pub.Stats.Messages.Load())
-		return nil
+		return err // the watcher logs what was published
 	}
 	wcfg := watch.Config{Dir: *dir, StatePath: *statePath, Poll: cfg.Agent.Poll, Settle: cfg.Agent.Settle, GiveUp: cfg.Agent.GiveUp}
 	if err := wcfg.Validate(); err != nil {

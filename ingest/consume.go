@@ -79,6 +79,8 @@ type Consumer struct {
 	// which of them received a ranks row (a trace or snapshot complete).
 	OnCommit func(runs map[string]bool)
 	Logf     func(format string, args ...any)
+
+	wait time.Duration // current fetch backoff
 }
 
 // NewConsumer creates (or finds) the durable pull consumer on s.
@@ -98,36 +100,74 @@ func NewConsumer(ctx context.Context, s jetstream.Stream, cfg ConsumerConfig) (j
 }
 
 // Run fetches and ingests until ctx is done. Trouble reaching the server
-// is retried; only a cancelled context ends it.
+// is retried; only a cancelled context ends it. The next fetch and its
+// decoding overlap the current transaction: at most two fetches are held
+// decoded, bounding memory to about three times FetchBytes.
 func (c *Consumer) Run(ctx context.Context) error {
-	wait := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		batch, err := c.Cons.FetchBytes(c.Cfg.FetchBytes, jetstream.FetchMaxWait(c.Cfg.MaxWait))
-		if err != nil {
-			if ctx.Err() != nil {
-				break
+	fetched := make(chan []*item, 1)
+	go func() {
+		defer close(fetched)
+		for ctx.Err() == nil {
+			msgs := c.fetch(ctx)
+			if len(msgs) == 0 {
+				continue
 			}
-			c.logf("fetch: %v (retrying in %s)", err, wait)
-			sleep(ctx, wait)
-			wait = min(wait*2, 5*time.Second)
-			continue
+			t0 := time.Now()
+			items := make([]*item, len(msgs))
+			for i, m := range msgs {
+				items[i] = decodeItem(m)
+			}
+			c.Stats.Decode.Add(int64(time.Since(t0)))
+			select {
+			case fetched <- items:
+			case <-ctx.Done():
+				releaseItems(items)
+				return
+			}
 		}
-		var msgs []jetstream.Msg
-		for m := range batch.Messages() {
-			msgs = append(msgs, m)
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) && len(msgs) == 0 {
-			c.logf("fetch: %v", err)
-			sleep(ctx, wait)
-			wait = min(wait*2, 5*time.Second)
-			continue
-		}
-		wait = 100 * time.Millisecond
-		if len(msgs) > 0 {
-			c.process(ctx, msgs)
-		}
+	}()
+	for items := range fetched {
+		c.process(ctx, items)
+		releaseItems(items)
 	}
 	return nil
+}
+
+// fetch pulls one batch of messages, waiting out trouble with backoff.
+func (c *Consumer) fetch(ctx context.Context) []jetstream.Msg {
+	batch, err := c.Cons.FetchBytes(c.Cfg.FetchBytes, jetstream.FetchMaxWait(c.Cfg.MaxWait))
+	if err != nil {
+		if ctx.Err() == nil {
+			c.backoff(ctx, fmt.Errorf("fetch: %w", err))
+		}
+		return nil
+	}
+	var msgs []jetstream.Msg
+	for m := range batch.Messages() {
+		msgs = append(msgs, m)
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) && len(msgs) == 0 {
+		c.backoff(ctx, fmt.Errorf("fetch: %w", err))
+		return nil
+	}
+	c.wait = 0
+	return msgs
+}
+
+// backoff logs err and sleeps, longer each time in a row (up to 5 s).
+func (c *Consumer) backoff(ctx context.Context, err error) {
+	c.wait = min(max(c.wait*2, 100*time.Millisecond), 5*time.Second)
+	c.logf("%v (retrying in %s)", err, c.wait)
+	sleep(ctx, c.wait)
+}
+
+func releaseItems(items []*item) {
+	for _, it := range items {
+		if it.rec != nil {
+			it.rec.Release()
+			it.rec = nil
+		}
+	}
 }
 
 func sleep(ctx context.Context, d time.Duration) {
@@ -158,26 +198,15 @@ type item struct {
 	skipped bool
 }
 
-func (c *Consumer) process(ctx context.Context, msgs []jetstream.Msg) {
-	t0 := time.Now()
-	items := make([]*item, len(msgs))
-	for i, m := range msgs {
-		items[i] = decodeItem(m)
-	}
-	c.Stats.Decode.Add(int64(time.Since(t0)))
-	defer func() {
-		for _, it := range items {
-			if it.rec != nil {
-				it.rec.Release()
-			}
-		}
-	}()
-
+func (c *Consumer) process(ctx context.Context, items []*item) {
 	t1 := time.Now()
 	c.Mu.Lock()
 	runs, err := c.commit(ctx, items)
 	c.Mu.Unlock()
 	c.Stats.Insert.Add(int64(time.Since(t1)))
+	if err != nil && ctx.Err() != nil {
+		return // shutting down: unacknowledged messages come back to the next start
+	}
 	if err != nil {
 		// Nothing was committed: let every message come back. A store
 		// that fails on good batches is trouble to retry, not poison.

@@ -2,7 +2,9 @@
 // subpackages (kineto today; nsys, memsnap, dcgm and script later) and
 // produce column tables from the stream package; this package finds the
 // artifacts in the paths a user gives, runs the readers in parallel and
-// moves their record batches into a DuckDB store.
+// hands their record batches to a Sink: a DuckDB store (analyze) or the
+// JetStream publisher (publish, agent). Consumer is the other end of the
+// stream: it moves published batches into the store.
 //
 // Contract: a file is loaded whole or not at all. A reader error names the
 // file and the byte offset and what was expected there; Load stops at the
@@ -10,4 +12,11 @@
 // Load inserts each file's batches as soon as that file is read, so reading
 // the next files overlaps with inserting the previous ones; records are
 // released after insert.
+//
+// Consumer contract (DESIGN.md): a message is acknowledged only after the
+// transaction holding its rows and its message id has committed; a message
+// whose id is already recorded is acknowledged without inserting; a message
+// that can never be ingested is recorded in rejected_batches, with its
+// headers, and terminated, never retried forever. A failed transaction
+// naks every message of the fetch, so they come back.
 package ingest

@@ -79,24 +79,3 @@ func Decode(b []byte) (table string, rec arrow.RecordBatch, err error) {
 	}
 	return table, rec, nil
 }
-
-// Split cuts rec into consecutive slices whose encoded size is about
-// maxBytes or less (estimated from the whole record's encoded size), so that
-// each travels as one message of bounded size. The caller releases them.
-func Split(table string, rec arrow.RecordBatch, maxBytes int) ([]arrow.RecordBatch, error) {
-	n := rec.NumRows()
-	if n == 0 {
-		return nil, nil
-	}
-	whole, err := Encode(table, rec)
-	if err != nil {
-		return nil, err
-	}
-	parts := int64(len(whole)/maxBytes) + 1
-	per := (n + parts - 1) / parts
-	var out []arrow.RecordBatch
-	for lo := int64(0); lo < n; lo += per {
-		out = append(out, rec.NewSlice(lo, min(lo+per, n)))
-	}
-	return out, nil
-}

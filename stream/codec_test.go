@@ -83,30 +83,44 @@ func TestDecodePoison(t *testing.T) {
 	}
 }
 
-func TestSplitBoundsMessages(t *testing.T) {
+func TestMessagesBoundSizeAndKeepRows(t *testing.T) {
 	rec := bigSliceTable(20000).Record("r", "h", 0)
 	defer rec.Release()
-	parts, err := Split("slices", rec, 64<<10)
+	const target = 64 << 10
+	msgs, err := Messages("slices", rec, target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(parts) < 2 {
-		t.Fatalf("%d parts", len(parts))
+	if len(msgs) < 2 {
+		t.Fatalf("%d messages", len(msgs))
 	}
-	rows := int64(0)
-	for _, p := range parts {
-		b, err := Encode("slices", p)
-		if err != nil {
-			t.Fatal(err)
+	var rows int64
+	for i, b := range msgs {
+		if len(b) > target {
+			t.Errorf("message %d is %d bytes, target %d", i, len(b), target)
 		}
-		// the estimate may overshoot a little: dictionaries travel with every part
-		if len(b) > 80<<10 {
-			t.Errorf("part of %d rows encodes to %d bytes", p.NumRows(), len(b))
+		table, part, err := Decode(b)
+		if err != nil || table != "slices" {
+			t.Fatalf("message %d: %q %v", i, table, err)
 		}
-		rows += p.NumRows()
-		p.Release()
+		// every decoded row equals the source row, strings included
+		for r := range part.NumRows() {
+			for c := range part.NumCols() {
+				got, want := part.Column(int(c)).ValueStr(int(r)), rec.Column(int(c)).ValueStr(int(rows+r))
+				if got != want {
+					t.Fatalf("message %d row %d column %s: %q, want %q", i, r, part.ColumnName(int(c)), got, want)
+				}
+			}
+		}
+		// a compacted dictionary holds only strings the message uses
+		name := part.Column(part.Schema().FieldIndices("name")[0]).(*array.Dictionary)
+		if n := name.Dictionary().Len(); int64(n) > part.NumRows() {
+			t.Errorf("message %d: %d names for %d rows", i, n, part.NumRows())
+		}
+		rows += part.NumRows()
+		part.Release()
 	}
 	if rows != rec.NumRows() {
-		t.Errorf("parts hold %d rows, want %d", rows, rec.NumRows())
+		t.Errorf("messages hold %d rows, want %d", rows, rec.NumRows())
 	}
 }

@@ -1,8 +1,9 @@
 // Package stream is trainscope's event model: the Arrow schema of every table
 // (slices, steps, counters, mem_*), the column builders that readers fill,
 // and the wire codec (one Arrow IPC stream per message, labelled with its
-// table and schema version; Split bounds message size). JetStream plumbing
-// joins it with the streaming issue.
+// table and schema version; Messages bounds message size), and the JetStream
+// side: subjects, the stream, the embedded server, connections and the
+// publisher (async, bounded in flight, Nats-Msg-Id = producer + sequence).
 //
 // stream is the leaf of the import graph: it imports nothing of ours.
 //
