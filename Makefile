@@ -7,7 +7,7 @@ PKGS      := ./...
 DEMO_DIR  := bench/sample
 DEMO_OUT  := out/demo
 
-.PHONY: help build test test-short bench demo lint fmt golden vet fuzz clean
+.PHONY: help build test test-short bench demo demo-offline lint fmt golden vet fuzz clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -26,18 +26,14 @@ bench: build ## Go benchmarks and the syn8 end-to-end benchmark (see bench/RESUL
 	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchmem ./ingest/... ./detectors/...
 	bash bench/syn8.sh
 
-demo: build ## analyze the bundled sample run and write a report and a database
-	@mkdir -p $(DEMO_OUT)
-	@rm -f $(DEMO_OUT)/run.duckdb $(DEMO_OUT)/run.duckdb.wal
-	$(BIN) analyze $(DEMO_DIR) --run demo --db $(DEMO_OUT)/run.duckdb --out $(DEMO_OUT)/report.md --parquet $(DEMO_OUT)/parquet
-	@echo
-	@sed -n '/^## Summary/,/^## Metrics/p' $(DEMO_OUT)/report.md | sed '$$d'
-	@$(BIN) sql --db $(DEMO_OUT)/run.duckdb "SELECT severity, detector, rank, round(value, 3) AS value, threshold FROM findings ORDER BY CASE severity WHEN 'critical' THEN 0 WHEN 'warn' THEN 1 ELSE 2 END, detector, rank"
-	@echo
-	@echo "full report: $(DEMO_OUT)/report.md"
-	@echo "database:    $(DEMO_OUT)/run.duckdb"
-	@echo "parquet:     $(DEMO_OUT)/parquet"
-	@echo "query it:    $(BIN) sql --db $(DEMO_OUT)/run.duckdb \"SELECT * FROM metrics WHERE detector = 'temporal_breakdown'\""
+demo: build ## serve + publish the bundled sample run, wait for its report, print it, stop (deploy/demo.sh)
+	BIN=$(BIN) OUT=$(DEMO_OUT) SAMPLE=$(DEMO_DIR) bash deploy/demo.sh
+
+demo-offline: build ## the same run through analyze, no server: report, database and Parquet
+	@mkdir -p $(DEMO_OUT)-offline
+	@rm -f $(DEMO_OUT)-offline/run.duckdb $(DEMO_OUT)-offline/run.duckdb.wal
+	$(BIN) analyze $(DEMO_DIR) --run demo --db $(DEMO_OUT)-offline/run.duckdb --out $(DEMO_OUT)-offline/report.md --parquet $(DEMO_OUT)-offline/parquet
+	@echo "report: $(DEMO_OUT)-offline/report.md; database: $(DEMO_OUT)-offline/run.duckdb"
 
 lint: vet ## gofmt check and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

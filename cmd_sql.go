@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -14,13 +16,19 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
 	"github.com/trainscope/trainscope/sql/duck"
+	"github.com/trainscope/trainscope/sql/flightsrv"
 )
 
-const sqlHelp = `Usage: trainscope sql --db FILE [--format table|csv|json] "SELECT ..."
+const sqlHelp = `Usage: trainscope sql (--db FILE | --server ADDR) [--format table|csv|json] "SELECT ..."
 
-Runs SQL on a database written by 'trainscope analyze --db FILE'. The
-database is opened read-only. Give the query as an argument, or '-' to read
+Runs SQL on a database written by 'trainscope analyze --db FILE' (opened
+read-only), or on the live database of a running 'trainscope serve'
+through its Flight SQL endpoint (--server host:port; the server runs
+read-only queries only). Give the query as an argument, or '-' to read
 it from stdin.
 
 Tables: runs, ranks, process_groups, slices, steps, counters, findings,
@@ -31,19 +39,21 @@ covered_time, exposed_time, robust_z, pct, fmt_ns.
 Examples:
   trainscope sql --db run.duckdb "SELECT severity, message FROM findings"
   trainscope sql --db run.duckdb --format csv "SELECT * FROM metrics WHERE detector = 'temporal_breakdown'"
+  trainscope sql --server localhost:50051 --format json "SELECT run_id, world_size FROM runs"
 
 Flags:
 `
 
 func runSQL(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flagSet("sql", sqlHelp, errOut)
-	db := fs.String("db", "", "database file written by analyze --db (required)")
+	db := fs.String("db", "", "database file written by analyze --db")
+	server := fs.String("server", "", "host:port of a running 'trainscope serve' Flight SQL endpoint")
 	format := fs.String("format", "table", "output format: table, csv or json")
 	if err := parseFlags(fs, args, out); err != nil {
 		return err
 	}
-	if *db == "" {
-		return &usageError{"sql: --db FILE is required (write one with 'trainscope analyze --db FILE')"}
+	if (*db == "") == (*server == "") {
+		return &usageError{"sql: give exactly one of --db FILE (a database written by 'trainscope analyze --db FILE') or --server ADDR (a running 'trainscope serve')"}
 	}
 	if fs.NArg() == 0 {
 		return &usageError{"sql: give a query, or '-' to read it from stdin"}
@@ -60,6 +70,18 @@ func runSQL(ctx context.Context, args []string, out, errOut io.Writer) error {
 			return err
 		}
 		query = string(b)
+	}
+	if *server != "" {
+		res, err := flightsrv.Query(ctx, *server, query)
+		if errors.Is(err, flightsrv.ErrNoServer) {
+			return err // not the query's fault: exit 1
+		}
+		if err != nil {
+			return &inputError{err}
+		}
+		defer res.Release()
+		cols, records := arrowRecords(res)
+		return writeRecords(cols, records, *format, out)
 	}
 	st, err := duck.Open(ctx, *db, duck.Options{ReadOnly: true})
 	if err != nil {
@@ -94,6 +116,12 @@ func writeRows(rows *sql.Rows, format string, out io.Writer) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
+	return writeRecords(cols, records, format, out)
+}
+
+// writeRecords prints rows of Go values (as database/sql scans them, or as
+// arrowValue converts them) in one of the formats.
+func writeRecords(cols []string, records [][]any, format string, out io.Writer) error {
 	switch format {
 	case "json":
 		objs := make([]map[string]any, 0, len(records))
@@ -136,7 +164,7 @@ func writeRows(rows *sql.Rows, format string, out io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(out, "(%d rows)\n", len(records))
+	_, err := fmt.Fprintf(out, "(%d rows)\n", len(records))
 	return err
 }
 
@@ -185,4 +213,107 @@ func jsonValue(v any) any {
 		return out
 	}
 	return v
+}
+
+// arrowRecords turns a Flight SQL result into the column names and Go
+// values writeRecords prints, so --server and --db print alike.
+func arrowRecords(res *flightsrv.Result) ([]string, [][]any) {
+	cols := make([]string, res.Schema.NumFields())
+	for i, f := range res.Schema.Fields() {
+		cols[i] = f.Name
+	}
+	var records [][]any
+	for _, b := range res.Batches {
+		for r := 0; r < int(b.NumRows()); r++ {
+			row := make([]any, b.NumCols())
+			for c := range row {
+				row[c] = arrowValue(b.Column(c), r)
+			}
+			records = append(records, row)
+		}
+	}
+	return cols, records
+}
+
+// arrowValue is the Go value database/sql would give for one Arrow cell:
+// integers, floats, strings, time.Time, slices for lists, maps for structs
+// and maps. Strings and bytes are copied, as Arrow's alias the batch.
+func arrowValue(a arrow.Array, i int) any {
+	if a.IsNull(i) {
+		return nil
+	}
+	switch c := a.(type) {
+	case *array.Boolean:
+		return c.Value(i)
+	case *array.Int8:
+		return int64(c.Value(i))
+	case *array.Int16:
+		return int64(c.Value(i))
+	case *array.Int32:
+		return int64(c.Value(i))
+	case *array.Int64:
+		return c.Value(i)
+	case *array.Uint8:
+		return uint64(c.Value(i))
+	case *array.Uint16:
+		return uint64(c.Value(i))
+	case *array.Uint32:
+		return uint64(c.Value(i))
+	case *array.Uint64:
+		return c.Value(i)
+	case *array.Float32:
+		return float64(c.Value(i))
+	case *array.Float64:
+		return c.Value(i)
+	case *array.String:
+		return strings.Clone(c.Value(i))
+	case *array.LargeString:
+		return strings.Clone(c.Value(i))
+	case *array.StringView:
+		return strings.Clone(c.Value(i))
+	case *array.Binary:
+		return bytes.Clone(c.Value(i))
+	case *array.LargeBinary:
+		return bytes.Clone(c.Value(i))
+	case *array.Timestamp:
+		return c.Value(i).ToTime(c.DataType().(*arrow.TimestampType).Unit)
+	case *array.Date32:
+		return c.Value(i).ToTime()
+	case *array.Date64:
+		return c.Value(i).ToTime()
+	case *array.Decimal128:
+		// HUGEINT arrives as decimal(38, 0): keep it exact.
+		if scale := c.DataType().(*arrow.Decimal128Type).Scale; scale != 0 {
+			return c.Value(i).ToFloat64(scale)
+		}
+		return c.Value(i).BigInt()
+	case *array.MonthDayNanoInterval:
+		// The shape database/sql gives DuckDB's INTERVAL.
+		v := c.Value(i)
+		return map[string]any{"months": v.Months, "days": v.Days, "micros": v.Nanoseconds / 1000}
+	case *array.Dictionary:
+		return arrowValue(c.Dictionary(), c.GetValueIndex(i))
+	case *array.Struct:
+		st := c.DataType().(*arrow.StructType)
+		m := make(map[string]any, c.NumField())
+		for f := 0; f < c.NumField(); f++ {
+			m[st.Field(f).Name] = arrowValue(c.Field(f), i)
+		}
+		return m
+	case *array.Map:
+		start, end := c.ValueOffsets(i)
+		m := make(map[string]any, end-start)
+		for j := start; j < end; j++ {
+			m[text(arrowValue(c.Keys(), int(j)))] = arrowValue(c.Items(), int(j))
+		}
+		return m
+	case array.ListLike:
+		start, end := c.ValueOffsets(i)
+		l := make([]any, 0, end-start)
+		for j := start; j < end; j++ {
+			l = append(l, arrowValue(c.ListValues(), int(j)))
+		}
+		return l
+	}
+	return strings.Clone(a.ValueStr(i))
 }

@@ -3,7 +3,11 @@
 // record batches through DuckDB's Arrow scan, and exports tables to
 // hive-partitioned Parquet.
 //
-// Ownership: exactly one Store may write a database file, and a Store uses
-// exactly one connection, so every statement it runs is serialised. Insert
-// does not keep the record it is given; the caller still owns it.
+// Ownership: exactly one Store may write a database file, and a Store's own
+// statements run on exactly one connection, so they are serialised; its
+// owner (the ingestor, with the detector scheduler) takes turns on it.
+// Readers (NewReader) are further connections on the same database for
+// queries that run beside the writer (Flight SQL); DuckDB's MVCC gives each
+// a consistent view. Insert does not keep the record it is given; the
+// caller still owns it.
 package duck

@@ -78,6 +78,16 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		// an insert for half a second each time. Checkpoint once, at Close.
 		_, err = conn.ExecContext(ctx, "SET checkpoint_threshold = '64GB'")
 	}
+	if err == nil {
+		// This DuckDB build fetches extensions from the internet on first
+		// use (a cast to INET, say). The machines it runs on may have no
+		// internet, and a query server must not download code: only the
+		// bundled extensions are used.
+		_, err = conn.ExecContext(ctx, "SET autoinstall_known_extensions = false")
+	}
+	if err == nil {
+		_, err = conn.ExecContext(ctx, "SET autoload_known_extensions = false")
+	}
 
 	if err == nil && opt.Threads > 0 {
 		_, err = conn.ExecContext(ctx, fmt.Sprintf("SET threads = %d", opt.Threads))

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/trainscope/trainscope/sql/duck"
+	"github.com/trainscope/trainscope/sql/schema"
 	"github.com/trainscope/trainscope/stream"
 )
 
@@ -218,10 +220,19 @@ func TestOpenInMemory(t *testing.T) {
 	if got := rowStrings(t, st, "SELECT current_setting('memory_limit')"); len(got) != 1 || !strings.Contains(got[0], "488.2 MiB") {
 		t.Errorf("memory_limit = %q, want 512MB (488.2 MiB)", got)
 	}
-	// The whole schema is applied: every table, view and macro exists.
-	checkRows(t, st, []string{
-		"analysis_window", "counters", "findings", "mem_blocks", "mem_events", "mem_segments", "mem_settings", "metrics", "process_groups", "ranks", "runs", "slices_core", "slices_detail", "steps", "threads",
-	}, "SELECT table_name FROM duckdb_tables() WHERE NOT temporary ORDER BY 1")
+	// The whole schema is applied: every table the schema files create
+	// exists, and no other.
+	var tables []string
+	for _, f := range schema.Files() {
+		for _, m := range regexp.MustCompile(`(?m)^CREATE TABLE IF NOT EXISTS (\w+)`).FindAllStringSubmatch(f.SQL, -1) {
+			tables = append(tables, m[1])
+		}
+	}
+	sort.Strings(tables)
+	if len(tables) < 15 {
+		t.Fatalf("only %d tables found in the schema files", len(tables))
+	}
+	checkRows(t, st, tables, "SELECT table_name FROM duckdb_tables() WHERE NOT temporary ORDER BY 1")
 	checkRows(t, st, []string{
 		"collective_instances", "collective_waits", "gpu_busy", "gpu_class_time", "gpu_span", "gpu_window", "host_op_time", "host_window", "slices", "step_memory_peaks",
 	}, "SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY 1")

@@ -1,0 +1,84 @@
+package duck
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	duckdb "github.com/duckdb/duckdb-go/v2"
+)
+
+// Reader is a second connection to a Store's database. The Store's own
+// connection belongs to the goroutine that writes; a Reader lets another
+// goroutine query at the same time, because DuckDB gives each connection
+// its own transaction (MVCC): a query sees the rows committed before it
+// started and never blocks the writer.
+//
+// A Reader is not safe for concurrent use either: open one per goroutine
+// (or per query; opening one is cheap). Close every Reader before closing
+// the Store.
+type Reader struct {
+	conn  driver.Conn
+	arrow *duckdb.Arrow
+}
+
+// NewReader opens a connection on the store's database, in memory or on
+// disk. It inherits the database-wide settings Open applied (threads,
+// memory limit, read-only access).
+func (s *Store) NewReader(ctx context.Context) (*Reader, error) {
+	if s.connector == nil {
+		return nil, errors.New("new reader: store is closed")
+	}
+	conn, err := s.connector.Connect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("new reader on %s: %w", displayPath(s.Path), err)
+	}
+	a, err := duckdb.NewArrowFromConn(conn)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("new reader on %s: %w", displayPath(s.Path), err)
+	}
+	return &Reader{conn: conn, arrow: a}, nil
+}
+
+// QueryArrow runs a query and returns its result as Arrow records, exactly
+// as DuckDB converts them. The caller releases the reader before the next
+// call. DuckDB runs every statement of a multi-statement string and keeps
+// the last result: callers that take queries from outside must check them
+// first.
+func (r *Reader) QueryArrow(ctx context.Context, query string, args ...any) (array.RecordReader, error) {
+	return r.arrow.QueryContext(ctx, query, args...)
+}
+
+// StatementType prepares query without running it and tells what kind of
+// statement DuckDB takes it for (duckdb.STATEMENT_TYPE_SELECT, ...). It
+// refuses more than one statement instead of running the first ones, as
+// PrepareContext would. Preparing binds the query, and binding can touch
+// the outside world (read_csv sniffs its file), so only prepare queries
+// that are already known to be harmless.
+func (r *Reader) StatementType(query string) (duckdb.StmtType, error) {
+	// driver.Conn.Prepare, unlike PrepareContext, refuses multi-statement
+	// strings instead of executing all but the last statement.
+	st, err := r.conn.Prepare(query)
+	if err != nil {
+		return duckdb.STATEMENT_TYPE_INVALID, err
+	}
+	defer st.Close()
+	ds, ok := st.(*duckdb.Stmt)
+	if !ok {
+		return duckdb.STATEMENT_TYPE_INVALID, fmt.Errorf("prepare: unexpected statement type %T", st)
+	}
+	return ds.StatementType()
+}
+
+// Close releases the connection. Release every record reader first.
+func (r *Reader) Close() error {
+	if r == nil || r.conn == nil {
+		return nil
+	}
+	err := r.conn.Close()
+	r.conn = nil
+	return err
+}

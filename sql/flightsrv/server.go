@@ -1,0 +1,311 @@
+package flightsrv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	duckdb "github.com/duckdb/duckdb-go/v2"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/trainscope/trainscope/sql/duck"
+)
+
+// Server answers Flight SQL requests with read-only queries on a Store.
+// Every query runs on its own duck.Reader, so queries run concurrently
+// with each other and with the Store's writer.
+type Server struct {
+	flightsql.BaseServer
+	st   *duck.Store
+	logf func(string, ...any)
+}
+
+// NewServer returns a Server over st; logf (nil for silence) hears about
+// refused and failed queries.
+func NewServer(st *duck.Store, logf func(string, ...any)) (*Server, error) {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	// Load DuckDB's parser now, so that a broken build fails at start
+	// rather than on the first query.
+	if _, err := loadParser(); err != nil {
+		return nil, err
+	}
+	s := &Server{st: st, logf: logf}
+	s.Alloc = memory.DefaultAllocator
+	if err := s.registerSqlInfo(context.Background()); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Serve listens on addr (host:port; port 0 picks a free one) and serves
+// Flight SQL over st until ctx is done or stop is called. It returns the
+// address it listens on. stop waits up to five seconds for running
+// queries, then cancels them; it returns the error that ended serving, if
+// any. The endpoint is plain gRPC without TLS or authentication: bind it
+// to localhost or a private network.
+func Serve(ctx context.Context, addr string, st *duck.Store, logf func(string, ...any)) (net.Addr, func() error, error) {
+	srv, err := NewServer(st, logf)
+	if err != nil {
+		return nil, nil, err
+	}
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("flight sql: listen on %s: %w", addr, err)
+	}
+	gs := grpc.NewServer()
+	flight.RegisterFlightServiceServer(gs, flightsql.NewFlightServer(srv))
+	served := make(chan error, 1)
+	go func() { served <- gs.Serve(lis) }()
+
+	var (
+		once     sync.Once
+		serveErr error
+		stopped  = make(chan struct{})
+	)
+	stop := func() error {
+		once.Do(func() {
+			graceful := make(chan struct{})
+			go func() { gs.GracefulStop(); close(graceful) }()
+			select {
+			case <-graceful:
+			case <-time.After(5 * time.Second):
+				gs.Stop() // closes the streams, which cancels their queries
+				<-graceful
+			}
+			serveErr = <-served
+			if errors.Is(serveErr, grpc.ErrServerStopped) {
+				serveErr = nil
+			}
+			close(stopped)
+		})
+		return serveErr
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			stop()
+		case <-stopped:
+		}
+	}()
+	return lis.Addr(), stop, nil
+}
+
+// GetFlightInfoStatement checks the query and hands back a ticket that
+// carries it. The result's schema is not computed here (that would run the
+// query twice); it comes first in the DoGet stream.
+func (s *Server) GetFlightInfoStatement(ctx context.Context, cmd flightsql.StatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	if len(cmd.GetTransactionId()) > 0 {
+		return nil, status.Error(codes.InvalidArgument, "transactions are not supported: this server is read-only")
+	}
+	q := cmd.GetQuery()
+	if err := s.validate(ctx, q); err != nil {
+		return nil, err
+	}
+	tkt, err := flightsql.CreateStatementQueryTicket([]byte(q))
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "ticket: %v", err)
+	}
+	return &flight.FlightInfo{
+		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: tkt}}},
+		FlightDescriptor: desc,
+		TotalRecords:     -1,
+		TotalBytes:       -1,
+	}, nil
+}
+
+// DoGetStatement runs the query in the ticket. Tickets come from clients,
+// so the query is checked again.
+func (s *Server) DoGetStatement(ctx context.Context, tkt flightsql.StatementQueryTicket) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	return s.run(ctx, string(tkt.GetStatementHandle()))
+}
+
+// CreatePreparedStatement checks the query; the handle is the query text
+// itself, so the server keeps no state per statement and nothing leaks
+// when a client never closes one. Parameters are not supported.
+func (s *Server) CreatePreparedStatement(ctx context.Context, req flightsql.ActionCreatePreparedStatementRequest) (flightsql.ActionCreatePreparedStatementResult, error) {
+	if len(req.GetTransactionId()) > 0 {
+		return flightsql.ActionCreatePreparedStatementResult{}, status.Error(codes.InvalidArgument, "transactions are not supported: this server is read-only")
+	}
+	q := req.GetQuery()
+	if err := s.validate(ctx, q); err != nil {
+		return flightsql.ActionCreatePreparedStatementResult{}, err
+	}
+	isUpdate := false
+	return flightsql.ActionCreatePreparedStatementResult{Handle: []byte(q), IsUpdate: &isUpdate}, nil
+}
+
+// ClosePreparedStatement has nothing to release (see CreatePreparedStatement).
+func (s *Server) ClosePreparedStatement(context.Context, flightsql.ActionClosePreparedStatementRequest) error {
+	return nil
+}
+
+// GetFlightInfoPreparedStatement returns the command itself as the ticket.
+func (s *Server) GetFlightInfoPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	if err := s.validate(ctx, string(cmd.GetPreparedStatementHandle())); err != nil {
+		return nil, err
+	}
+	return &flight.FlightInfo{
+		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: desc.Cmd}}},
+		FlightDescriptor: desc,
+		TotalRecords:     -1,
+		TotalBytes:       -1,
+	}, nil
+}
+
+// DoGetPreparedStatement runs the query the handle carries, checked again.
+func (s *Server) DoGetPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	return s.run(ctx, string(cmd.GetPreparedStatementHandle()))
+}
+
+// DoPutPreparedStatementQuery would bind parameters.
+func (s *Server) DoPutPreparedStatementQuery(context.Context, flightsql.PreparedStatementQuery, flight.MessageReader, flight.MetadataWriter) ([]byte, error) {
+	return nil, status.Error(codes.Unimplemented, "query parameters are not supported: write the values into the query")
+}
+
+// The write paths of Flight SQL all answer the same.
+var errReadOnly = status.Error(codes.PermissionDenied, "this server is read-only: updates, ingestion and transactions are refused")
+
+func (s *Server) DoPutCommandStatementUpdate(context.Context, flightsql.StatementUpdate) (int64, error) {
+	return 0, errReadOnly
+}
+
+func (s *Server) DoPutPreparedStatementUpdate(context.Context, flightsql.PreparedStatementUpdate, flight.MessageReader) (int64, error) {
+	return 0, errReadOnly
+}
+
+func (s *Server) DoPutCommandStatementIngest(context.Context, flightsql.StatementIngest, flight.MessageReader) (int64, error) {
+	return 0, errReadOnly
+}
+
+func (s *Server) BeginTransaction(context.Context, flightsql.ActionBeginTransactionRequest) ([]byte, error) {
+	return nil, errReadOnly
+}
+
+// validate checks q without running it: the read-only check, then DuckDB
+// prepares it on a fresh connection, which reports syntax and binding
+// errors (unknown table, wrong column) before the client asks for data.
+func (s *Server) validate(ctx context.Context, q string) error {
+	r, _, err := s.checkedReader(ctx, q)
+	if err != nil {
+		return err
+	}
+	r.Close()
+	return nil
+}
+
+// checkedReader runs both checks and returns the Reader and the text to
+// run (see runnable).
+func (s *Server) checkedReader(ctx context.Context, q string) (*duck.Reader, string, error) {
+	run, err := runnable(q, 0)
+	if err != nil {
+		s.logf("flight sql: refused %q: %v", abbrev(q), err)
+		return nil, "", toStatus(err)
+	}
+	r, err := s.st.NewReader(ctx)
+	if err != nil {
+		return nil, "", status.Errorf(codes.Unavailable, "%v", err)
+	}
+	// Second, independent check: DuckDB's own classification of the
+	// prepared statement. Preparing binds, which is harmless now that the
+	// query passed the first check.
+	typ, err := r.StatementType(run)
+	if err == nil && typ != duckdb.STATEMENT_TYPE_SELECT && typ != duckdb.STATEMENT_TYPE_EXPLAIN {
+		err = refuse("DuckDB classifies this statement as type %d, not a SELECT", typ)
+	}
+	if err != nil {
+		r.Close()
+		s.logf("flight sql: %q: %v", abbrev(q), err)
+		return nil, "", toStatus(err)
+	}
+	return r, run, nil
+}
+
+// run executes a checked query on its own Reader and streams DuckDB's
+// Arrow records unchanged.
+func (s *Server) run(ctx context.Context, q string) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	r, run, err := s.checkedReader(ctx, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	rdr, err := r.QueryArrow(ctx, run)
+	if err != nil {
+		r.Close()
+		s.logf("flight sql: %q: %v", abbrev(q), err)
+		return nil, nil, toStatus(err)
+	}
+	ch := make(chan flight.StreamChunk)
+	go stream(ctx, r, rdr, ch)
+	return rdr.Schema(), ch, nil
+}
+
+// stream sends the records of rdr, then releases it and closes r before
+// closing ch: the Flight handler drains ch until it is closed, so no
+// connection outlives its request.
+func stream(ctx context.Context, r *duck.Reader, rdr array.RecordReader, ch chan<- flight.StreamChunk) {
+	defer close(ch)
+	defer r.Close()
+	defer rdr.Release()
+	defer func() {
+		if p := recover(); p != nil {
+			send(ctx, ch, flight.StreamChunk{Err: status.Errorf(codes.Internal, "panic while reading: %v", p)})
+		}
+	}()
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		rec.Retain()
+		if !send(ctx, ch, flight.StreamChunk{Data: rec}) {
+			rec.Release()
+			return
+		}
+	}
+	if err := rdr.Err(); err != nil {
+		send(ctx, ch, flight.StreamChunk{Err: toStatus(err)})
+	}
+}
+
+func send(ctx context.Context, ch chan<- flight.StreamChunk, c flight.StreamChunk) bool {
+	select {
+	case ch <- c:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// toStatus maps errors to gRPC codes the client turns back into messages:
+// refusals are PermissionDenied, anything DuckDB says about the query
+// (syntax, unknown table) InvalidArgument.
+func toStatus(err error) error {
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	var ref *RefusedError
+	switch {
+	case errors.As(err, &ref):
+		return status.Error(codes.PermissionDenied, ref.Reason)
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	}
+	return status.Error(codes.InvalidArgument, err.Error())
+}
+
+func abbrev(q string) string {
+	if len(q) > 200 {
+		return q[:200] + "..."
+	}
+	return q
+}
