@@ -17,9 +17,19 @@ func insertTrace(ctx context.Context, sink Sink, opt Options, tr *kineto.Trace, 
 	taken[tr.Rank] = tr.Path
 	t0 := time.Now()
 	defer func() { stats.Insert += time.Since(t0) }()
-	if err := send(ctx, sink, tr.Path, TraceBatches(tr, opt.RunID, opt.Host)); err != nil {
+	if err := send(ctx, sink, tr.Path, TraceBatches(tr, opt.RunID, hostOf(opt, tr.Path))); err != nil {
 		return err
 	}
 	stats.Slices += int64(tr.Slices.Len())
 	return nil
+}
+
+// hostOf is the host a file's rows are recorded under: --host when given,
+// else the host name in a tensorboard_trace_handler file name, else "".
+func hostOf(opt Options, path string) string {
+	if opt.Host != "" {
+		return opt.Host
+	}
+	h, _ := kineto.HostFromName(path)
+	return h
 }

@@ -332,6 +332,21 @@ func RankFromName(path string) (int, bool) {
 	return n, err == nil
 }
 
+// hostInName matches tensorboard_trace_handler's file names,
+// <worker>.<unix ms>.pt.trace.json[.gz], whose default worker name is
+// <hostname>_<pid>.
+var hostInName = regexp.MustCompile(`^(.+)_\d+\.\d{10,}\.pt\.trace\.json(\.gz)?$`)
+
+// HostFromName is the host name in a tensorboard_trace_handler file name,
+// if the file has one.
+func HostFromName(path string) (string, bool) {
+	m := hostInName.FindStringSubmatch(filepath.Base(path))
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
 const snapshotMsg = "this is a CUDA memory snapshot (torch.cuda.memory._snapshot), not a profiler trace"
 
 // IsMemorySnapshot reports whether err says the file was a CUDA memory

@@ -1,0 +1,107 @@
+package detectors_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trainscope/trainscope/detectors"
+)
+
+// slowRun writes world ranks named the way tensorboard_trace_handler names
+// them (<host>_<pid>.<ms>.pt.trace.json), rank r on hosts[r]. Every rank
+// runs three steps of three GEMMs and an allreduce; a rank's GEMMs take
+// gemmUS[r] µs.
+func slowRun(t *testing.T, hosts []string, gemmUS []int64) string {
+	dir := t.TempDir()
+	world := len(hosts)
+	for r := range world {
+		b := newTrace(r, world)
+		for s := range 3 {
+			base := int64(s) * 5000
+			b.step(s+1, base, 5000)
+			at := base + 100
+			for range 3 {
+				b.launch("cudaLaunchKernel", at, 10, "kernel", gemm, 7, at+20, gemmUS[r], nil)
+				at += gemmUS[r] + 50
+			}
+			b.launch("cudaLaunchKernel", at, 10, "kernel", allReduce, 20, 3000+base, 200, ncclArgs)
+		}
+		path := b.write(t, dir)
+		name := fmt.Sprintf("%s_%d.1700000000%03d.pt.trace.json", hosts[r], 100+r, r)
+		if err := os.Rename(path, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func findingsOf(t *testing.T, dir, detector string) []map[string]any {
+	t.Helper()
+	st, _ := analyzeDir(t, dir, "slow", detectors.Window{})
+	rows, err := st.Query(context.Background(), `SELECT coalesce(rank, -1), coalesce(host, ''), coalesce(step_lo, -1), value, message FROM findings WHERE detector = ? ORDER BY ALL`, detector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []map[string]any
+	for rows.Next() {
+		var rank, step int
+		var host, msg string
+		var v float64
+		if err := rows.Scan(&rank, &host, &step, &v, &msg); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, map[string]any{"rank": rank, "host": host, "step": step, "value": v, "message": msg})
+	}
+	return out
+}
+
+func TestSlowHostNamesTheNode(t *testing.T) {
+	// nodeB's two ranks run their GEMMs 1.5x slower than nodeA's
+	dir := slowRun(t, []string{"nodeA", "nodeA", "nodeB", "nodeB"}, []int64{300, 300, 450, 450})
+	got := findingsOf(t, dir, "slow_host")
+	if len(got) != 1 {
+		t.Fatalf("slow_host findings: %v, want one for nodeB", got)
+	}
+	f := got[0]
+	// slowdowns against the peer median (375 µs): nodeB 1.2, nodeA 0.8
+	if f["host"] != "nodeB" || f["step"] != 1 || fmt.Sprintf("%.3f", f["value"]) != "0.500" {
+		t.Errorf("slow_host = %v; want nodeB from step 1, 1.2/0.8 - 1 = 0.5", f)
+	}
+	for _, want := range []string{"host nodeB is slow", "2 rank(s) (2,3)", "50% slower", "from step 1"} {
+		if !strings.Contains(f["message"].(string), want) {
+			t.Errorf("message lacks %q: %s", want, f["message"])
+		}
+	}
+	// two slow ranks of four are no single outlier
+	if s := findingsOf(t, dir, "slow_rank"); len(s) != 0 {
+		t.Errorf("slow_rank fired on a slow host: %v", s)
+	}
+}
+
+func TestSlowRankSinglesOutOneGPU(t *testing.T) {
+	// four hosts, rank 3's GEMMs 1.5x slower
+	dir := slowRun(t, []string{"n0", "n1", "n2", "n3"}, []int64{300, 300, 300, 450})
+	got := findingsOf(t, dir, "slow_rank")
+	if len(got) != 1 || got[0]["rank"] != 3 || fmt.Sprintf("%.2f", got[0]["value"]) != "0.50" {
+		t.Fatalf("slow_rank = %v; want rank 3, 50%% slower", got)
+	}
+	if !strings.Contains(got[0]["message"].(string), "rank 3 runs its compute kernels 50% slower") {
+		t.Errorf("message: %s", got[0]["message"])
+	}
+	// a host of one rank is that rank: slow_host names it too
+	if h := findingsOf(t, dir, "slow_host"); len(h) != 1 || h[0]["host"] != "n3" {
+		t.Errorf("slow_host = %v, want n3", h)
+	}
+	// equal GPUs: nothing
+	even := slowRun(t, []string{"n0", "n1", "n2", "n3"}, []int64{300, 300, 300, 300})
+	for _, d := range []string{"slow_rank", "slow_host"} {
+		if f := findingsOf(t, even, d); len(f) != 0 {
+			t.Errorf("%s on equal ranks: %v", d, f)
+		}
+	}
+}
