@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/gpu"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
 )
@@ -62,10 +63,10 @@ func parseFlags(fs *pflag.FlagSet, args []string, out io.Writer) error {
 }
 
 type analyzeFlags struct {
-	format, db, parquet, steps, ranks, run, host, out, config string
-	rank, workers                                             int
-	quiet, timing                                             bool
-	detectorDirs                                              []string
+	format, db, parquet, steps, ranks, run, host, out, config, gpu string
+	rank, workers                                                  int
+	quiet, timing                                                  bool
+	detectorDirs                                                   []string
 }
 
 func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error {
@@ -78,6 +79,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	fs.StringVar(&f.ranks, "ranks", "", "load these ranks only, e.g. 0,2 or 0-3")
 	fs.StringVar(&f.run, "run", "", "run id (default: the name of the folder the traces are in)")
 	fs.StringVar(&f.host, "host", "", "host name to record for these traces")
+	fs.StringVar(&f.gpu, "gpu", "", "GPU model when the traces do not say (a catalog key: "+strings.Join(gpu.Keys(), ", ")+")")
 	fs.IntVar(&f.rank, "rank", -1, "rank for a trace that names none in distributedInfo or its file name")
 	fs.IntVar(&f.workers, "workers", 0, "files read in parallel (default: one per core)")
 	fs.StringVarP(&f.out, "out", "o", "", "write the report to this file instead of stdout")
@@ -93,6 +95,11 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	}
 	if f.format != "md" && f.format != "json" {
 		return &usageError{fmt.Sprintf("analyze: --format %q: want md or json", f.format)}
+	}
+	if f.gpu != "" {
+		if _, ok := gpu.Lookup(f.gpu); !ok {
+			return &usageError{fmt.Sprintf("analyze: --gpu %q is not in the GPU catalog (known: %s)", f.gpu, strings.Join(gpu.Keys(), ", "))}
+		}
 	}
 	window, err := parseSteps(f.steps)
 	if err != nil {
@@ -131,7 +138,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	if !f.quiet {
 		progress = errOut
 	}
-	stats, err := ingest.Load(ctx, st, files, ingest.Options{RunID: f.run, Host: f.host, Rank: f.rank, Ranks: ranks, Workers: f.workers, Progress: progress})
+	stats, err := ingest.Load(ctx, st, files, ingest.Options{RunID: f.run, Host: f.host, Rank: f.rank, Ranks: ranks, Workers: f.workers, Progress: progress, GPU: f.gpu})
 	if err != nil {
 		if ingest.IsInputError(err) {
 			return &inputError{err}

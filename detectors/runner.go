@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trainscope/trainscope/gpu"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
@@ -60,6 +61,9 @@ func (s *Set) Run(ctx context.Context, st *duck.Store) ([]Result, error) {
 	if err := st.Exec(ctx, "DELETE FROM metrics WHERE run_id IN (SELECT run_id FROM ranks)"); err != nil {
 		return nil, err
 	}
+	if err := recordGPUSpecs(ctx, st); err != nil {
+		return nil, err
+	}
 	if err := materialize(ctx, st); err != nil {
 		return nil, err
 	}
@@ -78,6 +82,37 @@ func (s *Set) Run(ctx context.Context, st *duck.Store) ([]Result, error) {
 		}
 	}
 	return out, nil
+}
+
+// recordGPUSpecs adds the catalog entry of every GPU name the ranks report
+// and gpu_specs lacks; unknown GPUs get no row (their MFU stays unknown).
+func recordGPUSpecs(ctx context.Context, st *duck.Store) error {
+	rows, err := st.Query(ctx, `SELECT DISTINCT gpu_name FROM ranks WHERE gpu_name IS NOT NULL
+		AND gpu_name NOT IN (SELECT gpu_name FROM gpu_specs) ORDER BY 1`)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return err
+		}
+		names = append(names, n)
+	}
+	rows.Close()
+	for _, n := range names {
+		s, ok := gpu.Lookup(n)
+		if !ok {
+			continue
+		}
+		if err := st.Exec(ctx, "INSERT INTO gpu_specs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			n, s.Key, s.BF16, s.FP16, s.FP8, s.TF32, s.FP32, s.HBMGBs, s.LinkGBs, s.MemGiB); err != nil {
+			return fmt.Errorf("record GPU specs: %w", err)
+		}
+	}
+	return rows.Err()
 }
 
 // sharedViews are views several detectors read. Run computes each once into

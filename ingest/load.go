@@ -34,6 +34,9 @@ type Options struct {
 	Workers int
 	// Progress receives one line per file; nil is silent.
 	Progress io.Writer
+	// GPU is the GPU model of traces that do not say (no
+	// deviceProperties): a catalog key such as H100-SXM or a device name.
+	GPU string
 }
 
 // Stats describe a load.

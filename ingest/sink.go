@@ -17,6 +17,9 @@ func insertTrace(ctx context.Context, sink Sink, opt Options, tr *kineto.Trace, 
 	taken[tr.Rank] = tr.Path
 	t0 := time.Now()
 	defer func() { stats.Insert += time.Since(t0) }()
+	if opt.GPU != "" && tr.GPUName() == "" {
+		tr.Devices = append(tr.Devices, kineto.DeviceProps{Name: opt.GPU})
+	}
 	if err := send(ctx, sink, tr.Path, TraceBatches(tr, opt.RunID, hostOf(opt, tr.Path))); err != nil {
 		return err
 	}

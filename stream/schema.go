@@ -8,7 +8,7 @@ import (
 
 // SchemaVersion is bumped whenever a table's columns change. It travels
 // with every batch so that an ingestor can refuse batches it cannot read.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Slice kinds: the kind column of the slices table.
 const (
@@ -83,6 +83,10 @@ var SlicesSchema = arrow.NewSchema([]arrow.Field{
 	field("pg_ranks", DictString, true),
 	field("coll_algo", DictString, true),
 	field("coll_proto", DictString, true),
+	// host operators whose FLOPs follow from their input shapes (matmuls,
+	// attention): the operator's floating-point operations and their dtype
+	field("flops", i64, true),
+	field("flops_dtype", DictString, true),
 }, nil)
 
 // CoreColumns is how many leading SlicesSchema columns every slice has;

@@ -37,6 +37,9 @@ type SliceTable struct {
 	CollDtype                                    SparseDict
 	CollGroupSize                                Sparse[int32]
 	PGName, PGDesc, PGRanks, CollAlgo, CollProto SparseDict
+	// FLOPs of a host operator, from its input shapes
+	Flops      Sparse[int64]
+	FlopsDtype SparseDict
 }
 
 // NewSliceTable returns an empty table over the given string table; detail
@@ -87,6 +90,7 @@ func (t *SliceTable) Record(runID, host string, rank int32) arrow.RecordBatch {
 		t.CollDtype.dictArray(n, dict), sp32(&t.CollGroupSize, n),
 		t.PGName.dictArray(n, dict), t.PGDesc.dictArray(n, dict), t.PGRanks.dictArray(n, dict),
 		t.CollAlgo.dictArray(n, dict), t.CollProto.dictArray(n, dict),
+		sp64(&t.Flops, n), t.FlopsDtype.dictArray(n, dict),
 	)
 	return newRecord(SlicesSchema, cols, n)
 }
@@ -261,9 +265,11 @@ func (t *SliceTable) gather(idx []int32, detail bool, pos []int32) *SliceTable {
 	g.Registers, g.SharedMem, g.Occupancy = remap32(&t.Registers), remap64(&t.SharedMem), remapSparse(&t.Occupancy, pos)
 	g.Bytes = remap64(&t.Bytes)
 	g.CollInElems, g.CollOutElems, g.CollGroupSize = remap64(&t.CollInElems), remap64(&t.CollOutElems), remap32(&t.CollGroupSize)
+	g.Flops = remap64(&t.Flops)
 	for _, p := range []struct{ dst, src *SparseDict }{
 		{&g.CopyKind, &t.CopyKind}, {&g.HostMem, &t.HostMem}, {&g.CollName, &t.CollName}, {&g.CollDtype, &t.CollDtype},
 		{&g.PGName, &t.PGName}, {&g.PGDesc, &t.PGDesc}, {&g.PGRanks, &t.PGRanks}, {&g.CollAlgo, &t.CollAlgo}, {&g.CollProto, &t.CollProto},
+		{&g.FlopsDtype, &t.FlopsDtype},
 	} {
 		p.dst.Sparse = remapSparse(&p.src.Sparse, pos)
 	}

@@ -57,8 +57,9 @@ type nameInfo struct {
 	proto     int32
 	copyKind  int32
 	hostMem   int32
-	stepNo    int32 // N of "ProfilerStep#N", or -1
-	recParams bool  // record_param_comms
+	stepNo    int32  // N of "ProfilerStep#N", or -1
+	recParams bool   // record_param_comms
+	flopOp    string // FLOP formula of a host operator (gpu.FlopOp), or ""
 }
 
 func (b *builder) init(t *Trace) {
@@ -139,6 +140,9 @@ func (b *builder) nameInfo(id int32, kind string) nameInfo {
 		}
 	}
 	ni.recParams = name == "record_param_comms"
+	if kind == stream.KindCPUOp {
+		ni.flopOp = gpu.FlopOp(name)
+	}
 	if kind == stream.KindKernel && gpu.IsCollectiveKernel(name) {
 		ni.comm = true
 		c := gpu.ParseCollectiveKernel(name)
@@ -400,7 +404,17 @@ func (b *builder) sliceIDs(e *event, catID, nameID int32, ts, dur int64) {
 	if ni.proto != 0 {
 		s.CollProto.Set(row, ni.proto)
 	}
-	if gpuSide || coll != 0 || ni.copyKind != 0 || a.has&detailArgs != 0 {
+	flops := false
+	if ni.flopOp != "" && a.has&aInputDims != 0 {
+		if f, dt := gpu.OpFlops(ni.flopOp, a.inputDims, a.inputType); f > 0 {
+			s.Flops.Set(row, f)
+			if dt != "" {
+				s.FlopsDtype.Set(row, b.optID(dt))
+			}
+			flops = true
+		}
+	}
+	if gpuSide || coll != 0 || ni.copyKind != 0 || a.has&detailArgs != 0 || flops {
 		s.MarkDetail(row)
 	}
 

@@ -42,6 +42,7 @@ type eventArgs struct {
 	totalAllocated, totalReserved int64
 	deviceID, deviceType          int64
 	name                          []byte
+	inputDims, inputType          []byte // raw JSON, read for FLOP operators
 }
 
 // bits of eventArgs.has
@@ -69,6 +70,8 @@ const (
 	aDeviceID
 	aDeviceType
 	aName
+	aInputDims
+	aInputType
 )
 
 // detailArgs are the args stored in slices_detail's columns.
@@ -266,6 +269,12 @@ func (c *cursor) parseArgs(a *eventArgs) {
 		case "name":
 			a.name = c.strOrSkip()
 			a.has |= aName
+		case "Input Dims":
+			a.inputDims = c.Raw()
+			a.has |= aInputDims
+		case "Input type":
+			a.inputType = c.Raw()
+			a.has |= aInputType
 		default:
 			c.Skip()
 		}

@@ -180,17 +180,27 @@ func buildSlices() *stream.SliceTable {
 	tb.Correlation.AppendNull()
 	tb.ExternalID.AppendNull()
 	tb.LaunchTS.AppendNull()
+	// 5: a matmul operator with the FLOPs its shapes give
+	r = add(1, true, stream.KindCPUOp, "cpu_op", "aten::mm", 985_000, 20_000, 1)
+	tb.Device.AppendNull()
+	tb.Stream.AppendNull()
+	tb.Correlation.AppendNull()
+	tb.ExternalID.Append(501)
+	tb.LaunchTS.AppendNull()
+	tb.Flops.Set(r, 2*4096*1024*512)
+	tb.FlopsDtype.Set(r, s.ID("bf16"))
 	return tb
 }
 
 // wantSlices is buildSlices for run "run-1", host "node-a", rank 3, in the
 // table's column order, ordered by ts (self_dur, filled by readers, is NULL).
 var wantSlices = []string{
-	"run-1|3|node-a|1|runtime|cuda_runtime|cudaLaunchKernel|990000|5000|4242|1|NULL|NULL|101|501|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL",
-	"run-1|3|node-a|1|kernel|kernel|sm90_gemm|1000000|50000|4242|7|0|7|101|501|990000|NULL|132|1|1|384|1|1|168|232448|0.25|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL",
-	"run-1|3|node-a|1|comm|kernel|ncclDevKernel_AllReduce_Sum_f32_RING_LL|1060000|200000|4242|13|0|13|102|502|1000500|NULL|2|NULL|NULL|640|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|allreduce|1048576|1048576|Float|2|0|default_pg|[0, 1]|Ring|LL",
-	"run-1|3|node-a|1|memcpy|gpu_memcpy|Memcpy HtoD (Pinned -> Device)|1300000|4000|4242|7|0|7|103|NULL|1290000|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|65536|HtoD|Pinned|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL",
-	"run-1|3|node-a|NULL|runtime|cuda_runtime|cudaDeviceSynchronize|2000000|1000|4242|1|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL",
+	"run-1|3|node-a|1|cpu_op|cpu_op|aten::mm|985000|20000|4242|1|NULL|NULL|NULL|501|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|4294967296|bf16",
+	"run-1|3|node-a|1|runtime|cuda_runtime|cudaLaunchKernel|990000|5000|4242|1|NULL|NULL|101|501|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL",
+	"run-1|3|node-a|1|kernel|kernel|sm90_gemm|1000000|50000|4242|7|0|7|101|501|990000|NULL|132|1|1|384|1|1|168|232448|0.25|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL",
+	"run-1|3|node-a|1|comm|kernel|ncclDevKernel_AllReduce_Sum_f32_RING_LL|1060000|200000|4242|13|0|13|102|502|1000500|NULL|2|NULL|NULL|640|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|allreduce|1048576|1048576|Float|2|0|default_pg|[0, 1]|Ring|LL|NULL|NULL",
+	"run-1|3|node-a|1|memcpy|gpu_memcpy|Memcpy HtoD (Pinned -> Device)|1300000|4000|4242|7|0|7|103|NULL|1290000|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|65536|HtoD|Pinned|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL",
+	"run-1|3|node-a|NULL|runtime|cuda_runtime|cudaDeviceSynchronize|2000000|1000|4242|1|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL",
 }
 
 const slicesByTS = "SELECT * FROM slices ORDER BY rank, ts"
@@ -278,8 +288,8 @@ func TestOpenFileReopenAndReadOnly(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}
-	if n := queryInt(t, st, "SELECT count(*) FROM slices"); n != 5 {
-		t.Errorf("slices after reopen = %d, want 5", n)
+	if n := queryInt(t, st, "SELECT count(*) FROM slices"); n != 6 {
+		t.Errorf("slices after reopen = %d, want 6", n)
 	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
@@ -332,7 +342,7 @@ func TestInsertSlicesRoundTrip(t *testing.T) {
 
 	// A second insert (a second temporary view) appends.
 	insertSlices(t, st, "run-1", "node-b", 4)
-	checkRows(t, st, []string{"3|node-a|5", "4|node-b|5"},
+	checkRows(t, st, []string{"3|node-a|6", "4|node-b|6"},
 		"SELECT rank, host, count(*) FROM slices GROUP BY ALL ORDER BY rank")
 	// The temporary views are gone.
 	if n := queryInt(t, st, "SELECT count(*) FROM duckdb_views() WHERE view_name LIKE 'incoming_%'"); n != 0 {
@@ -393,8 +403,8 @@ func TestInsertEmptyIsNoop(t *testing.T) {
 	}
 	// The failed insert leaves the store usable.
 	insertSlices(t, st, "run-1", "node-a", 3)
-	if n := queryInt(t, st, "SELECT count(*) FROM slices"); n != 5 {
-		t.Errorf("slices = %d, want 5", n)
+	if n := queryInt(t, st, "SELECT count(*) FROM slices"); n != 6 {
+		t.Errorf("slices = %d, want 6", n)
 	}
 }
 
@@ -468,7 +478,7 @@ func TestExportParquet(t *testing.T) {
 		}
 	}
 	glob := strings.ReplaceAll(filepath.Join(dir, "slices", "*", "*.parquet"), "'", "''")
-	checkRows(t, st, []string{"run-1|10", "run-2|5"},
+	checkRows(t, st, []string{"run-1|12", "run-2|6"},
 		"SELECT run_id, count(*) FROM read_parquet('"+glob+"', hive_partitioning = true) GROUP BY ALL ORDER BY 1")
 	// The data survives the round trip, column for column.
 	cols := "run_id, rank, host, step, kind, cat, name, ts, dur, pid, tid, device, stream, correlation, external_id, launch_ts, " +
@@ -483,6 +493,6 @@ func TestExportParquet(t *testing.T) {
 	if err := st.ExportParquet(ctx, dir); err != nil {
 		t.Fatalf("second export: %v", err)
 	}
-	checkRows(t, st, []string{"run-1|10", "run-2|10"},
+	checkRows(t, st, []string{"run-1|12", "run-2|12"},
 		"SELECT run_id, count(*) FROM read_parquet('"+glob+"', hive_partitioning = true) GROUP BY ALL ORDER BY 1")
 }

@@ -110,8 +110,13 @@ CREATE TABLE IF NOT EXISTS slices_detail (
     pg_desc         VARCHAR,
     pg_ranks        VARCHAR,
     coll_algo       VARCHAR,
-    coll_proto      VARCHAR
+    coll_proto      VARCHAR,
+    flops           BIGINT,  -- a host operator's FLOPs, from its input shapes
+    flops_dtype     VARCHAR
 );
+-- columns added after the first release: databases written before get them
+ALTER TABLE slices_detail ADD COLUMN IF NOT EXISTS flops BIGINT;
+ALTER TABLE slices_detail ADD COLUMN IF NOT EXISTS flops_dtype VARCHAR;
 
 CREATE OR REPLACE VIEW slices AS
 SELECT * FROM slices_detail

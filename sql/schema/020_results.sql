@@ -42,3 +42,19 @@ CREATE TABLE IF NOT EXISTS analysis_window (
     step_lo INTEGER,
     step_hi INTEGER
 );
+
+-- The GPU catalog entry (gpu/catalog.go) of every GPU name the ranks
+-- report, filled by the detector runner: dense peak TFLOP/s per dtype and
+-- bandwidths, for MFU and speed-of-light figures.
+CREATE TABLE IF NOT EXISTS gpu_specs (
+    gpu_name    VARCHAR PRIMARY KEY,
+    catalog_key VARCHAR NOT NULL,
+    bf16_tflops DOUBLE,
+    fp16_tflops DOUBLE,
+    fp8_tflops  DOUBLE,
+    tf32_tflops DOUBLE,
+    fp32_tflops DOUBLE,
+    hbm_gbs     DOUBLE,
+    link_gbs    DOUBLE,
+    mem_gib     DOUBLE
+);

@@ -96,3 +96,9 @@ CREATE OR REPLACE MACRO fmt_bytes(n) AS
          WHEN abs(n) >= 2^20 THEN printf('%.1f MiB', n / 2^20)
          WHEN abs(n) >= 2^10 THEN printf('%.1f KiB', n / 2^10)
          ELSE printf('%d B', n::BIGINT) END;
+
+-- peak_tflops: the dense peak of a gpu_specs row for a dtype name (bf16,
+-- fp16, fp8, tf32, fp32); NULL when unknown or unsupported.
+CREATE OR REPLACE MACRO peak_tflops(s, dtype) AS
+    nullif(CASE dtype WHEN 'bf16' THEN s.bf16_tflops WHEN 'fp16' THEN s.fp16_tflops WHEN 'fp8' THEN s.fp8_tflops
+                      WHEN 'tf32' THEN s.tf32_tflops WHEN 'fp32' THEN s.fp32_tflops END, 0);

@@ -6,7 +6,7 @@
 -- a step window set, work without a known launch is outside the window.
 CREATE OR REPLACE VIEW gpu_window AS
 SELECT s.run_id, s.rank, s.host, s.step, s.kind, s.name, s.device, s.stream,
-       s.ts, s.dur, s.ts + s.dur AS end_ts, s.correlation, s.launch_ts,
+       s.ts, s.dur, s.ts + s.dur AS end_ts, s.correlation, s.external_id, s.launch_ts,
        s.bytes, s.copy_kind, s.host_mem,
        s.coll_name, s.coll_in_elems, s.coll_out_elems, s.coll_dtype, s.coll_group_size,
        s.pg_name, s.pg_desc, s.pg_ranks, s.coll_algo, s.coll_proto,
