@@ -15,9 +15,10 @@ help: ## list targets
 build: ## build bin/trainscope
 	$(GO) build -tags $(TAGS) -o $(BIN) .
 
-test: ## run every test (corpus loads, detectors, golden reports, error cases)
+test: ## run every test: the Go module, then the Grafana plugin (Go + frontend typecheck)
 	$(GO) vet -tags $(TAGS) $(PKGS)
 	$(GO) test -tags $(TAGS) -count=1 $(PKGS)
+	$(MAKE) plugin-test plugin-typecheck
 
 test-short: ## quick tests only
 	$(GO) test -tags $(TAGS) -short $(PKGS)
@@ -53,4 +54,6 @@ fuzz: ## fuzz the Kineto and memory-snapshot readers for a minute each
 	$(GO) test -tags $(TAGS) ./ingest/memsnap -run '^$$' -fuzz FuzzMemsnap -fuzztime 60s
 
 clean:
-	rm -rf bin out
+	rm -rf bin out grafana-plugin/dist
+
+include grafana-plugin/Makefile.plugin

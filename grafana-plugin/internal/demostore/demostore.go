@@ -1,0 +1,73 @@
+//go:build duckdb_arrow
+
+package demostore
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/ingest"
+	"github.com/trainscope/trainscope/sql/duck"
+	"github.com/trainscope/trainscope/sql/flightsrv"
+)
+
+// RunID is the run the sample is loaded as.
+const RunID = "demo"
+
+// SampleDir is bench/sample of the repository this module sits in.
+func SampleDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "bench", "sample")
+}
+
+// Open loads the sample into a store at path ("" for memory), runs the
+// detectors and records the pass in analyses, as the serve scheduler does.
+func Open(ctx context.Context, path string) (*duck.Store, error) {
+	files, err := filepath.Glob(filepath.Join(SampleDir(), "*.json.gz"))
+	if err != nil || len(files) == 0 {
+		return nil, fmt.Errorf("no sample traces in %s (%v)", SampleDir(), err)
+	}
+	st, err := duck.Open(ctx, path, duck.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if err := load(ctx, st, files); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+func load(ctx context.Context, st *duck.Store, files []string) error {
+	t0 := time.Now()
+	if _, err := ingest.Load(ctx, st, files, ingest.Options{RunID: RunID, Host: "demo-node", Rank: -1, GPU: "A100-80G"}); err != nil {
+		return fmt.Errorf("load sample: %w", err)
+	}
+	set, err := detectors.NewSet(detectors.Config{})
+	if err != nil {
+		return err
+	}
+	if err := detectors.SetWindow(ctx, st, detectors.Window{}); err != nil {
+		return err
+	}
+	if _, err := set.Run(ctx, st); err != nil {
+		return fmt.Errorf("detectors: %w", err)
+	}
+	return st.Exec(ctx, `INSERT INTO analyses
+		SELECT ?, ?, NULL, NULL, (SELECT count(*) FROM ranks WHERE run_id = ?), (SELECT count(*) FROM findings WHERE run_id = ?), ?`,
+		RunID, time.Now().UnixNano(), RunID, RunID, float64(time.Since(t0).Milliseconds()))
+}
+
+// Serve starts a Flight SQL server over st on a free localhost port and
+// returns its address and a stop function.
+func Serve(ctx context.Context, st *duck.Store) (string, func() error, error) {
+	addr, stop, err := flightsrv.Serve(ctx, "127.0.0.1:0", st, nil)
+	if err != nil {
+		return "", nil, err
+	}
+	return addr.String(), stop, nil
+}

@@ -1,0 +1,20 @@
+// Command gpx_trainscope is the backend of the trainscope Grafana data
+// source. Grafana starts it as a subprocess and talks to it over gRPC
+// (hashicorp/go-plugin); it is never run by hand.
+package main
+
+import (
+	"os"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend/datasource"
+	"github.com/grafana/grafana-plugin-sdk-go/backend/log"
+
+	"github.com/trainscope/trainscope/grafana-plugin/pkg/plugin"
+)
+
+func main() {
+	if err := datasource.Manage(plugin.ID, plugin.NewDatasource, datasource.ManageOpts{}); err != nil {
+		log.DefaultLogger.Error(err.Error())
+		os.Exit(1)
+	}
+}
