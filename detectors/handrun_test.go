@@ -113,6 +113,17 @@ func TestHandRunMetrics(t *testing.T) {
 		{"step_time", 0, nil, "mean_ns", 1000 * us},
 		{"top_kernels", nil, "COMP | gemm_k1", "count", 4},
 		{"top_kernels", nil, "COMP | gemm_k1", "sum_ns", 800 * us},
+		// the all-reduce of 1 Mi floats (4 MiB) in default_pg: rank 0 runs
+		// 250 µs twice, 50 µs of each under the elementwise kernel;
+		// 4,194,304 B / 250 µs = 16.78 GB/s, bus factor 2(n-1)/n = 1 for n = 2
+		{"comm_groups", 0, "default_pg allreduce", "calls", 2},
+		{"comm_groups", 0, "default_pg allreduce", "gpu_ns", 500 * us},
+		{"comm_groups", 0, "default_pg allreduce", "exposed_ns", 400 * us},
+		{"comm_groups", 0, "default_pg allreduce", "bytes_per_call", 4194304},
+		{"comm_groups", 0, "default_pg allreduce", "algbw_gbps", 16.78},
+		{"comm_groups", 0, "default_pg allreduce", "busbw_gbps", 16.78},
+		{"comm_groups", 1, "default_pg allreduce", "busbw_gbps", 27.96},
+		{"comm_groups", 1, "default_pg allreduce", "exposed_ns", 300 * us},
 	}
 	for _, c := range cases {
 		got := metric(t, st, c.detector, c.rank, c.subject, c.metric)

@@ -102,3 +102,20 @@ CREATE OR REPLACE MACRO fmt_bytes(n) AS
 CREATE OR REPLACE MACRO peak_tflops(s, dtype) AS
     nullif(CASE dtype WHEN 'bf16' THEN s.bf16_tflops WHEN 'fp16' THEN s.fp16_tflops WHEN 'fp8' THEN s.fp8_tflops
                       WHEN 'tf32' THEN s.tf32_tflops WHEN 'fp32' THEN s.fp32_tflops END, 0);
+
+-- dtype_bytes: bytes per element of a collective's dtype as Kineto names
+-- it (Float, BFloat16, Half, Double, Int, Long, Byte, Char, Bool, Float8_*).
+CREATE OR REPLACE MACRO dtype_bytes(dtype) AS
+    CASE WHEN dtype IN ('Double', 'Long', 'ComplexFloat') THEN 8
+         WHEN dtype IN ('Float', 'Int', 'float', 'int') THEN 4
+         WHEN dtype IN ('BFloat16', 'Half', 'Short') THEN 2
+         WHEN dtype IN ('Byte', 'Char', 'Bool') OR dtype LIKE 'Float8%' THEN 1 END;
+
+-- bus_factor: NCCL's bus bandwidth over algorithm bandwidth for a
+-- collective of n ranks (nccl-tests' PERFORMANCE.md): all-reduce 2(n-1)/n,
+-- all-gather, reduce-scatter and all-to-all (n-1)/n, the rest 1.
+CREATE OR REPLACE MACRO bus_factor(coll, n) AS
+    CASE WHEN n IS NULL OR n < 2 THEN 1.0
+         WHEN coll = 'allreduce' THEN 2.0 * (n - 1) / n
+         WHEN coll IN ('allgather', 'reducescatter', 'alltoall', '_allgather_base', '_reduce_scatter_base', 'all_to_all', 'alltoall_base') THEN (n - 1.0) / n
+         ELSE 1.0 END;
