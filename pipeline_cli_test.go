@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -66,5 +69,32 @@ func TestConnectWithUserPassword(t *testing.T) {
 	_, err = stream.Connect(stream.NATSConfig{URL: s.ClientURL(), User: "ingest", Password: "wrong"}, "test")
 	if err == nil || !strings.Contains(strings.ToLower(err.Error()), "authorization") {
 		t.Fatalf("wrong password: %v", err)
+	}
+}
+
+// An Nsight Systems SQLite export analyzes like a folder of traces: one
+// rank per GPU.
+func TestAnalyzeNsysExport(t *testing.T) {
+	path := "../shared/corpus/nsys/h100_2gpu_1s.sqlite"
+	if _, err := os.Stat(path); err != nil {
+		t.Skip("corpus not present:", err)
+	}
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"analyze", "-q", "--format", "json", path}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	var rep struct {
+		Runs []struct {
+			Ranks []int `json:"ranks"`
+		} `json:"runs"`
+		Metrics []struct {
+			Detector string `json:"detector"`
+		} `json:"metrics"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Runs) != 1 || fmt.Sprint(rep.Runs[0].Ranks) != "[0 1]" {
+		t.Fatalf("runs %+v, want one run of ranks 0 and 1", rep.Runs)
 	}
 }

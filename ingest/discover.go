@@ -13,7 +13,7 @@ import (
 // take (or one they refuse with a useful error, like a pickle).
 func traceLike(name string) bool {
 	low := strings.ToLower(name)
-	for _, suf := range []string{".json", ".json.gz", ".pickle", ".pkl", ".raw.gz"} {
+	for _, suf := range []string{".json", ".json.gz", ".pickle", ".pkl", ".raw.gz", ".sqlite"} {
 		if strings.HasSuffix(low, suf) {
 			return true
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/trainscope/trainscope/ingest/kineto"
 	"github.com/trainscope/trainscope/ingest/memsnap"
+	"github.com/trainscope/trainscope/ingest/nsys"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
@@ -90,6 +91,7 @@ func DefaultRunID(paths []string) string {
 type readResult struct {
 	idx   int
 	trace *kineto.Trace
+	more  []*kineto.Trace   // further traces of the same file (an nsys export holds one per GPU)
 	snap  *memsnap.Snapshot // a memory snapshot found among the traces
 	err   error
 	took  time.Duration
@@ -136,14 +138,24 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 			defer wg.Done()
 			for i := range jobs {
 				t0 := time.Now()
-				tr, err := kineto.ReadFile(files[i], kineto.Options{RunID: opt.RunID, Host: opt.Host, Rank: -1,
-					NoPrefetch: len(files) >= 2*workers})
+				var tr *kineto.Trace
+				var more []*kineto.Trace
 				var snap *memsnap.Snapshot
-				if kineto.IsMemorySnapshot(err) {
-					snap, err = memsnap.ReadFile(files[i])
+				var err error
+				if nsys.IsSQLite(files[i]) {
+					var trs []*kineto.Trace
+					if trs, err = nsys.ReadFile(files[i], nsys.Options{}); err == nil {
+						tr, more = trs[0], trs[1:]
+					}
+				} else {
+					tr, err = kineto.ReadFile(files[i], kineto.Options{RunID: opt.RunID, Host: opt.Host, Rank: -1,
+						NoPrefetch: len(files) >= 2*workers})
+					if kineto.IsMemorySnapshot(err) {
+						snap, err = memsnap.ReadFile(files[i])
+					}
 				}
 				select {
-				case results <- readResult{idx: i, trace: tr, snap: snap, err: err, took: time.Since(t0)}:
+				case results <- readResult{idx: i, trace: tr, more: more, snap: snap, err: err, took: time.Since(t0)}:
 				case <-ctx.Done():
 					return
 				}
@@ -191,33 +203,38 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 			progress(opt.Progress, done, len(files), fs)
 			continue
 		}
-		tr := res.trace
-		fs := &stats.Files[res.idx]
-		*fs = FileStat{Path: tr.Path, Format: tr.Format, Rank: tr.Rank, Events: tr.Counts["events"],
-			Slices: tr.Slices.Len(), JSONBytes: tr.JSONBytes, Read: res.took}
 		stats.ReadCPU += res.took
-		stats.Events += int64(fs.Events)
-		stats.JSONBytes += tr.JSONBytes
-		switch {
-		case tr.Format == kineto.FormatExecTrace:
-			fs.Skipped = fmt.Sprintf("a PyTorch Execution Trace (%d operator nodes, no timeline); pair it with the Kineto trace of the same run", tr.ETNodes)
-		case tr.Format == kineto.FormatChrome && !tr.HasEvents:
-			fs.Skipped = "a JSON object without traceEvents: not a profiler trace"
-		case tr.RankSource == "default" && opt.Rank < 0:
-			unranked = append(unranked, tr)
-		case len(keep) > 0 && !keep[int(tr.Rank)]:
-			fs.Skipped = fmt.Sprintf("rank %d is not in --ranks", tr.Rank)
-		}
-		if tr.RankSource == "default" && opt.Rank >= 0 {
-			tr.Rank, tr.RankSource = int32(opt.Rank), "flag"
-			fs.Rank = tr.Rank
-		}
-		if fs.Skipped == "" && !(tr.RankSource == "default" && opt.Rank < 0) {
-			if err := insertTrace(ctx, sink, opt, tr, taken, stats); err != nil {
-				return nil, err
+		for k, tr := range append([]*kineto.Trace{res.trace}, res.more...) {
+			fs := &stats.Files[res.idx]
+			if k > 0 { // one FileStat per trace: an nsys export holds one per GPU
+				stats.Files = append(stats.Files, FileStat{})
+				fs = &stats.Files[len(stats.Files)-1]
 			}
+			*fs = FileStat{Path: tr.Path, Format: tr.Format, Rank: tr.Rank, Events: tr.Counts["events"],
+				Slices: tr.Slices.Len(), JSONBytes: tr.JSONBytes, Read: res.took}
+			stats.Events += int64(fs.Events)
+			stats.JSONBytes += tr.JSONBytes
+			switch {
+			case tr.Format == kineto.FormatExecTrace:
+				fs.Skipped = fmt.Sprintf("a PyTorch Execution Trace (%d operator nodes, no timeline); pair it with the Kineto trace of the same run", tr.ETNodes)
+			case tr.Format == kineto.FormatChrome && !tr.HasEvents:
+				fs.Skipped = "a JSON object without traceEvents: not a profiler trace"
+			case tr.RankSource == "default" && opt.Rank < 0:
+				unranked = append(unranked, tr)
+			case len(keep) > 0 && !keep[int(tr.Rank)]:
+				fs.Skipped = fmt.Sprintf("rank %d is not in --ranks", tr.Rank)
+			}
+			if tr.RankSource == "default" && opt.Rank >= 0 {
+				tr.Rank, tr.RankSource = int32(opt.Rank), "flag"
+				fs.Rank = tr.Rank
+			}
+			if fs.Skipped == "" && !(tr.RankSource == "default" && opt.Rank < 0) {
+				if err := insertTrace(ctx, sink, opt, tr, taken, stats); err != nil {
+					return nil, err
+				}
+			}
+			progress(opt.Progress, done, len(files), fs)
 		}
-		progress(opt.Progress, done, len(files), fs)
 	}
 	// Traces that name no rank get the lowest free ranks, in file order.
 	sort.Slice(unranked, func(i, j int) bool { return unranked[i].Path < unranked[j].Path })
@@ -322,5 +339,6 @@ func (e *InputError) Unwrap() error { return e.Err }
 func IsInputError(err error) bool {
 	var ie *InputError
 	var fe *jsonscan.FileError
-	return errors.As(err, &ie) || errors.As(err, &fe)
+	var ne *nsys.FileError
+	return errors.As(err, &ie) || errors.As(err, &fe) || errors.As(err, &ne)
 }
