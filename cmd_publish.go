@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/pflag"
 
+	"github.com/trainscope/trainscope/gpu"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/stream"
 )
@@ -38,7 +40,7 @@ Flags:
 
 // natsFlags are the connection flags publish and agent share.
 type natsFlags struct {
-	config, url, host, run string
+	config, url, host, run, gpu string
 }
 
 func (n *natsFlags) register(fs *pflag.FlagSet) {
@@ -46,6 +48,7 @@ func (n *natsFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&n.host, "host", "", "host name to record (default: this machine's name)")
 	fs.StringVar(&n.url, "nats-url", "", "NATS server URL (default: nats.url, else the local serve)")
 	fs.StringVar(&n.config, "config", "", "config file (YAML, TOML or JSON); also TRAINSCOPE_CONFIG")
+	fs.StringVar(&n.gpu, "gpu", "", "GPU model when the traces do not say (a catalog key such as H100-SXM)")
 }
 
 // connect loads the config, connects, and finds (or creates) the stream.
@@ -55,6 +58,11 @@ func (n *natsFlags) connect(ctx context.Context, cmd string) (*Config, *nats.Con
 	}
 	if n.host == "" {
 		n.host, _ = os.Hostname()
+	}
+	if n.gpu != "" {
+		if _, ok := gpu.Lookup(n.gpu); !ok {
+			return nil, nil, &usageError{fmt.Sprintf("%s: --gpu %q is not in the GPU catalog (known: %s)", cmd, n.gpu, strings.Join(gpu.Keys(), ", "))}
+		}
 	}
 	cfg, err := loadConfig(n.config)
 	if err != nil {
@@ -113,7 +121,7 @@ func runPublish(ctx context.Context, args []string, out, errOut io.Writer) error
 		progress = errOut
 	}
 	sink := &ingest.PublishSink{P: pub, RunID: n.run, Host: n.host}
-	stats, err := ingest.Read(ctx, sink, files, ingest.Options{RunID: n.run, Host: n.host, Rank: *rank, Progress: progress})
+	stats, err := ingest.Read(ctx, sink, files, ingest.Options{RunID: n.run, Host: n.host, Rank: *rank, Progress: progress, GPU: n.gpu})
 	if cerr := pub.Close(ctx); err == nil {
 		err = cerr
 	}
