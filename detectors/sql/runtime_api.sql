@@ -15,8 +15,9 @@ WITH api AS (
 ), a AS (
     SELECT {'run_id': run_id, 'rank': rank, 'purpose': purpose} AS g, ts AS s, end_ts AS e FROM api
 ), b AS (
-    SELECT {'run_id': k.run_id, 'rank': k.rank, 'purpose': k.purpose} AS g, w.ts AS s, w.end_ts AS e
-    FROM gpu_window w JOIN keys k ON k.run_id = w.run_id AND k.rank = w.rank
+    -- the GPU's busy islands (all streams' work merged), once per purpose
+    SELECT {'run_id': k.run_id, 'rank': k.rank, 'purpose': k.purpose} AS g, w.start_ns AS s, w.end_ns AS e
+    FROM gpu_busy w JOIN keys k ON k.run_id = w.run_id AND k.rank = w.rank
 ), x AS (
     SELECT g.run_id AS run_id, g.rank AS rank, g.purpose AS purpose, a_ns, exposed_ns FROM exposed_time(a, b)
 ), t AS (
