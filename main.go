@@ -26,6 +26,7 @@ type command struct {
 var commands = map[string]command{
 	"agent":    {runAgent, "watch a torch.profiler folder on a training node and publish each finished trace"},
 	"analyze":  {runAnalyze, "read PyTorch profiler traces, run the detectors, print a report"},
+	"audit":    {runAudit, "check training launch scripts for slow or memory-wasting flags (perf-doctor)"},
 	"diff":     {runDiff, "compare the kernels and operators of two runs or step windows"},
 	"profile":  {runProfile, "report on a CUDA memory snapshot (and a trace of the same rank)"},
 	"publish":  {runPublish, "publish traces and memory snapshots to JetStream for a running server"},

@@ -21,7 +21,7 @@ func detect(ctx context.Context, st *duck.Store, set *detectors.Set, window dete
 			return nil, err
 		}
 	}
-	results, err := set.Run(ctx, st)
+	results, err := set.RunWithAudit(ctx, st, "")
 	if err != nil {
 		return nil, err
 	}

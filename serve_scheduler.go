@@ -118,7 +118,7 @@ func (s *scheduler) due(now time.Time) []string {
 
 // runTables are copied into the scratch database for a pass.
 var runTables = []string{"runs", "ranks", "process_groups", "threads", "slices_core", "slices_detail", "steps", "counters",
-	"mem_segments", "mem_blocks", "mem_events", "mem_settings"}
+	"mem_segments", "mem_blocks", "mem_events", "mem_settings", "script_flags", "script_context"}
 
 func (s *scheduler) analyze(ctx context.Context, run string) error {
 	t0 := time.Now()
@@ -141,7 +141,7 @@ func (s *scheduler) analyze(ctx context.Context, run string) error {
 	if err != nil {
 		return err
 	}
-	results, err := s.set.Run(ctx, scratch)
+	results, err := s.set.RunWithAudit(ctx, scratch, "")
 	if err != nil {
 		return err
 	}

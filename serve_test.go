@@ -70,6 +70,11 @@ func TestServePublishReport(t *testing.T) {
 		}
 		files = append(files, link)
 	}
+	// and the run's launch script: its config audit lands in the same report
+	launch := "../shared/corpus/scripts/relax/scripts/training/text/run-qwen3-30B-A3B-16xgpu-async.sh"
+	if _, err := os.Stat(launch); err == nil {
+		files = append(files, launch)
+	}
 	var out, errOut bytes.Buffer
 	if code := run(ctx, append([]string{"publish", "--run", "live", "--host", "node-1", "-q", "--nats-url", srv.natsURL}, files...), &out, &errOut); code != 0 {
 		t.Fatalf("publish exit %d: %s", code, errOut.String())
@@ -89,6 +94,9 @@ func TestServePublishReport(t *testing.T) {
 	}
 	if len(files) > len(sampleRun) && !strings.Contains(got, "mem_reserved_unused") {
 		t.Errorf("served report has no memory findings:\n%s", head(got, 40))
+	}
+	if len(files) > len(sampleRun)+1 && !strings.Contains(got, "R-P03") {
+		t.Errorf("served report has no config audit findings")
 	}
 	metrics := get(t, base+"/metrics")
 	for _, want := range []string{"trainscope_detector_runs_total 1", "trainscope_ingest_rejected_total 0", "trainscope_ingest_lag_messages 0"} {

@@ -296,6 +296,9 @@ func loadFS(fsys fs.FS, root, prefix string) ([]*Detector, error) {
 // threshold overrides applied.
 type Set struct {
 	Detectors []*Detector
+	// Config is what NewSet was given: the audit rules a run's launch
+	// script brings are tuned by the same thresholds.
+	Config Config
 }
 
 // Config selects and tunes detectors.
@@ -360,7 +363,7 @@ func NewSet(cfg Config) (*Set, error) {
 			}
 		}
 	}
-	s := &Set{}
+	s := &Set{Config: cfg}
 	for _, d := range all {
 		if !disabled[d.Name] {
 			s.Detectors = append(s.Detectors, d)

@@ -55,7 +55,8 @@ GROUP BY r.run_id, r.rank`)
 // Run runs every detector of the set, metrics first (findings may read the
 // metrics table), replacing earlier results of the same runs.
 func (s *Set) Run(ctx context.Context, st *duck.Store) ([]Result, error) {
-	if err := st.Exec(ctx, "DELETE FROM findings WHERE run_id IN (SELECT run_id FROM ranks)"); err != nil {
+	// config audit findings belong to RunAudit; leave them
+	if err := st.Exec(ctx, "DELETE FROM findings WHERE run_id IN (SELECT run_id FROM ranks) AND category NOT IN ('config', 'config_memory')"); err != nil {
 		return nil, err
 	}
 	if err := st.Exec(ctx, "DELETE FROM metrics WHERE run_id IN (SELECT run_id FROM ranks)"); err != nil {

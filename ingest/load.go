@@ -19,6 +19,7 @@ import (
 	"github.com/trainscope/trainscope/ingest/kineto"
 	"github.com/trainscope/trainscope/ingest/memsnap"
 	"github.com/trainscope/trainscope/ingest/nsys"
+	"github.com/trainscope/trainscope/ingest/script"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
@@ -93,8 +94,11 @@ type readResult struct {
 	trace *kineto.Trace
 	more  []*kineto.Trace   // further traces of the same file (an nsys export holds one per GPU)
 	snap  *memsnap.Snapshot // a memory snapshot found among the traces
-	err   error
-	took  time.Duration
+	// script is a launch script given with the traces: its flags join the
+	// run for the config audit
+	script *script.Script
+	err    error
+	took   time.Duration
 }
 
 // Load reads files with the Kineto reader and inserts them into st, then
@@ -141,8 +145,11 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 				var tr *kineto.Trace
 				var more []*kineto.Trace
 				var snap *memsnap.Snapshot
+				var sc *script.Script
 				var err error
-				if nsys.IsSQLite(files[i]) {
+				if IsScript(files[i]) {
+					sc, err = ReadScript(files[i])
+				} else if nsys.IsSQLite(files[i]) {
 					var trs []*kineto.Trace
 					if trs, err = nsys.ReadFile(files[i], nsys.Options{}); err == nil {
 						tr, more = trs[0], trs[1:]
@@ -155,7 +162,7 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 					}
 				}
 				select {
-				case results <- readResult{idx: i, trace: tr, more: more, snap: snap, err: err, took: time.Since(t0)}:
+				case results <- readResult{idx: i, trace: tr, more: more, snap: snap, script: sc, err: err, took: time.Since(t0)}:
 				case <-ctx.Done():
 					return
 				}
@@ -182,12 +189,26 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 	taken := map[int32]string{}
 	snapRanks := map[int32]*memsnap.Snapshot{}
 	var unranked []*kineto.Trace
-	done := 0
+	done, scripts := 0, 0
 	for res := range results {
 		if res.err != nil {
 			return nil, res.err
 		}
 		done++
+		if res.script != nil {
+			fs := &stats.Files[res.idx]
+			*fs = FileStat{Path: res.script.Path, Format: "launch_script", Rank: -1, Events: len(res.script.Flags), Read: res.took}
+			stats.ReadCPU += res.took
+			t0 := time.Now()
+			err := send(ctx, sink, res.script.Path, ScriptBatches(res.script, opt.RunID))
+			stats.Insert += time.Since(t0)
+			if err != nil {
+				return nil, err
+			}
+			scripts++
+			progress(opt.Progress, done, len(files), fs)
+			continue
+		}
 		if res.snap != nil {
 			rank := snapshotRank(res.snap.Path, opt.Rank)
 			fs := &stats.Files[res.idx]
@@ -283,7 +304,7 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 			return nil, err
 		}
 	}
-	if len(taken) == 0 {
+	if len(taken) == 0 && scripts == 0 {
 		return stats, &InputError{fmt.Errorf("nothing to analyze: %s", skippedSummary(stats))}
 	}
 	stats.Wall = time.Since(start)
@@ -309,6 +330,10 @@ func progress(w io.Writer, done, total int, f *FileStat) {
 	}
 	if f.Skipped != "" {
 		fmt.Fprintf(w, "[%d/%d] skipped %s: %s\n", done, total, f.Path, f.Skipped)
+		return
+	}
+	if f.Format == "launch_script" {
+		fmt.Fprintf(w, "[%d/%d] %s: launch script, %d flag occurrences, parsed in %s\n", done, total, f.Path, f.Events, f.Read.Round(time.Millisecond))
 		return
 	}
 	fmt.Fprintf(w, "[%d/%d] %s: %s, rank %d, %d events, %.1f MB JSON, read in %s\n", done, total, f.Path, f.Format,

@@ -135,6 +135,8 @@ var Tables = map[string]*arrow.Schema{
 	"mem_blocks":     MemBlocksSchema,
 	"mem_events":     MemEventsSchema,
 	"mem_settings":   MemSettingsSchema,
+	"script_flags":   ScriptFlagsSchema,
+	"script_context": ScriptContextSchema,
 }
 
 // CheckSchema says whether s is what table's batches look like: the same

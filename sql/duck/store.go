@@ -219,7 +219,7 @@ func (s *Store) ExportParquet(ctx context.Context, dir string) error {
 
 // ExportTables are the tables ExportParquet writes.
 var ExportTables = []string{"runs", "ranks", "process_groups", "threads", "slices", "steps", "counters",
-	"mem_segments", "mem_blocks", "mem_events", "mem_settings", "findings", "metrics"}
+	"mem_segments", "mem_blocks", "mem_events", "mem_settings", "script_flags", "script_context", "findings", "metrics"}
 
 // Close releases the connection and the database.
 func (s *Store) Close() error {

@@ -1,0 +1,38 @@
+package script
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// BenchmarkParse parses one launch script of each framework from the
+// corpus, sourced model configs included, and builds its records.
+func BenchmarkParse(b *testing.B) {
+	if _, err := os.Stat(corpusDir); err != nil {
+		b.Skipf("corpus not available: %v", err)
+	}
+	for _, p := range []string{
+		"relax/scripts/training/text/run-qwen36-35B-A3B-8xgpu.sh",
+		"slime/scripts/run-qwen3-30B-A3B.sh",
+		"megatron/examples/llama/train_llama3_8b_h100_fp8.sh",
+		"verl/examples/grpo_trainer/run_qwen3moe-30b_megatron_96gb.sh",
+	} {
+		path := filepath.Join(corpusDir, p)
+		src, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(strings.Split(p, "/")[0], func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(src)))
+			for b.Loop() {
+				s, _ := Parse(path, src, Options{})
+				f, c := s.Records("bench")
+				f.Release()
+				c.Release()
+			}
+		})
+	}
+}
