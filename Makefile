@@ -10,7 +10,7 @@ DEMO_OUT  := out/demo
 .PHONY: help build test test-short bench demo demo-offline lint fmt golden vet fuzz clean
 
 help: ## list targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-17s %s\n", $$1, $$2}'
 
 build: ## build bin/trainscope
 	$(GO) build -tags $(TAGS) -o $(BIN) .
@@ -49,11 +49,14 @@ golden: ## rewrite golden report files after an intended change
 	$(GO) test -tags $(TAGS) ./detectors/ -run Golden -update
 	$(GO) test -tags $(TAGS) . -run ReadmeDetectorTable -update
 
-fuzz: ## fuzz the Kineto and memory-snapshot readers for a minute each
+fuzz: ## fuzz the readers of outside input (traces, snapshots, launch scripts, SQL checker) for a minute each
 	$(GO) test -tags $(TAGS) ./ingest/kineto -run '^$$' -fuzz FuzzKineto -fuzztime 60s
 	$(GO) test -tags $(TAGS) ./ingest/memsnap -run '^$$' -fuzz FuzzMemsnap -fuzztime 60s
+	$(GO) test -tags $(TAGS) ./ingest/script -run '^$$' -fuzz FuzzScript -fuzztime 60s
+	$(GO) test -tags $(TAGS) ./sql/flightsrv -run '^$$' -fuzz FuzzCheckReadOnly -fuzztime 60s
 
 clean:
 	rm -rf bin out grafana-plugin/dist
 
 include grafana-plugin/Makefile.plugin
+include bench/accuracy/Makefile.accuracy

@@ -1,0 +1,85 @@
+package detectors_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/trainscope/trainscope/detectors"
+)
+
+// slowLinkRun: eight ranks in four two-rank "tp" groups, three steps in the
+// window (a fourth, outside it, holds one kernel). Each step every group
+// all-reduces 1 Mi floats (4 MiB; bus factor 2(n-1)/n = 1 for n = 2). The
+// transfer, timed from the last member's arrival, takes 100 µs in groups
+// [0, 1] and [6, 7], 110 µs in [2, 3] and slowXfer µs in [4, 5]. In [0, 1]
+// rank 1 arrives 50 µs late, so rank 0's kernel runs 150 µs: the detector
+// must not read that wait as a slow link.
+func slowLinkRun(t *testing.T, slowXfer int64) string {
+	dir := t.TempDir()
+	xfer := []int64{100, 110, slowXfer, 100}
+	for rank := range 8 {
+		g := rank / 2
+		args := map[string]any{"Collective name": "allreduce", "In msg nelems": 1048576, "Out msg nelems": 1048576,
+			"Group size": 2, "dtype": "Float", "Process Group Name": fmt.Sprint(g + 1), "Process Group Description": "tp",
+			"Process Group Ranks": fmt.Sprintf("[%d, %d]", 2*g, 2*g+1)}
+		b := newTrace(rank, 8)
+		for s := range 3 {
+			o := int64(s) * 1000
+			b.step(s+1, o, 1000)
+			b.launch("cudaLaunchKernel", o+10, 5, "kernel", gemm, 7, o+20, 200, nil)
+			start := o + 300
+			if rank == 0 {
+				start = o + 250 // waits 50 µs for rank 1
+			}
+			b.launch("cudaLaunchKernel", o+240, 5, "kernel", allReduce, 20, start, o+300+xfer[g]-start, args)
+		}
+		b.step(4, 3000, 1000)
+		b.launch("cudaLaunchKernel", 3010, 5, "kernel", gemm, 7, 3020, 200, nil)
+		b.write(t, dir)
+	}
+	return dir
+}
+
+func TestSlowLinkNamesTheGroup(t *testing.T) {
+	st, _ := analyzeDir(t, slowLinkRun(t, 200), "slowlink", detectors.Window{})
+	rows, err := st.Query(context.Background(), `SELECT subject, value, threshold, message FROM findings WHERE detector = 'slow_link'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		n++
+		var subject, msg string
+		var drop, thr float64
+		if err := rows.Scan(&subject, &drop, &thr, &msg); err != nil {
+			t.Fatal(err)
+		}
+		// bus bandwidths B/100, B/110, B/200, B/100 µs (B = 4 MiB): the
+		// median of the four is B·21/2200, so [4, 5] is 1 - (1/200)/(21/2200)
+		// = 10/21 below it; MAD = |B/100 - median| = B/2200 (under the 5%
+		// floor B·21/44000), so z = (21/2200 - 11/2200) / (21/44000) = 9.52
+		if subject != "tp [4, 5] allreduce" || math.Abs(drop-10.0/21) > 1e-9 || thr != 0.20 {
+			t.Errorf("slow_link: subject %q drop %v threshold %v; want tp [4, 5] allreduce, %v, 0.20", subject, drop, thr, 10.0/21)
+		}
+		t.Log(msg)
+	}
+	if n != 1 {
+		t.Fatalf("%d slow_link findings, want 1", n)
+	}
+}
+
+// Equal links: the 110 µs group is 5% off the median and rank 0's wait is
+// no transfer, so nothing is reported.
+func TestSlowLinkQuietOnHealthyGroups(t *testing.T) {
+	st, _ := analyzeDir(t, slowLinkRun(t, 100), "slowlink_ok", detectors.Window{})
+	var n int
+	if err := st.Conn().QueryRowContext(context.Background(), `SELECT count(*) FROM findings WHERE detector = 'slow_link'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("%d slow_link findings on healthy groups", n)
+	}
+}

@@ -1,0 +1,70 @@
+-- name: slow_link
+-- category: communication
+-- kind: finding
+-- severity: warn
+-- description: a process group whose collectives reach a lower bus bandwidth than the other groups of its kind (same group description, collective, group size and message size, e.g. the other tensor-parallel groups), by more than min_drop and as an outlier among them (robust z-score): a slow or degraded link (NVLink, PCIe, NIC) under that group. Each collective is timed from its last member's arrival (its shortest duration over the members), so waiting for a late rank does not read as a slow link
+-- threshold: min_drop = 0.20  # the group's bus bandwidth is this share below the median of its kind (0.20 = 20%)
+-- threshold: min_z = 3.0  # robust z-score of the group's bus bandwidth among the groups of its kind
+-- threshold: min_groups = 3  # fewer groups of a kind cannot single one out
+-- threshold: min_calls = 3  # collectives the group must have run in the window
+-- fix: test the group's links in isolation (nccl-tests all_reduce_perf on exactly these ranks, nvidia-smi nvlink --status / nvidia-smi topo -m on their hosts, NIC counters and error rates for groups that span hosts); a link trained down to a lower width or speed, a failed NVLink lane or a flapping NIC shows here; move the job off the link or drain the node
+WITH c AS (
+    SELECT run_id, rank, host, step, dur,
+           coalesce(pg_desc, '') AS descr,
+           coalesce(pg_ranks, pg_name, 'stream ' || stream) AS comm,
+           coalesce(coll_name, name) AS coll,
+           coll_group_size AS n,
+           greatest(coalesce(coll_in_elems, 0), coalesce(coll_out_elems, 0)) * dtype_bytes(coll_dtype) AS bytes,
+           -- NCCL runs a communicator's collectives in the same order on every member
+           row_number() OVER (PARTITION BY run_id, rank, coalesce(pg_ranks, pg_name, 'stream ' || stream), coalesce(step, -1)
+                              ORDER BY ts, dur) AS seq
+    FROM gpu_window
+    WHERE class = 'COMM'
+), inst AS (
+    -- one collective instance; the last member to arrive waits for no one,
+    -- so the shortest duration is the transfer itself
+    SELECT run_id, comm, coalesce(step, -1) AS step, seq, any_value(descr) AS descr, any_value(coll) AS coll,
+           any_value(n) AS n, any_value(bytes) AS bytes, min(dur) AS xfer_ns,
+           string_agg(DISTINCT host, ',' ORDER BY host) AS hosts
+    FROM c
+    GROUP BY run_id, comm, coalesce(step, -1), seq
+    HAVING count(DISTINCT coll) = 1 AND count(*) >= 2 AND any_value(bytes) > 0
+), g AS (
+    SELECT run_id, comm, descr, coll, n, bytes, count(*) AS calls, median(xfer_ns) AS xfer_ns,
+           bytes / median(xfer_ns) * bus_factor(coll, n) AS busbw_gbps,
+           string_agg(DISTINCT hosts, ',') AS hosts
+    FROM inst
+    GROUP BY run_id, comm, descr, coll, n, bytes
+    HAVING count(*) >= $min_calls AND median(xfer_ns) > 0
+), k AS (
+    -- the groups of one kind, and their median bus bandwidth
+    SELECT run_id, descr, coll, n, bytes, count(*) AS groups, median(busbw_gbps) AS med_gbps
+    FROM g GROUP BY run_id, descr, coll, n, bytes
+    HAVING count(*) >= $min_groups
+), z AS (
+    SELECT g.*, k.groups, k.med_gbps,
+           -- a 5% floor under the MAD: healthy groups that agree closely must
+           -- not make run-to-run noise an outlier
+           (k.med_gbps - g.busbw_gbps) / greatest(
+               (SELECT median(abs(x.busbw_gbps - k.med_gbps)) FROM g x
+                WHERE x.run_id = g.run_id AND x.descr = g.descr AND x.coll = g.coll AND x.n IS NOT DISTINCT FROM g.n AND x.bytes = g.bytes),
+               0.05 * k.med_gbps) AS z
+    FROM g JOIN k ON k.run_id = g.run_id AND k.descr = g.descr AND k.coll = g.coll AND k.n IS NOT DISTINCT FROM g.n AND k.bytes = g.bytes
+)
+SELECT run_id,
+       CASE WHEN hosts NOT LIKE '%,%' THEN hosts END AS host,
+       trim(descr || ' ' || comm || ' ' || coll) AS subject,
+       'busbw_drop' AS metric,
+       1 - busbw_gbps / med_gbps AS value,
+       $min_drop AS threshold,
+       printf('process group %s%s reaches %.1f GB/s bus bandwidth on %s of %s, %.0f%% below the median %.1f GB/s of the %d %s groups of its kind (robust z %.1f, %d calls)',
+              CASE WHEN descr <> '' THEN descr || ' ' ELSE '' END, comm, busbw_gbps, coll, fmt_bytes(bytes),
+              100 * (1 - busbw_gbps / med_gbps), med_gbps, groups, coll, z, calls) AS message,
+       printf('up to %s a call on this group: %s instead of %s', fmt_ns(xfer_ns - xfer_ns * busbw_gbps / med_gbps),
+              fmt_ns(xfer_ns), fmt_ns(xfer_ns * busbw_gbps / med_gbps)) AS impact,
+       'the group''s bus bandwidth in comm_groups back near the other groups''' AS validation,
+       json_object('busbw_gbps', round(busbw_gbps, 2), 'median_gbps', round(med_gbps, 2), 'robust_z', round(z, 2),
+                   'groups', groups, 'calls', calls, 'bytes', bytes, 'transfer_ns', xfer_ns, 'hosts', hosts)::VARCHAR AS evidence
+FROM z
+WHERE busbw_gbps < (1 - $min_drop) * med_gbps AND z >= $min_z
+ORDER BY run_id, subject
