@@ -3,6 +3,7 @@ package detectors_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,5 +104,36 @@ func TestSlowRankSinglesOutOneGPU(t *testing.T) {
 		if f := findingsOf(t, even, d); len(f) != 0 {
 			t.Errorf("%s on equal ranks: %v", d, f)
 		}
+	}
+}
+
+// Rank 3 computes a third of what its peers compute in the same span:
+// util_spread names the extremes, abnormal_util the rank.
+func TestAbnormalUtilization(t *testing.T) {
+	dir := slowRun(t, []string{"n0", "n1", "n2", "n3"}, []int64{300, 300, 300, 100})
+	st, _ := analyzeDir(t, dir, "util", detectors.Window{})
+	// steps 1-2: span 120 .. 8200 µs; compute 2 steps × 3 GEMMs
+	span := 8080.0
+	for _, c := range []struct {
+		name string
+		want float64
+	}{
+		{"ranks", 4},
+		{"min_util_pct", math.Round(100*600/span*100) / 100},
+		{"median_util_pct", math.Round(100*1800/span*100) / 100},
+		{"max_util_pct", math.Round(100*1800/span*100) / 100},
+		{"min_rank", 3},
+		{"abnormal_ranks", 1},
+	} {
+		if got := metric(t, st, "util_spread", nil, nil, c.name); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("util_spread %s = %v, want %v", c.name, got, c.want)
+		}
+	}
+	got := findingsOf(t, dir, "abnormal_util")
+	if len(got) != 1 || got[0]["rank"] != 3 {
+		t.Fatalf("abnormal_util = %v, want rank 3", got)
+	}
+	if even := findingsOf(t, slowRun(t, []string{"n0", "n1", "n2", "n3"}, []int64{300, 300, 300, 300}), "abnormal_util"); len(even) != 0 {
+		t.Errorf("abnormal_util on equal ranks: %v", even)
 	}
 }
