@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/trainscope/trainscope/detectors"
 	"github.com/trainscope/trainscope/gpu"
+	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/ingest/script"
 	"github.com/trainscope/trainscope/sql/duck"
 )
@@ -87,7 +87,7 @@ func runAudit(ctx context.Context, args []string, out, errOut io.Writer) error {
 		runID := fmt.Sprintf("audit-%03d-%s", i+1, filepath.Base(path))
 		popt := opt
 		if popt.SearchRoot == "" {
-			popt.SearchRoot = modelSearchRoot(path)
+			popt.SearchRoot = ingest.ModelSearchRoot(path)
 		}
 		sc, perr := script.ParseFile(path, popt)
 		if perr != nil && len(sc.Flags) == 0 {
@@ -129,42 +129,11 @@ func runAudit(ctx context.Context, args []string, out, errOut io.Writer) error {
 	return nil
 }
 
-// modelSearchRoot is the nearest folder at or above the script's that has
-// a models/ subfolder: sourced model configs (${MODEL_CONFIG_DIR}/x.sh)
-// whose variable comes from an entrypoint not at hand are looked up there.
-// The parser searches the folders above a script itself only when its path
-// has them, so a relative path ("text/run.sh") needs this.
-func modelSearchRoot(path string) string {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return ""
-	}
-	d := filepath.Dir(abs)
-	for i := 0; i < 5; i++ {
-		if st, err := os.Stat(filepath.Join(d, "models")); err == nil && st.IsDir() {
-			return d
-		}
-		up := filepath.Dir(d)
-		if up == d {
-			break
-		}
-		d = up
-	}
-	return ""
-}
-
 func writeAudit(rep *detectors.AuditReport, format, path string, out io.Writer) error {
-	w := out
-	if path != "" {
-		f, err := os.Create(path)
-		if err != nil {
-			return err
+	return writeTo(path, out, func(w io.Writer) error {
+		if format == "json" {
+			return rep.WriteJSON(w)
 		}
-		defer f.Close()
-		w = f
-	}
-	if format == "json" {
-		return rep.WriteJSON(w)
-	}
-	return rep.WriteMarkdown(w)
+		return rep.WriteMarkdown(w)
+	})
 }

@@ -31,17 +31,27 @@ func detect(ctx context.Context, st *duck.Store, set *detectors.Set, window dete
 // writeReport writes rep as markdown or JSON to path, or to out when path
 // is empty.
 func writeReport(rep *detectors.Report, format, path string, out io.Writer) error {
-	w := out
-	if path != "" {
-		f, err := os.Create(path)
-		if err != nil {
-			return err
+	return writeTo(path, out, func(w io.Writer) error {
+		if format == "json" {
+			return rep.WriteJSON(w)
 		}
-		defer f.Close()
-		w = f
+		return rep.WriteMarkdown(w)
+	})
+}
+
+// writeTo runs write on the file at path (created or truncated), or on out
+// when path is empty; a failed close (a full disk) is an error too.
+func writeTo(path string, out io.Writer, write func(io.Writer) error) error {
+	if path == "" {
+		return write(out)
 	}
-	if format == "json" {
-		return rep.WriteJSON(w)
+	f, err := os.Create(path)
+	if err != nil {
+		return err
 	}
-	return rep.WriteMarkdown(w)
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

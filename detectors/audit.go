@@ -65,41 +65,8 @@ func NewAuditSet(cfg Config) (*Set, error) {
 			traceNames[d.Name] = true
 		}
 	}
-	disabled := map[string]bool{}
-	for i, n := range cfg.Disable {
-		if _, ok := byName[n]; !ok && !traceNames[n] {
-			errs = append(errs, fmt.Errorf("detectors.disable[%d]: no detector or audit rule named %q", i, n))
-		}
-		disabled[n] = true
-	}
-	for _, dn := range sortedKeys(cfg.Thresholds) {
-		d, ok := byName[dn]
-		if !ok {
-			if !traceNames[dn] {
-				errs = append(errs, fmt.Errorf("detectors.thresholds.%s: no detector or audit rule named %q", dn, dn))
-			}
-			continue
-		}
-		for _, pn := range sortedKeys(cfg.Thresholds[dn]) {
-			found := false
-			for i := range d.Params {
-				if d.Params[i].Name == pn {
-					d.Params[i].Value = cfg.Thresholds[dn][pn]
-					found = true
-				}
-			}
-			if !found {
-				errs = append(errs, fmt.Errorf("detectors.thresholds.%s.%s: %s has no threshold %q (it has: %s)", dn, pn, dn, pn, paramNames(d)))
-			}
-		}
-	}
-	s := &Set{Config: cfg}
-	for _, d := range all {
-		if !disabled[d.Name] {
-			s.Detectors = append(s.Detectors, d)
-		}
-	}
-	return s, errors.Join(errs...)
+	set, cerrs := applyConfig(all, byName, cfg, traceNames)
+	return set, errors.Join(append(errs, cerrs...)...)
 }
 
 // AuditOptions tune an audit run.

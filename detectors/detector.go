@@ -337,17 +337,36 @@ func NewSet(cfg Config) (*Set, error) {
 			all = append(all, d)
 		}
 	}
+	// audit rules share the config: naming one here is not an error
+	others := map[string]bool{}
+	if au, err := AuditDetectors(); err == nil {
+		for _, d := range au {
+			others[d.Name] = true
+		}
+	}
+	s, cerrs := applyConfig(all, byName, cfg, others)
+	return s, errors.Join(append(errs, cerrs...)...)
+}
+
+// applyConfig builds a Set from all: cfg's disable list and threshold
+// overrides applied, every unknown name or threshold reported with its key
+// path. Names in others (the other family of detectors, which shares the
+// config) are skipped without error.
+func applyConfig(all []*Detector, byName map[string]*Detector, cfg Config, others map[string]bool) (*Set, []error) {
+	var errs []error
 	disabled := map[string]bool{}
 	for i, n := range cfg.Disable {
-		if _, ok := byName[n]; !ok {
-			errs = append(errs, fmt.Errorf("detectors.disable[%d]: no detector named %q", i, n))
+		if _, ok := byName[n]; !ok && !others[n] {
+			errs = append(errs, fmt.Errorf("detectors.disable[%d]: no detector or audit rule named %q", i, n))
 		}
 		disabled[n] = true
 	}
 	for _, dn := range sortedKeys(cfg.Thresholds) {
 		d, ok := byName[dn]
 		if !ok {
-			errs = append(errs, fmt.Errorf("detectors.thresholds.%s: no detector named %q", dn, dn))
+			if !others[dn] {
+				errs = append(errs, fmt.Errorf("detectors.thresholds.%s: no detector or audit rule named %q", dn, dn))
+			}
 			continue
 		}
 		for _, pn := range sortedKeys(cfg.Thresholds[dn]) {
@@ -369,7 +388,7 @@ func NewSet(cfg Config) (*Set, error) {
 			s.Detectors = append(s.Detectors, d)
 		}
 	}
-	return s, errors.Join(errs...)
+	return s, errs
 }
 
 func paramNames(d *Detector) string {

@@ -113,9 +113,9 @@ func TestNewSetOverridesAndErrors(t *testing.T) {
 		Thresholds: map[string]map[string]float64{"gpu_idle": {"max_idle": 1}, "ghost": {"x": 1}},
 	})
 	for _, want := range []string{
-		`detectors.disable[0]: no detector named "nope"`,
+		`detectors.disable[0]: no detector or audit rule named "nope"`,
 		`detectors.thresholds.gpu_idle.max_idle: gpu_idle has no threshold "max_idle" (it has: max_idle_ratio)`,
-		`detectors.thresholds.ghost: no detector named "ghost"`,
+		`detectors.thresholds.ghost: no detector or audit rule named "ghost"`,
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error = %v, want it to contain %q", err, want)
@@ -129,5 +129,24 @@ func TestNewSetOverridesAndErrors(t *testing.T) {
 	}
 	if _, err := NewSet(Config{Dirs: []string{dir}}); err == nil || !strings.Contains(err.Error(), "already defined in detectors/sql/gpu_idle.sql") {
 		t.Errorf("shadowing error = %v", err)
+	}
+}
+
+// Trace detectors and audit rules share one config: each set accepts the
+// other's names, and still checks its own.
+func TestSharedConfigAcrossSets(t *testing.T) {
+	cfg := detectors.Config{Thresholds: map[string]map[string]float64{
+		"r_m04":    {"min_fraction": 0.5},
+		"gpu_idle": {"max_idle_ratio": 0.3},
+	}}
+	if _, err := detectors.NewSet(cfg); err != nil {
+		t.Errorf("trace set refused an audit rule's threshold: %v", err)
+	}
+	if _, err := detectors.NewAuditSet(cfg); err != nil {
+		t.Errorf("audit set refused a trace detector's threshold: %v", err)
+	}
+	cfg.Thresholds["r_m04"] = map[string]float64{"nope": 1}
+	if _, err := detectors.NewAuditSet(cfg); err == nil || !strings.Contains(err.Error(), `detectors.thresholds.r_m04.nope`) {
+		t.Errorf("audit set accepted an unknown threshold: %v", err)
 	}
 }

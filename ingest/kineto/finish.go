@@ -200,61 +200,12 @@ func (b *builder) assignSteps(n int) {
 	}
 }
 
-// assignSelfTimes gives every host slice its self time: its duration minus
-// the durations of the slices directly nested in it on the same thread.
-// Slices that merely overlap without nesting are treated as siblings.
+// assignSelfTimes gives every host slice its self time (see
+// stream.SliceTable.AssignSelfTimes).
 func (b *builder) assignSelfTimes(n int) {
-	s := b.s
-	s.SelfDur = stream.Nulls[int64](n)
 	host := map[int32]bool{}
 	for _, k := range []string{stream.KindCPUOp, stream.KindPython, stream.KindAnnotation, stream.KindRuntime, stream.KindDriver} {
 		host[b.kinds[k]] = true
 	}
-	type thread struct{ pid, tid int64 }
-	byThread := map[thread][]int32{}
-	for i := range n {
-		if host[s.Kind.V[i]] {
-			k := thread{s.PID.V[i], s.TID.V[i]}
-			byThread[k] = append(byThread[k], int32(i))
-		}
-	}
-	self := s.SelfDur.V
-	var stack []int32
-	for _, rows := range byThread {
-		byStart := func(x, y int32) int {
-			if a, b := s.TS.V[x], s.TS.V[y]; a != b {
-				return cmpInt64(a, b)
-			}
-			return cmpInt64(s.Dur.V[y], s.Dur.V[x]) // the longer one encloses
-		}
-		if !slices.IsSortedFunc(rows, byStart) { // host events usually come in order
-			slices.SortFunc(rows, byStart)
-		}
-		stack = stack[:0]
-		for _, r := range rows {
-			start, end := s.TS.V[r], s.TS.V[r]+s.Dur.V[r]
-			for len(stack) > 0 {
-				top := stack[len(stack)-1]
-				if start < s.TS.V[top]+s.Dur.V[top] && end <= s.TS.V[top]+s.Dur.V[top] {
-					break
-				}
-				stack = stack[:len(stack)-1]
-			}
-			s.SelfDur.Set(int(r), s.Dur.V[r])
-			if len(stack) > 0 {
-				self[stack[len(stack)-1]] -= s.Dur.V[r]
-			}
-			stack = append(stack, r)
-		}
-	}
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	b.s.AssignSelfTimes(func(i int) bool { return host[b.s.Kind.V[i]] })
 }

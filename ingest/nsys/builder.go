@@ -1,6 +1,7 @@
 package nsys
 
 import (
+	"cmp"
 	"database/sql"
 	"slices"
 	"sort"
@@ -163,7 +164,7 @@ func (b *builder) finish() {
 	}
 	slices.SortFunc(nums, func(x, y int32) int {
 		if a, c := steps[x].start, steps[y].start; a != c {
-			return cmp64(a, c)
+			return cmp.Compare(a, c)
 		}
 		return int(x - y)
 	})
@@ -250,54 +251,8 @@ func (b *builder) assignSteps(n int) {
 	}
 }
 
-// assignSelfTimes gives every host row its duration minus those of the
-// rows directly nested in it on the same thread.
-func (b *builder) assignSelfTimes(n int) {
-	s := b.s
-	s.SelfDur = stream.Nulls[int64](n)
-	type thread struct{ pid, tid int64 }
-	byThread := map[thread][]int32{}
-	for i := range n {
-		if b.rowKnd[i].host() {
-			k := thread{s.PID.V[i], s.TID.V[i]}
-			byThread[k] = append(byThread[k], int32(i))
-		}
-	}
-	self := s.SelfDur.V
-	var stack []int32
-	for _, rows := range byThread {
-		// runtime calls and NVTX ranges come from different tables: sort
-		slices.SortFunc(rows, func(x, y int32) int {
-			if a, c := s.TS.V[x], s.TS.V[y]; a != c {
-				return cmp64(a, c)
-			}
-			return cmp64(s.Dur.V[y], s.Dur.V[x]) // the longer one encloses
-		})
-		stack = stack[:0]
-		for _, r := range rows {
-			start, end := s.TS.V[r], s.TS.V[r]+s.Dur.V[r]
-			for len(stack) > 0 {
-				top := stack[len(stack)-1]
-				if start < s.TS.V[top]+s.Dur.V[top] && end <= s.TS.V[top]+s.Dur.V[top] {
-					break
-				}
-				stack = stack[:len(stack)-1]
-			}
-			s.SelfDur.Set(int(r), s.Dur.V[r])
-			if len(stack) > 0 {
-				self[stack[len(stack)-1]] -= s.Dur.V[r]
-			}
-			stack = append(stack, r)
-		}
-	}
-}
-
-func cmp64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+// assignSelfTimes gives every host row its self time (see
+// stream.SliceTable.AssignSelfTimes).
+func (b *builder) assignSelfTimes(int) {
+	b.s.AssignSelfTimes(func(i int) bool { return b.rowKnd[i].host() })
 }
