@@ -135,18 +135,18 @@ func TestNewSetOverridesAndErrors(t *testing.T) {
 // Trace detectors and audit rules share one config: each set accepts the
 // other's names, and still checks its own.
 func TestSharedConfigAcrossSets(t *testing.T) {
-	cfg := detectors.Config{Thresholds: map[string]map[string]float64{
+	cfg := Config{Thresholds: map[string]map[string]float64{
 		"r_m04":    {"min_fraction": 0.5},
 		"gpu_idle": {"max_idle_ratio": 0.3},
 	}}
-	if _, err := detectors.NewSet(cfg); err != nil {
+	if _, err := NewSet(cfg); err != nil {
 		t.Errorf("trace set refused an audit rule's threshold: %v", err)
 	}
-	if _, err := detectors.NewAuditSet(cfg); err != nil {
+	if _, err := NewAuditSet(cfg); err != nil {
 		t.Errorf("audit set refused a trace detector's threshold: %v", err)
 	}
 	cfg.Thresholds["r_m04"] = map[string]float64{"nope": 1}
-	if _, err := detectors.NewAuditSet(cfg); err == nil || !strings.Contains(err.Error(), `detectors.thresholds.r_m04.nope`) {
+	if _, err := NewAuditSet(cfg); err == nil || !strings.Contains(err.Error(), `thresholds.r_m04.nope`) {
 		t.Errorf("audit set accepted an unknown threshold: %v", err)
 	}
 }
