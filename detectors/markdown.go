@@ -67,50 +67,24 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 
 	b.WriteString("## Findings\n\n")
 	n := 0
-	for _, f := range r.Findings {
-		if f.Category == "summary" {
+	for _, sec := range Sections {
+		var in []Finding
+		for _, f := range r.Findings {
+			if f.Category != "summary" && SectionOf(f) == sec {
+				in = append(in, f)
+			}
+		}
+		if len(in) == 0 {
 			continue
 		}
-		n++
-		scope := ""
-		if f.Rank != nil {
-			scope = fmt.Sprintf(" — rank %d", *f.Rank)
+		fmt.Fprintf(&b, "### %s\n\n", sec)
+		for _, f := range in {
+			n++
+			writeFinding(&b, f)
 		}
-		if f.Subject != "" {
-			scope += " — " + f.Subject
-		}
-		fmt.Fprintf(&b, "### [%s] %s%s\n\n%s\n\n", strings.ToUpper(f.Severity), f.Detector, scope, f.Message)
-		if f.Value != nil {
-			fmt.Fprintf(&b, "- %s: %s", f.Metric, formatFloat(*f.Value))
-			if f.Threshold != nil {
-				fmt.Fprintf(&b, " (threshold %s)", formatFloat(*f.Threshold))
-			}
-			b.WriteString("\n")
-		}
-		if f.Evidence != nil {
-			ev, _ := json.Marshal(f.Evidence)
-			fmt.Fprintf(&b, "- evidence: `%s`\n", ev)
-		}
-		if f.Fix != "" {
-			label := "fix"
-			if f.Confidence == "hypothesis" {
-				label = "fix (hypothesis)"
-			}
-			fmt.Fprintf(&b, "- %s: %s\n", label, f.Fix)
-		}
-		if f.Impact != "" {
-			fmt.Fprintf(&b, "- expected impact: %s\n", f.Impact)
-		}
-		if f.Validation != "" {
-			fmt.Fprintf(&b, "- validate: %s\n", f.Validation)
-		}
-		if f.Needs != "" {
-			fmt.Fprintf(&b, "- to confirm: %s\n", f.Needs)
-		}
-		b.WriteString("\n")
 	}
 	if n == 0 {
-		b.WriteString("No detector crossed its threshold.\n\n")
+		b.WriteString("No finding crossed its threshold.\n\n")
 	}
 
 	b.WriteString("## Recommendations\n\n")
@@ -228,4 +202,45 @@ func Bytes(n float64) string {
 		return fmt.Sprintf("%.1f KiB", n/(1<<10))
 	}
 	return fmt.Sprintf("%.0f B", n)
+}
+
+// writeFinding writes one finding: its heading, message, value against
+// threshold, evidence, fix, impact, validation and what would confirm it.
+func writeFinding(b *strings.Builder, f Finding) {
+	scope := ""
+	if f.Rank != nil {
+		scope = fmt.Sprintf(" — rank %d", *f.Rank)
+	}
+	if f.Subject != "" {
+		scope += " — " + f.Subject
+	}
+	fmt.Fprintf(b, "#### [%s] %s%s\n\n%s\n\n", strings.ToUpper(f.Severity), f.Detector, scope, f.Message)
+	if f.Value != nil {
+		fmt.Fprintf(b, "- %s: %s", f.Metric, formatFloat(*f.Value))
+		if f.Threshold != nil {
+			fmt.Fprintf(b, " (threshold %s)", formatFloat(*f.Threshold))
+		}
+		b.WriteString("\n")
+	}
+	if f.Evidence != nil {
+		ev, _ := json.Marshal(f.Evidence)
+		fmt.Fprintf(b, "- evidence: `%s`\n", ev)
+	}
+	if f.Fix != "" {
+		label := "fix"
+		if f.Confidence == "hypothesis" {
+			label = "fix (hypothesis)"
+		}
+		fmt.Fprintf(b, "- %s: %s\n", label, f.Fix)
+	}
+	if f.Impact != "" {
+		fmt.Fprintf(b, "- expected impact: %s\n", f.Impact)
+	}
+	if f.Validation != "" {
+		fmt.Fprintf(b, "- validate: %s\n", f.Validation)
+	}
+	if f.Needs != "" {
+		fmt.Fprintf(b, "- to confirm: %s\n", f.Needs)
+	}
+	b.WriteString("\n")
 }

@@ -430,3 +430,36 @@ func appendNew(list []string, s string) []string {
 	}
 	return append(list, s)
 }
+
+// Sections are the report's groups of findings, in PerfTracker's order
+// (GPU compute, memory operations, communication, CUDA runtime, Python and
+// CPU, slow nodes, hangs), then memory, the config audit and anything else.
+var Sections = []string{"GPU compute", "GPU memory operations", "Communication", "CUDA runtime",
+	"Host: Python, CPU ops, data loading", "Slow nodes", "Hangs", "GPU memory (allocator)", "Config audit", "Other"}
+
+// SectionOf is the section a finding is reported under.
+func SectionOf(f Finding) string {
+	switch f.Detector {
+	case "hang":
+		return "Hangs"
+	case "slow_host":
+		return "Slow nodes"
+	}
+	switch f.Category {
+	case "utilization", "compute", "kernels", "steps":
+		return "GPU compute"
+	case "memory_ops":
+		return "GPU memory operations"
+	case "communication":
+		return "Communication"
+	case "runtime", "sync", "launch":
+		return "CUDA runtime"
+	case "cpu", "input":
+		return "Host: Python, CPU ops, data loading"
+	case "memory":
+		return "GPU memory (allocator)"
+	case "config", "config_memory":
+		return "Config audit"
+	}
+	return "Other"
+}
