@@ -314,11 +314,7 @@ func (c *Consumer) commit(ctx context.Context, items []*item) (map[string]bool, 
 		for _, t := range order {
 			var err error
 			if t == "ranks" {
-				for _, rec := range byTable[t] {
-					if err = sink.Insert(ctx, t, rec); err != nil {
-						break
-					}
-				}
+				err = sink.insertRanks(ctx, byTable[t])
 			} else {
 				err = c.St.InsertAll(ctx, t, byTable[t])
 			}

@@ -107,12 +107,17 @@ func Load(ctx context.Context, st *duck.Store, files []string, opt Options) (*St
 	if opt.RunID == "" {
 		opt.RunID = DefaultRunID(files)
 	}
-	stats, err := Read(ctx, StoreSink{st}, files, opt)
+	sink := newBufferedSink(st, 1<<20)
+	stats, err := Read(ctx, sink, files, opt)
 	if err != nil {
+		sink.Flush(context.WithoutCancel(ctx)) // releases what waits; the load failed anyway
 		return stats, err
 	}
 	t0 := time.Now()
-	err = RefreshRuns(ctx, st, opt.RunID)
+	err = sink.Flush(ctx)
+	if err == nil {
+		err = RefreshRuns(ctx, st, opt.RunID)
+	}
 	stats.Insert += time.Since(t0)
 	return stats, err
 }

@@ -20,18 +20,29 @@ func (s StoreSink) Insert(ctx context.Context, table string, rec arrow.RecordBat
 	if table != "ranks" {
 		return s.St.Insert(ctx, table, rec)
 	}
+	return s.insertRanks(ctx, []arrow.RecordBatch{rec})
+}
+
+// insertRanks adds ranks rows in one pass: a trace's row replaces a
+// snapshot-only row of its rank, and a row for a rank that has one is
+// ignored.
+func (s StoreSink) insertRanks(ctx context.Context, recs []arrow.RecordBatch) error {
 	steps := []func() error{
 		func() error {
 			return s.St.Exec(ctx, "CREATE TEMP TABLE IF NOT EXISTS ranks_incoming AS SELECT * FROM ranks LIMIT 0")
 		},
 		func() error { return s.St.Exec(ctx, "DELETE FROM ranks_incoming") },
-		func() error { return s.St.Insert(ctx, "ranks_incoming", rec) },
+		func() error { return s.St.InsertAll(ctx, "ranks_incoming", recs) },
 		func() error {
 			return s.St.Exec(ctx, `DELETE FROM ranks USING ranks_incoming i
 				WHERE ranks.run_id = i.run_id AND ranks.rank = i.rank
 				  AND ranks.rank_source = 'snapshot' AND i.rank_source IS DISTINCT FROM 'snapshot'`)
 		},
-		func() error { return s.St.Exec(ctx, "INSERT OR IGNORE INTO ranks SELECT * FROM ranks_incoming") },
+		func() error {
+			// one row per rank, a trace's before a snapshot's
+			return s.St.Exec(ctx, `INSERT OR IGNORE INTO ranks SELECT * FROM ranks_incoming
+				QUALIFY row_number() OVER (PARTITION BY run_id, rank ORDER BY rank_source = 'snapshot', source) = 1`)
+		},
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -58,6 +69,60 @@ func RefreshRuns(ctx context.Context, st *duck.Store, runIDs ...string) error {
 		if err != nil {
 			return fmt.Errorf("record run %s: %w", id, err)
 		}
+	}
+	return nil
+}
+
+// bufferedSink gathers batches per table and inserts them together once
+// about limit rows are waiting, and at Flush: a folder of many small traces
+// (1,024 ranks of one step) then costs a few large inserts instead of seven
+// small ones per file, each paying DuckDB's per-statement overhead.
+type bufferedSink struct {
+	st      *duck.Store
+	limit   int64
+	rows    int64
+	order   []string
+	pending map[string][]arrow.RecordBatch
+}
+
+func newBufferedSink(st *duck.Store, limit int64) *bufferedSink {
+	return &bufferedSink{st: st, limit: limit, pending: map[string][]arrow.RecordBatch{}}
+}
+
+// Insert keeps rec (retaining it) until the next flush.
+func (s *bufferedSink) Insert(ctx context.Context, table string, rec arrow.RecordBatch) error {
+	if _, ok := s.pending[table]; !ok {
+		s.order = append(s.order, table)
+	}
+	rec.Retain()
+	s.pending[table] = append(s.pending[table], rec)
+	s.rows += rec.NumRows()
+	if s.rows >= s.limit {
+		return s.Flush(ctx)
+	}
+	return nil
+}
+
+// Flush inserts everything waiting, the ranks rows last, and releases it.
+func (s *bufferedSink) Flush(ctx context.Context) error {
+	defer func() {
+		for _, recs := range s.pending {
+			for _, r := range recs {
+				r.Release()
+			}
+		}
+		s.pending, s.order, s.rows = map[string][]arrow.RecordBatch{}, nil, 0
+	}()
+	for _, t := range s.order {
+		if t == "ranks" {
+			continue
+		}
+		if err := s.st.InsertAll(ctx, t, s.pending[t]); err != nil {
+			return fmt.Errorf("insert into %s: %w", t, err)
+		}
+	}
+	if recs := s.pending["ranks"]; len(recs) > 0 {
+		return StoreSink{s.st}.insertRanks(ctx, recs)
 	}
 	return nil
 }
