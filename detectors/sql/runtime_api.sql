@@ -1,7 +1,7 @@
 -- name: runtime_api
 -- category: runtime
 -- kind: metric
--- description: per rank, CUDA/HIP runtime and driver API calls by purpose (launch, synchronize, memcpy/memset, other): calls, host time, the part during which the GPU ran nothing (exposed: the GPU waited on the host), and its bottleneck ratio (exposed time / GPU span, as PerfTracker defines it)
+-- description: per rank, CUDA/HIP runtime and driver API calls by purpose (launch, synchronize, memcpy/memset, other): calls, host time, the part during which the GPU ran nothing (exposed: the GPU waited on the host; summed per call), and its bottleneck ratio (exposed time / GPU span, as PerfTracker defines it)
 WITH api AS (
     SELECT run_id, rank, ts, ts + dur AS end_ts, dur,
            CASE WHEN name ILIKE '%launch%' OR name ILIKE '%graphlaunch%' THEN 'launch'
@@ -10,16 +10,20 @@ WITH api AS (
                 ELSE 'other' END AS purpose
     FROM host_window
     WHERE kind IN ('runtime', 'driver')
-), keys AS (
-    SELECT DISTINCT run_id, rank, purpose FROM api
-), a AS (
-    SELECT {'run_id': run_id, 'rank': rank, 'purpose': purpose} AS g, ts AS s, end_ts AS e FROM api
-), b AS (
-    -- the GPU's busy islands (all streams' work merged), once per purpose
-    SELECT {'run_id': k.run_id, 'rank': k.rank, 'purpose': k.purpose} AS g, w.start_ns AS s, w.end_ns AS e
-    FROM gpu_busy w JOIN keys k ON k.run_id = w.run_id AND k.rank = w.rank
+), isl AS (
+    -- busy time up to any instant: cum_before + the part of the island
+    -- that started last before it (one ASOF lookup per call end)
+    SELECT run_id, rank, start_ns, end_ns,
+           sum(end_ns - start_ns) OVER (PARTITION BY run_id, rank ORDER BY start_ns ROWS UNBOUNDED PRECEDING) - (end_ns - start_ns) AS cum_before
+    FROM gpu_busy
+), b_start AS (
+    SELECT a.*, coalesce(i.cum_before + least(a.ts, i.end_ns) - i.start_ns, 0) AS busy_at_start
+    FROM api a ASOF LEFT JOIN isl i ON i.run_id = a.run_id AND i.rank = a.rank AND a.ts >= i.start_ns
 ), x AS (
-    SELECT g.run_id AS run_id, g.rank AS rank, g.purpose AS purpose, a_ns, exposed_ns FROM exposed_time(a, b)
+    SELECT s.run_id, s.rank, s.purpose,
+           sum(s.dur - (coalesce(i.cum_before + least(s.end_ts, i.end_ns) - i.start_ns, 0) - s.busy_at_start)) AS exposed_ns
+    FROM b_start s ASOF LEFT JOIN isl i ON i.run_id = s.run_id AND i.rank = s.rank AND s.end_ts >= i.start_ns
+    GROUP BY s.run_id, s.rank, s.purpose
 ), t AS (
     SELECT run_id, rank, purpose, count(*) AS calls, sum(dur) AS host_ns FROM api GROUP BY ALL
 )
