@@ -2,6 +2,8 @@ package detectors
 
 import (
 	"encoding/json"
+	"regexp"
+	"sort"
 
 	"fmt"
 	"github.com/trainscope/trainscope/gpu"
@@ -57,7 +59,14 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			continue
 		}
 		fmt.Fprintf(&b, "### %s\n\n%s.\n\n", t.Detector, t.Description)
-		writeTable(&b, t.Columns, t.Rows)
+		rows := t.Rows
+		if len(rows) > MaxTableRows {
+			rows = rows[:MaxTableRows]
+		}
+		writeTable(&b, t.Columns, rows)
+		if len(t.Rows) > len(rows) {
+			fmt.Fprintf(&b, "\n%d more rows: `SELECT * FROM metrics WHERE detector = '%s'` (trainscope sql), or the JSON report.\n", len(t.Rows)-len(rows), t.Detector)
+		}
 		b.WriteString("\n")
 	}
 
@@ -78,9 +87,25 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			continue
 		}
 		fmt.Fprintf(&b, "### %s\n\n", sec)
+		// a detector firing on many ranks is one entry: how many, the
+		// spread of its value, and its worst cases in full
+		count := map[string]int{}
 		for _, f := range in {
+			count[f.Detector+"\x00"+f.Severity]++
+		}
+		grouped := map[string]bool{}
+		for _, f := range in {
+			key := f.Detector + "\x00" + f.Severity
 			n++
-			writeFinding(&b, f)
+			if count[key] <= GroupAbove {
+				writeFinding(&b, f)
+				continue
+			}
+			if grouped[key] {
+				continue
+			}
+			grouped[key] = true
+			writeGroup(&b, f.Detector, f.Severity, in)
 		}
 	}
 	if n == 0 {
@@ -96,16 +121,10 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		if rec.Hypothesis {
 			kind = " (hypothesis)"
 		}
-		fmt.Fprintf(&b, "%d. [%s]%s %s\n   - because: %s\n", i+1, rec.Severity, kind, rec.Fix, strings.Join(rec.Because, ", "))
-		for _, x := range rec.Impact {
-			fmt.Fprintf(&b, "   - expected impact: %s\n", x)
-		}
-		for _, x := range rec.Validation {
-			fmt.Fprintf(&b, "   - validate: %s\n", x)
-		}
-		for _, x := range rec.Needs {
-			fmt.Fprintf(&b, "   - to confirm: %s\n", x)
-		}
+		fmt.Fprintf(&b, "%d. [%s]%s %s\n   - because: %s\n", i+1, rec.Severity, kind, rec.Fix, compactBecause(rec.Because))
+		writeCapped(&b, "expected impact", rec.Impact)
+		writeCapped(&b, "validate", rec.Validation)
+		writeCapped(&b, "to confirm", rec.Needs)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -115,11 +134,7 @@ func rankList(ranks []int) string {
 	if len(ranks) == 0 {
 		return ""
 	}
-	parts := make([]string, len(ranks))
-	for i, r := range ranks {
-		parts[i] = strconv.Itoa(r)
-	}
-	return "(" + strings.Join(parts, ", ") + ")"
+	return "(" + rankRanges(ranks) + ")"
 }
 
 const maxCell = 80
@@ -243,4 +258,139 @@ func writeFinding(b *strings.Builder, f Finding) {
 		fmt.Fprintf(b, "- to confirm: %s\n", f.Needs)
 	}
 	b.WriteString("\n")
+}
+
+// GroupAbove is how many findings of one detector and severity a section
+// lists one by one; more are summarised (a fleet of 1,024 ranks would
+// otherwise list the same finding 1,024 times).
+const GroupAbove = 8
+
+// writeGroup summarises the findings of one detector and severity: how
+// many, on which ranks, the range of their values, and the worst three
+// written out (findings arrive worst first within a detector when its SQL
+// orders them so; otherwise by value).
+func writeGroup(b *strings.Builder, detector, severity string, all []Finding) {
+	var fs []Finding
+	for _, f := range all {
+		if f.Detector == detector && f.Severity == severity {
+			fs = append(fs, f)
+		}
+	}
+	var ranks []int
+	var vals []float64
+	for _, f := range fs {
+		if f.Rank != nil {
+			ranks = append(ranks, int(*f.Rank))
+		}
+		if f.Value != nil {
+			vals = append(vals, *f.Value)
+		}
+	}
+	sort.Ints(ranks)
+	sort.Float64s(vals)
+	fmt.Fprintf(b, "#### [%s] %s — %d findings", strings.ToUpper(severity), detector, len(fs))
+	if len(ranks) > 0 {
+		fmt.Fprintf(b, " on %d ranks (%s)", len(ranks), rankRanges(ranks))
+	}
+	b.WriteString("\n\n")
+	if len(vals) > 0 {
+		fmt.Fprintf(b, "- %s: min %s, median %s, max %s", fs[0].Metric, formatFloat(vals[0]), formatFloat(vals[len(vals)/2]), formatFloat(vals[len(vals)-1]))
+		if fs[0].Threshold != nil {
+			fmt.Fprintf(b, " (threshold %s)", formatFloat(*fs[0].Threshold))
+		}
+		b.WriteString("\n")
+	}
+	if fs[0].Fix != "" {
+		fmt.Fprintf(b, "- fix: %s\n", fs[0].Fix)
+	}
+	b.WriteString("- the three largest:\n")
+	worst := append([]Finding(nil), fs...)
+	sort.SliceStable(worst, func(i, j int) bool {
+		vi, vj := 0.0, 0.0
+		if worst[i].Value != nil {
+			vi = *worst[i].Value
+		}
+		if worst[j].Value != nil {
+			vj = *worst[j].Value
+		}
+		return vi > vj
+	})
+	for _, f := range worst[:min(3, len(worst))] {
+		fmt.Fprintf(b, "  - %s\n", f.Message)
+	}
+	b.WriteString("\n")
+}
+
+// rankRanges writes sorted ranks compactly: 0-7, 12, 14-15.
+func rankRanges(ranks []int) string {
+	var parts []string
+	for i := 0; i < len(ranks); {
+		j := i
+		for j+1 < len(ranks) && ranks[j+1] == ranks[j]+1 {
+			j++
+		}
+		if j > i {
+			parts = append(parts, fmt.Sprintf("%d-%d", ranks[i], ranks[j]))
+		} else {
+			parts = append(parts, strconv.Itoa(ranks[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
+}
+
+// MaxTableRows caps a metric table in the markdown report (the JSON report
+// and the metrics table keep every row): a 1,024-rank run would otherwise
+// print a thousand rows per metric.
+const MaxTableRows = 64
+
+// writeCapped writes a recommendation's list items, the first five and a
+// count of the rest when a fix is called for by many ranks.
+func writeCapped(b *strings.Builder, label string, items []string) {
+	for i, x := range items {
+		if i == 5 {
+			fmt.Fprintf(b, "   - ... and %d more\n", len(items)-5)
+			return
+		}
+		fmt.Fprintf(b, "   - %s: %s\n", label, x)
+	}
+}
+
+var becauseRank = regexp.MustCompile(`^(.*) \(rank (\d+)\)$`)
+
+// compactBecause lists the findings behind a recommendation, one detector
+// with its ranks as ranges: "gpu_idle (ranks 0-1023)" rather than 1,024
+// entries.
+func compactBecause(items []string) string {
+	var order []string
+	ranks := map[string][]int{}
+	for _, it := range items {
+		key, r := it, -1
+		if m := becauseRank.FindStringSubmatch(it); m != nil {
+			key = m[1]
+			r, _ = strconv.Atoi(m[2])
+		}
+		if _, ok := ranks[key]; !ok {
+			order = append(order, key)
+		}
+		if r >= 0 {
+			ranks[key] = append(ranks[key], r)
+		} else if ranks[key] == nil {
+			ranks[key] = []int{}
+		}
+	}
+	parts := make([]string, 0, len(order))
+	for _, k := range order {
+		rs := ranks[k]
+		switch len(rs) {
+		case 0:
+			parts = append(parts, k)
+		case 1:
+			parts = append(parts, fmt.Sprintf("%s (rank %d)", k, rs[0]))
+		default:
+			sort.Ints(rs)
+			parts = append(parts, fmt.Sprintf("%s (ranks %s)", k, rankRanges(rs)))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
