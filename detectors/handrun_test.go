@@ -113,6 +113,9 @@ func TestHandRunMetrics(t *testing.T) {
 		{"step_time", 0, nil, "mean_ns", 1000 * us},
 		{"top_kernels", nil, "COMP | gemm_k1", "count", 4},
 		{"top_kernels", nil, "COMP | gemm_k1", "sum_ns", 800 * us},
+		{"top_kernels", nil, "COMP | gemm_k1", "median_ns", 200 * us},
+		// 800 µs of the two ranks' 2 × 1760 µs spans
+		{"top_kernels", nil, "COMP | gemm_k1", "bottleneck_pct", 100.0 * 800 / 3520},
 		// the all-reduce of 1 Mi floats (4 MiB) in default_pg: rank 0 runs
 		// 250 µs twice, 50 µs of each under the elementwise kernel;
 		// 4,194,304 B / 250 µs = 16.78 GB/s, bus factor 2(n-1)/n = 1 for n = 2
