@@ -2,6 +2,7 @@ package stream
 
 import (
 	"slices"
+	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -302,4 +303,20 @@ func remapSparse[T int32 | int64 | float64 | uint8](s *Sparse[T], pos []int32) S
 		out.Rows[i] = pos[r]
 	}
 	return out
+}
+
+// At is the step whose range holds ts, for a table sorted by start (ranges
+// may nest or touch; the latest-starting one that holds ts wins).
+func (t *StepTable) At(ts int64) (int32, bool) {
+	starts, ends, nums := t.Start.V, t.End.V, t.Step.V
+	i := sort.Search(len(starts), func(k int) bool { return starts[k] > ts }) - 1
+	for ; i >= 0; i-- {
+		if ts < ends[i] {
+			return nums[i], true
+		}
+		if i > 0 && ends[i-1] <= starts[i] {
+			break
+		}
+	}
+	return 0, false
 }

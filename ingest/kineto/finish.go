@@ -2,7 +2,6 @@ package kineto
 
 import (
 	"slices"
-	"sort"
 
 	"github.com/trainscope/trainscope/stream"
 )
@@ -156,19 +155,7 @@ func (b *builder) assignSteps(n int) {
 	t := b.t
 	s.Step = stream.Nulls[int32](n)
 	s.LaunchTS = stream.Nulls[int64](n)
-	starts, ends, nums := t.Steps.Start.V, t.Steps.End.V, t.Steps.Step.V
-	stepAt := func(ts int64) (int32, bool) {
-		i := sort.Search(len(starts), func(k int) bool { return starts[k] > ts }) - 1
-		for ; i >= 0; i-- {
-			if ts < ends[i] {
-				return nums[i], true
-			}
-			if i > 0 && ends[i-1] <= starts[i] {
-				break
-			}
-		}
-		return 0, false
-	}
+	stepAt := t.Steps.At
 	runtime, driver := b.kinds[stream.KindRuntime], b.kinds[stream.KindDriver]
 	gpuKinds := map[int32]bool{b.kinds[stream.KindKernel]: true, b.kinds[stream.KindComm]: true,
 		b.kinds[stream.KindMemcpy]: true, b.kinds[stream.KindMemset]: true}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"database/sql"
 	"slices"
-	"sort"
 
 	"github.com/trainscope/trainscope/ingest/kineto"
 	"github.com/trainscope/trainscope/stream"
@@ -210,19 +209,7 @@ func (b *builder) assignSteps(n int) {
 	s, t := b.s, b.t
 	s.Step = stream.Nulls[int32](n)
 	s.LaunchTS = stream.Nulls[int64](n)
-	starts, ends, nums := t.Steps.Start.V, t.Steps.End.V, t.Steps.Step.V
-	stepAt := func(ts int64) (int32, bool) {
-		i := sort.Search(len(starts), func(k int) bool { return starts[k] > ts }) - 1
-		for ; i >= 0; i-- {
-			if ts < ends[i] {
-				return nums[i], true
-			}
-			if i > 0 && ends[i-1] <= starts[i] {
-				break
-			}
-		}
-		return 0, false
-	}
+	stepAt := t.Steps.At
 	launches := make(map[int64]int32, b.counts[kRuntime]+b.counts[kDriver])
 	for i := range n {
 		k := b.rowKnd[i]
