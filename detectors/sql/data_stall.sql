@@ -24,7 +24,7 @@ WITH lead AS (
 ), culprit AS (
     -- the longest host operator inside each stall (the loader's __next__, a
     -- collate function, a file read), ProfilerStep ranges left out
-    SELECT x.run_id, x.rank, x.step, arg_max(h.name, h.dur) AS op, max(h.dur) AS op_ns
+    SELECT x.run_id, x.rank, x.step, arg_max(h.name, (h.dur, h.name)) AS op, max(h.dur) AS op_ns
     FROM stalled x
     JOIN host_window h ON h.run_id = x.run_id AND h.rank = x.rank AND h.step = x.step
     WHERE h.kind NOT IN ('runtime', 'driver') AND h.name NOT LIKE 'ProfilerStep#%'
@@ -32,8 +32,8 @@ WITH lead AS (
     GROUP BY x.run_id, x.rank, x.step
 ), per_rank AS (
     SELECT x.run_id, x.rank, count(*) AS steps, min(x.step) AS step_lo, max(x.step) AS step_hi, sum(x.excess_ns) AS excess_ns,
-           arg_max(x.step, x.excess_ns) AS worst_step, max(x.lead_ns) AS worst_lead_ns,
-           arg_max(c.op, x.excess_ns) AS op, arg_max(c.op_ns, x.excess_ns) AS op_ns,
+           arg_max(x.step, (x.excess_ns, -x.step)) AS worst_step, max(x.lead_ns) AS worst_lead_ns,
+           arg_max(c.op, (x.excess_ns, -x.step)) AS op, arg_max(c.op_ns, (x.excess_ns, -x.step)) AS op_ns,
            any_value(x.med_lead_ns) AS med_lead_ns, any_value(x.med_step_ns) AS med_step_ns
     FROM stalled x LEFT JOIN culprit c ON c.run_id = x.run_id AND c.rank = x.rank AND c.step = x.step
     GROUP BY x.run_id, x.rank

@@ -24,7 +24,7 @@ SELECT run_id, rank,
        printf('up to %s of GPU time per window on rank %d', fmt_ns(sum(exposed_ns)), rank) AS impact,
        'host_exposed exposed_self_ns of these operators' AS validation,
        'measured' AS confidence,
-       json_object('operators', count(*), 'exposed_ns', sum(exposed_ns), 'top', arg_max(subject, exposed_ns))::VARCHAR AS evidence
+       json_object('operators', count(*), 'exposed_ns', sum(exposed_ns), 'top', list(subject ORDER BY exposed_ns DESC, subject)[1])::VARCHAR AS evidence
 FROM over
 GROUP BY run_id, rank
 ORDER BY run_id, rank

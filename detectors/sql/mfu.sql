@@ -13,8 +13,7 @@ WITH ops AS (
     SELECT o.run_id, o.rank, any_value(sp.catalog_key) AS gpu, count(*) AS ops, sum(o.flops) AS flops,
            -- seconds the work needs at peak, each operator at its dtype's peak
            sum(o.flops / (peak_tflops(sp.s, o.flops_dtype) * 1e12)) AS ideal_s,
-           sum(o.flops) FILTER (WHERE peak_tflops(sp.s, o.flops_dtype) IS NULL) AS flops_no_peak,
-           arg_max(o.flops_dtype, o.flops) AS main_dtype
+           sum(o.flops) FILTER (WHERE peak_tflops(sp.s, o.flops_dtype) IS NULL) AS flops_no_peak
     FROM ops o JOIN spec sp ON sp.run_id = o.run_id AND sp.rank = o.rank
     GROUP BY o.run_id, o.rank
 ), k AS (

@@ -22,7 +22,7 @@ GROUP BY run_id, flag;
 -- Where each bash array starts: a missing flag is reported at the array it
 -- belongs in.
 CREATE OR REPLACE VIEW script_arrays AS
-SELECT run_id, "array", arg_min(file, line) AS file, min(line) AS line
+SELECT run_id, "array", arg_min(file, (line, file)) AS file, min(line) AS line
 FROM script_flags
 WHERE "array" IS NOT NULL
 GROUP BY run_id, "array";
