@@ -31,10 +31,15 @@ through its Flight SQL endpoint (--server host:port; the server runs
 read-only queries only). Give the query as an argument, or '-' to read
 it from stdin.
 
-Tables: runs, ranks, process_groups, slices, steps, counters, findings,
-metrics, analysis_window. Views: gpu_window, host_window, gpu_span,
-collective_instances, collective_waits. Macros: interval_union,
-covered_time, exposed_time, robust_z, pct, fmt_ns.
+Tables: runs, ranks, process_groups, threads, slices (a view over
+slices_core and slices_detail), steps, counters, mem_segments, mem_blocks,
+mem_events, mem_settings, script_flags, script_context, findings, metrics,
+analysis_window, gpu_specs; the pipeline's bookkeeping: ingested_batches,
+rejected_batches and analyses. Views: gpu_window, host_window, gpu_span,
+gpu_busy, gpu_class_time, collective_instances, collective_waits,
+host_op_time, step_memory_peaks. Macros: interval_union, covered_time,
+exposed_time, robust_z, pct, fmt_ns, fmt_bytes, peak_tflops, dtype_bytes,
+bus_factor.
 
 Examples:
   trainscope sql --db run.duckdb "SELECT severity, message FROM findings"
