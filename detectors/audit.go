@@ -91,18 +91,7 @@ func (s *Set) RunAudit(ctx context.Context, st *duck.Store, opt AuditOptions) ([
 	if err := recordAuditGPUs(ctx, st, opt); err != nil {
 		return nil, err
 	}
-	var out []Result
-	for _, d := range s.Detectors {
-		if d.Kind != KindFinding {
-			continue
-		}
-		r, err := d.run(ctx, st)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, r)
-	}
-	return out, nil
+	return s.runKinds(ctx, st, KindFinding)
 }
 
 // recordAuditGPUs fills audit_gpu: the script's own GPU when the catalog

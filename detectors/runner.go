@@ -69,8 +69,14 @@ func (s *Set) Run(ctx context.Context, st *duck.Store) ([]Result, error) {
 		return nil, err
 	}
 	defer dropMaterialized(context.WithoutCancel(ctx), st)
+	return s.runKinds(ctx, st, KindMetric, KindFinding)
+}
+
+// runKinds runs the set's detectors of each kind in turn (metrics before
+// the findings that read them) and collects their results.
+func (s *Set) runKinds(ctx context.Context, st *duck.Store, kinds ...string) ([]Result, error) {
 	var out []Result
-	for _, kind := range []string{KindMetric, KindFinding} {
+	for _, kind := range kinds {
 		for _, d := range s.Detectors {
 			if d.Kind != kind {
 				continue

@@ -129,3 +129,15 @@ func send(ctx context.Context, sink Sink, path string, bs []Batch) error {
 	}
 	return nil
 }
+
+// Collect is a Sink that keeps every batch it is given (retained), for a
+// caller that wants a reader's output in memory: to publish it many times,
+// or to benchmark inserting it. Release them with Release(c.Batches).
+type Collect struct{ Batches []Batch }
+
+// Insert keeps rec.
+func (c *Collect) Insert(_ context.Context, table string, rec arrow.RecordBatch) error {
+	rec.Retain()
+	c.Batches = append(c.Batches, Batch{Table: table, Rec: rec})
+	return nil
+}

@@ -5,20 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
-
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
 )
-
-// collector keeps what Read produces.
-type collector struct{ batches []ingest.Batch }
-
-func (c *collector) Insert(_ context.Context, t string, r arrow.RecordBatch) error {
-	r.Retain()
-	c.batches = append(c.batches, ingest.Batch{Table: t, Rec: r})
-	return nil
-}
 
 // BenchmarkStoreInsert is DuckDB's Arrow insert of one trace's slices, per
 // table: the floor under both analyze and the streaming ingestor. Report
@@ -28,12 +17,12 @@ func (c *collector) Insert(_ context.Context, t string, r arrow.RecordBatch) err
 func BenchmarkStoreInsert(b *testing.B) {
 	ctx := context.Background()
 	files, _ := filepath.Glob("../bench/sample/*.json.gz")
-	var c collector
+	var c ingest.Collect
 	if _, err := ingest.Read(ctx, &c, files[:1], ingest.Options{RunID: "x", Rank: -1}); err != nil {
 		b.Fatal(err)
 	}
-	defer ingest.Release(c.batches)
-	for _, bt := range c.batches {
+	defer ingest.Release(c.Batches)
+	for _, bt := range c.Batches {
 		if bt.Table != "slices_core" && bt.Table != "slices_detail" {
 			continue
 		}

@@ -20,22 +20,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
 	"github.com/trainscope/trainscope/stream"
 )
-
-// collect keeps what Read produces, to publish it many times.
-type collect struct{ batches []ingest.Batch }
-
-func (c *collect) Insert(_ context.Context, table string, rec arrow.RecordBatch) error {
-	rec.Retain()
-	c.batches = append(c.batches, ingest.Batch{Table: table, Rec: rec})
-	return nil
-}
 
 func main() {
 	traces := flag.String("traces", "bench/sample", "folder of traces to publish")
@@ -75,12 +65,12 @@ func run(traces string, copies, msgBytes, fetchBytes int, dir string, rate float
 	if err != nil {
 		return err
 	}
-	var c collect
+	var c ingest.Collect
 	if _, err := ingest.Read(ctx, &c, files, ingest.Options{RunID: "bench", Host: "node-1", Rank: -1}); err != nil {
 		return err
 	}
 	var rowsPerCopy int64
-	for _, b := range c.batches {
+	for _, b := range c.Batches {
 		rowsPerCopy += b.Rec.NumRows()
 	}
 
@@ -134,7 +124,7 @@ func run(traces string, copies, msgBytes, fetchBytes int, dir string, rate float
 	var sent int64
 	for i := range copies {
 		pub.Begin(fmt.Sprintf("bench-%d", i))
-		for _, b := range c.batches {
+		for _, b := range c.Batches {
 			if rate > 0 { // pace: hold each batch until its time at the given rate
 				if ahead := time.Duration(float64(sent)/rate*1e9) - time.Since(t0); ahead > 0 {
 					time.Sleep(ahead)
