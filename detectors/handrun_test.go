@@ -2,7 +2,10 @@ package detectors_test
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -119,14 +122,14 @@ func TestHandRunMetrics(t *testing.T) {
 		// the all-reduce of 1 Mi floats (4 MiB) in default_pg: rank 0 runs
 		// 250 µs twice, 50 µs of each under the elementwise kernel;
 		// 4,194,304 B / 250 µs = 16.78 GB/s, bus factor 2(n-1)/n = 1 for n = 2
-		{"comm_groups", 0, "default_pg allreduce", "calls", 2},
-		{"comm_groups", 0, "default_pg allreduce", "gpu_ns", 500 * us},
-		{"comm_groups", 0, "default_pg allreduce", "exposed_ns", 400 * us},
-		{"comm_groups", 0, "default_pg allreduce", "bytes_per_call", 4194304},
-		{"comm_groups", 0, "default_pg allreduce", "algbw_gbps", 16.78},
-		{"comm_groups", 0, "default_pg allreduce", "busbw_gbps", 16.78},
-		{"comm_groups", 1, "default_pg allreduce", "busbw_gbps", 27.96},
-		{"comm_groups", 1, "default_pg allreduce", "exposed_ns", 300 * us},
+		{"comm_groups", 0, "default_pg allreduce RING/LL via unknown transport", "calls", 2},
+		{"comm_groups", 0, "default_pg allreduce RING/LL via unknown transport", "gpu_ns", 500 * us},
+		{"comm_groups", 0, "default_pg allreduce RING/LL via unknown transport", "exposed_ns", 400 * us},
+		{"comm_groups", 0, "default_pg allreduce RING/LL via unknown transport", "bytes_per_call", 4194304},
+		{"comm_groups", 0, "default_pg allreduce RING/LL via unknown transport", "algbw_gbps", 16.78},
+		{"comm_groups", 0, "default_pg allreduce RING/LL via unknown transport", "busbw_gbps", 16.78},
+		{"comm_groups", 1, "default_pg allreduce RING/LL via unknown transport", "busbw_gbps", 27.96},
+		{"comm_groups", 1, "default_pg allreduce RING/LL via unknown transport", "exposed_ns", 300 * us},
 		// ProfilerStep#1 on rank 0: self time 1000 - 45 µs of launch calls;
 		// the GPU is busy 580 µs of its 1000 (100-300, 310-600, 720-800,
 		// 850-860), so 955 × 420/1000 µs of its self time is exposed
@@ -373,5 +376,38 @@ func TestMemOps(t *testing.T) {
 	if err := st.Conn().QueryRowContext(context.Background(),
 		`SELECT count(*) FROM findings WHERE detector = 'mem_ops_exposed' AND subject = 'Memcpy HtoD'`).Scan(&n); err != nil || n != 2 {
 		t.Errorf("mem_ops_exposed findings = %d (%v), want one per rank", n, err)
+	}
+}
+
+// TestCommTransport checks that comm_groups names the transport from where
+// the group's ranks run: both hand-run ranks on one H100 host talk over
+// NVLink, on two hosts over the network.
+func TestCommTransport(t *testing.T) {
+	cases := []struct {
+		hosts [2]string
+		want  string
+	}{
+		{[2]string{"nodeA", "nodeA"}, "NVLink"},
+		{[2]string{"nodeA", "nodeB"}, "network"},
+	}
+	for _, c := range cases {
+		t.Run(c.want, func(t *testing.T) {
+			dir := handRun(t)
+			for rank, host := range c.hosts {
+				// tensorboard_trace_handler's <host>_<pid>.<ms>.pt.trace.json
+				from := filepath.Join(dir, fmt.Sprintf("rank-%d.pt.trace.json", rank))
+				to := filepath.Join(dir, fmt.Sprintf("%s_%d.1700000000000.pt.trace.json", host, 100+rank))
+				if err := os.Rename(from, to); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st, _ := analyzeDir(t, dir, "hand", detectors.Window{})
+			for rank := range 2 {
+				subject := "default_pg allreduce RING/LL via " + c.want
+				if got := metric(t, st, "comm_groups", rank, subject, "calls"); got != 2 {
+					t.Errorf("rank %d %s calls = %v, want 2", rank, subject, got)
+				}
+			}
+		})
 	}
 }
