@@ -31,7 +31,7 @@ through its Flight SQL endpoint (--server host:port; the server runs
 read-only queries only). Give the query as an argument, or '-' to read
 it from stdin.
 
-Tables: runs, ranks, process_groups, threads, slices (a view over
+Tables: runs, ranks, process_groups, threads, stacks, slices (a view over
 slices_core and slices_detail), steps, counters, mem_segments, mem_blocks,
 mem_events, mem_settings, script_flags, script_context, findings, metrics,
 analysis_window, gpu_specs; the pipeline's bookkeeping: ingested_batches,

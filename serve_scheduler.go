@@ -116,10 +116,6 @@ func (s *scheduler) due(now time.Time) []string {
 	return out
 }
 
-// runTables are copied into the scratch database for a pass.
-var runTables = []string{"runs", "ranks", "process_groups", "threads", "slices_core", "slices_detail", "steps", "counters",
-	"mem_segments", "mem_blocks", "mem_events", "mem_settings", "script_flags", "script_context"}
-
 func (s *scheduler) analyze(ctx context.Context, run string) error {
 	t0 := time.Now()
 	scratch, err := duck.Open(ctx, "", duck.Options{Threads: s.duckCfg.Threads, MemoryLimit: s.duckCfg.MemoryLimit})
@@ -128,7 +124,7 @@ func (s *scheduler) analyze(ctx context.Context, run string) error {
 	}
 	defer scratch.Close()
 	s.mu.Lock()
-	err = copyRun(ctx, s.st, scratch, run, runTables)
+	err = copyRun(ctx, s.st, scratch, run, duck.RunTables)
 	s.mu.Unlock()
 	if err != nil {
 		return err

@@ -233,7 +233,7 @@ func TestServeSurvivesSIGKILL(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, tbl := range []string{"slices_core", "slices_detail", "steps", "counters", "ranks", "threads", "process_groups", "runs"} {
+	for _, tbl := range []string{"slices_core", "slices_detail", "steps", "counters", "ranks", "threads", "stacks", "process_groups", "runs"} {
 		q := fmt.Sprintf("SELECT count(*), coalesce(sum(hash(s)::HUGEINT), 0)::VARCHAR FROM %s s", tbl)
 		var n1, n2 int64
 		var h1, h2 string

@@ -42,6 +42,9 @@ func TraceBatches(tr *kineto.Trace, runID, host string) []Batch {
 	if tr.Slices.Len() > 0 {
 		core, detail := tr.Slices.SplitRecords(runID, host, tr.Rank)
 		out = append(out, Batch{"slices_core", core}, Batch{"slices_detail", detail})
+		if len(tr.Slices.Stacks) > 0 {
+			out = append(out, Batch{"stacks", stream.StacksRecord(runID, tr.Rank, tr.Slices.Stacks, tr.Slices.Str)})
+		}
 	}
 	if tr.Steps.Len() > 0 {
 		out = append(out, Batch{"steps", tr.Steps.Record(runID, tr.Rank)})

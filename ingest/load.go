@@ -102,10 +102,17 @@ type readResult struct {
 }
 
 // Load reads files with the Kineto reader and inserts them into st, then
-// records the run.
+// records the run. A run of the same id already in st is replaced.
 func Load(ctx context.Context, st *duck.Store, files []string, opt Options) (*Stats, error) {
 	if opt.RunID == "" {
 		opt.RunID = DefaultRunID(files)
+	}
+	had, err := st.DeleteRun(ctx, opt.RunID)
+	if err != nil {
+		return nil, err
+	}
+	if had && opt.Progress != nil {
+		fmt.Fprintf(opt.Progress, "replacing run %s already in the database\n", opt.RunID)
 	}
 	sink := newBufferedSink(st, 1<<20)
 	stats, err := Read(ctx, sink, files, opt)

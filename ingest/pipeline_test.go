@@ -100,7 +100,7 @@ func (p *pipe) consume(t *testing.T, st *duck.Store, cond func(*ingest.IngestSta
 	return c.Stats
 }
 
-var pipelineTables = []string{"slices_core", "slices_detail", "steps", "counters", "ranks", "threads", "process_groups", "runs",
+var pipelineTables = []string{"slices_core", "slices_detail", "steps", "counters", "ranks", "threads", "stacks", "process_groups", "runs",
 	"mem_segments", "mem_blocks", "mem_events", "mem_settings"}
 
 // fingerprint is a per-table row count and a checksum over its rows.

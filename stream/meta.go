@@ -109,6 +109,41 @@ func ThreadsRecord(runID string, rank int32, tids []int64, names map[int64]strin
 	return b.NewRecordBatch()
 }
 
+// StacksSchema: the host call tree of a rank's trace, one row per distinct
+// call stack (see StackNode). A slice's stack_id is a row here; the path
+// of a stack is its chain of parent_id up to a root (parent_id null).
+var StacksSchema = arrow.NewSchema([]arrow.Field{
+	field("run_id", str, false),
+	field("rank", i32, false),
+	field("stack_id", i32, false),
+	field("parent_id", i32, true),
+	field("depth", i32, false),
+	field("kind", str, false),
+	field("name", str, false),
+}, nil)
+
+// StacksRecord builds a stacks batch for one rank from a table's stack
+// nodes; their kind and name ids are strings of str.
+func StacksRecord(runID string, rank int32, nodes []StackNode, str *Strings) arrow.RecordBatch {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, StacksSchema)
+	defer b.Release()
+	b.Reserve(len(nodes))
+	for i, n := range nodes {
+		b.Field(0).(*array.StringBuilder).Append(runID)
+		b.Field(1).(*array.Int32Builder).Append(rank)
+		b.Field(2).(*array.Int32Builder).Append(int32(i))
+		if n.Parent < 0 {
+			b.Field(3).AppendNull()
+		} else {
+			b.Field(3).(*array.Int32Builder).Append(n.Parent)
+		}
+		b.Field(4).(*array.Int32Builder).Append(n.Depth)
+		b.Field(5).(*array.StringBuilder).Append(str.Get(n.Kind))
+		b.Field(6).(*array.StringBuilder).Append(str.Get(n.Name))
+	}
+	return b.NewRecordBatch()
+}
+
 // ProcessGroupsSchema: process groups from distributedInfo.pg_config.
 var ProcessGroupsSchema = arrow.NewSchema([]arrow.Field{
 	field("run_id", str, false),

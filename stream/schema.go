@@ -8,7 +8,7 @@ import (
 
 // SchemaVersion is bumped whenever a table's columns change. It travels
 // with every batch so that an ingestor can refuse batches it cannot read.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // Slice kinds: the kind column of the slices table.
 const (
@@ -58,6 +58,7 @@ var SlicesSchema = arrow.NewSchema([]arrow.Field{
 	field("external_id", i64, true),
 	field("launch_ts", i64, true),
 	field("self_dur", i64, true),
+	field("stack_id", i32, true), // a host slice's call stack: stacks.stack_id
 	// kernels
 	field("grid_x", i32, true),
 	field("grid_y", i32, true),
@@ -96,7 +97,7 @@ var SlicesSchema = arrow.NewSchema([]arrow.Field{
 // (SlicesSchema); the slices view unites them. Most events of a trace are
 // host events without details, and a table stores every column of every
 // row, so the split halves the database's memory.
-const CoreColumns = 17
+const CoreColumns = 18
 
 // CoreSchema is the schema of slices_core: the first CoreColumns fields.
 var CoreSchema = arrow.NewSchema(SlicesSchema.Fields()[:CoreColumns], nil)
@@ -130,6 +131,7 @@ var Tables = map[string]*arrow.Schema{
 	"counters":       CountersSchema,
 	"ranks":          RanksSchema,
 	"threads":        ThreadsSchema,
+	"stacks":         StacksSchema,
 	"process_groups": ProcessGroupsSchema,
 	"mem_segments":   MemSegmentsSchema,
 	"mem_blocks":     MemBlocksSchema,

@@ -3,16 +3,36 @@ package stream
 import (
 	"cmp"
 	"slices"
+	"strings"
 )
+
+// StackNode is one frame of the host call tree of a trace: a host slice's
+// kind and name (ids in the table's Strings) under its caller's node. Two
+// slices reached through the same chain of callers share a node, so a
+// node stands for a call stack.
+type StackNode struct {
+	Parent     int32 // index of the caller's node, -1 at a root
+	Depth      int32 // 0 at a root
+	Kind, Name int32
+}
+
+// stepPrefix marks the profiler's step annotations. Their frames are one
+// node, "ProfilerStep#*", whatever the step: the stack of work inside
+// step 5 is the stack of the same work inside step 6.
+const stepPrefix = "ProfilerStep#"
 
 // AssignSelfTimes gives every host row (isHost) its self time: its
 // duration minus the durations of the rows directly nested in it on the
 // same thread (pid, tid). Rows that merely overlap without nesting are
-// siblings. Other rows get no self time. Every reader calls this once its
-// rows are complete, so that all sources agree on what self time is.
+// siblings. It also gives every host row its call stack (StackID, an index
+// into Stacks): the chain of host rows enclosing it on its thread. Other
+// rows get neither. Every reader calls this once its rows are complete, so
+// that all sources agree on what self time and a stack are.
 func (t *SliceTable) AssignSelfTimes(isHost func(row int) bool) {
 	n := t.Len()
 	t.SelfDur = Nulls[int64](n)
+	t.StackID = Nulls[int32](n)
+	t.Stacks = t.Stacks[:0]
 	type thread struct{ pid, tid int64 }
 	byThread := map[thread][]int32{}
 	for i := range n {
@@ -21,9 +41,32 @@ func (t *SliceTable) AssignSelfTimes(isHost func(row int) bool) {
 			byThread[k] = append(byThread[k], int32(i))
 		}
 	}
+	// threads in a fixed order, so that stack ids do not depend on map order
+	threads := make([]thread, 0, len(byThread))
+	for k := range byThread {
+		threads = append(threads, k)
+	}
+	slices.SortFunc(threads, func(a, b thread) int {
+		return cmp.Or(cmp.Compare(a.pid, b.pid), cmp.Compare(a.tid, b.tid))
+	})
+	type frame struct{ parent, kind, name int32 }
+	nodes := map[frame]int32{}
+	stepName := map[int32]int32{} // a step annotation's name id -> "ProfilerStep#*"
+	frameName := func(name int32) int32 {
+		if id, ok := stepName[name]; ok {
+			return id
+		}
+		id := name
+		if strings.HasPrefix(t.Str.Get(name), stepPrefix) {
+			id = t.Str.ID(stepPrefix + "*")
+		}
+		stepName[name] = id
+		return id
+	}
 	self := t.SelfDur.V
 	var stack []int32
-	for _, rows := range byThread {
+	for _, k := range threads {
+		rows := byThread[k]
 		byStart := func(x, y int32) int {
 			if c := cmp.Compare(t.TS.V[x], t.TS.V[y]); c != 0 {
 				return c
@@ -44,9 +87,21 @@ func (t *SliceTable) AssignSelfTimes(isHost func(row int) bool) {
 				stack = stack[:len(stack)-1]
 			}
 			t.SelfDur.Set(int(r), t.Dur.V[r])
+			f := frame{parent: -1, kind: t.Kind.V[r], name: frameName(t.Name.V[r])}
+			depth := int32(0)
 			if len(stack) > 0 {
-				self[stack[len(stack)-1]] -= t.Dur.V[r]
+				caller := stack[len(stack)-1]
+				self[caller] -= t.Dur.V[r]
+				f.parent = t.StackID.V[caller]
+				depth = t.Stacks[f.parent].Depth + 1
 			}
+			id, ok := nodes[f]
+			if !ok {
+				id = int32(len(t.Stacks))
+				nodes[f] = id
+				t.Stacks = append(t.Stacks, StackNode{Parent: f.parent, Depth: depth, Kind: f.kind, Name: f.name})
+			}
+			t.StackID.Set(int(r), id)
 			stack = append(stack, r)
 		}
 	}

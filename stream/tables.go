@@ -26,6 +26,9 @@ type SliceTable struct {
 	Stream, Correlation, ExternalID, LaunchTS Num[int64]
 	// SelfDur is a host slice's duration minus its direct children's.
 	SelfDur Num[int64]
+	// StackID is a host slice's call stack, an index into Stacks.
+	StackID Num[int32]
+	Stacks  []StackNode
 	// kernel, memcpy and collective details: present on few rows
 	GridX, GridY, GridZ, BlockX, BlockY, BlockZ  Sparse[int32]
 	Registers                                    Sparse[int32]
@@ -65,6 +68,9 @@ func (t *SliceTable) Record(runID, host string, rank int32) arrow.RecordBatch {
 	if len(t.SelfDur.V) != n {
 		t.SelfDur = Nulls[int64](n)
 	}
+	if len(t.StackID.V) != n {
+		t.StackID = Nulls[int32](n)
+	}
 	runIdx, hostIdx := t.Str.ID(runID), t.Str.ID(host)
 	dict := t.Str.data()
 	defer dict.Release()
@@ -77,7 +83,7 @@ func (t *SliceTable) Record(runID, host string, rank int32) arrow.RecordBatch {
 		t.TS.array(i64), t.Dur.array(i64), t.PID.array(i64), t.TID.array(i64),
 		t.Device.array(i32),
 		t.Stream.array(i64), t.Correlation.array(i64), t.ExternalID.array(i64), t.LaunchTS.array(i64),
-		t.SelfDur.array(i64),
+		t.SelfDur.array(i64), t.StackID.array(i32),
 	}
 	if !t.Detail {
 		return newRecord(CoreSchema, cols, n)
@@ -255,7 +261,8 @@ func (t *SliceTable) gather(idx []int32, detail bool, pos []int32) *SliceTable {
 	g.TS, g.Dur, g.PID, g.TID = gatherNum(&t.TS, idx), gatherNum(&t.Dur, idx), gatherNum(&t.PID, idx), gatherNum(&t.TID, idx)
 	g.Stream, g.Correlation = gatherNum(&t.Stream, idx), gatherNum(&t.Correlation, idx)
 	g.ExternalID, g.LaunchTS = gatherNum(&t.ExternalID, idx), gatherNum(&t.LaunchTS, idx)
-	g.SelfDur = gatherNum(&t.SelfDur, idx)
+	g.SelfDur, g.StackID = gatherNum(&t.SelfDur, idx), gatherNum(&t.StackID, idx)
+	g.Stacks = t.Stacks
 	if pos == nil {
 		return g
 	}

@@ -1,9 +1,10 @@
 -- name: host_exposed
 -- category: cpu
 -- kind: metric
--- description: per rank, the Python functions and CPU operators whose own (self) time ran while the GPU had nothing to do (PerfTracker's Python functions section): calls, self time, the exposed part of it and its share of the GPU span; the ten most exposed per rank. A slice's exposed share is the part of its interval outside the GPU's busy islands, applied to its self time
--- threshold: top_n = 10  # operators listed per rank
-WITH isl AS (
+-- description: per rank, the call stacks of Python functions and CPU operators whose own (self) time ran while the GPU had nothing to do (PerfTracker's Python functions section): calls, self time, the exposed part of it and its share of the GPU span; the ten most exposed per rank. A stack is shown by its last frames (root-most first, '…' where callers were cut); calls whose last frames agree are counted together. A slice's exposed share is the part of its interval outside the GPU's busy islands, applied to its self time
+-- threshold: top_n = 10  # stacks listed per rank
+-- threshold: frames = 4  # frames shown per stack, the innermost last
+WITH RECURSIVE isl AS (
     -- the busy islands with the busy time before each, so that the busy
     -- time up to any instant t is one ASOF lookup: cum_before + the part
     -- of the island that started last before t
@@ -11,7 +12,7 @@ WITH isl AS (
            sum(end_ns - start_ns) OVER (PARTITION BY run_id, rank ORDER BY start_ns ROWS UNBOUNDED PRECEDING) - (end_ns - start_ns) AS cum_before
     FROM gpu_busy
 ), h AS (
-    SELECT run_id, rank, kind, name, ts, ts + dur AS end_ts, dur, self_dur
+    SELECT run_id, rank, kind, stack_id, ts, ts + dur AS end_ts, dur, self_dur
     FROM host_window
     WHERE kind IN ('python', 'cpu_op', 'annotation') AND self_dur > 0 AND dur > 0
 ), b_start AS (
@@ -21,15 +22,34 @@ WITH isl AS (
     SELECT s.*, coalesce(i.cum_before + least(s.end_ts, i.end_ns) - i.start_ns, 0) AS busy_before_end
     FROM b_start s ASOF LEFT JOIN isl i ON i.run_id = s.run_id AND i.rank = s.rank AND s.end_ts >= i.start_ns
 ), per AS (
-    SELECT run_id, rank, kind, name, count(*) AS calls, sum(self_dur) AS self_ns,
+    SELECT run_id, rank, kind, stack_id, count(*) AS calls, sum(self_dur) AS self_ns,
            sum(self_dur * (1.0 - (busy_before_end - busy_before_start) / dur)) AS exposed_self_ns
     FROM b
-    GROUP BY run_id, rank, kind, name
+    GROUP BY run_id, rank, kind, stack_id
+), used AS (
+    SELECT DISTINCT run_id, rank, stack_id FROM per
+), up AS (
+    -- each used stack's last frames, walking up its callers
+    SELECT s.run_id, s.rank, s.stack_id, s.parent_id AS next, 1 AS frames, s.name AS path
+    FROM stacks s JOIN used u ON u.run_id = s.run_id AND u.rank = s.rank AND u.stack_id = s.stack_id
+    UNION ALL
+    SELECT u.run_id, u.rank, u.stack_id, p.parent_id, u.frames + 1, p.name || ' > ' || u.path
+    FROM up u JOIN stacks p ON p.run_id = u.run_id AND p.rank = u.rank AND p.stack_id = u.next
+    WHERE u.frames < $frames
+), paths AS (
+    SELECT run_id, rank, stack_id, arg_max(CASE WHEN next IS NULL THEN path ELSE '… > ' || path END, frames) AS path
+    FROM up GROUP BY run_id, rank, stack_id
+), tails AS (
+    SELECT p.run_id, p.rank, p.kind || ' ' || coalesce(t.path, '?') AS subject,
+           sum(p.calls) AS calls, sum(p.self_ns) AS self_ns, sum(p.exposed_self_ns) AS exposed_self_ns
+    FROM per p
+    LEFT JOIN paths t ON t.run_id = p.run_id AND t.rank = p.rank AND t.stack_id = p.stack_id
+    GROUP BY ALL
 )
-SELECT p.run_id, p.rank, p.kind || ' ' || p.name AS subject, p.calls, p.self_ns,
+SELECT p.run_id, p.rank, p.subject, p.calls, p.self_ns,
        round(p.exposed_self_ns) AS exposed_self_ns,
        pct(p.exposed_self_ns, sp.span_ns) AS exposed_pct
-FROM per p
+FROM tails p
 JOIN gpu_span sp ON sp.run_id = p.run_id AND sp.rank = p.rank
-QUALIFY row_number() OVER (PARTITION BY p.run_id, p.rank ORDER BY p.exposed_self_ns DESC, subject) <= $top_n
-ORDER BY p.run_id, p.rank, exposed_self_ns DESC, subject
+QUALIFY row_number() OVER (PARTITION BY p.run_id, p.rank ORDER BY p.exposed_self_ns DESC, p.subject) <= $top_n
+ORDER BY p.run_id, p.rank, exposed_self_ns DESC, p.subject

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/trainscope/trainscope/ingest/jsonscan"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -1199,6 +1200,60 @@ func TestSelfTimes(t *testing.T) {
 		}
 		if got := tr.Slices.SelfDur.V[i]; !tr.Slices.SelfDur.Valid(i) || got != want[name] {
 			t.Errorf("self(%s) = %d, want %d", name, got, want[name])
+		}
+	}
+}
+
+// TestStacks checks the call stacks: a frame's node is its caller's node
+// plus its name, shared by every call through the same callers; the step
+// annotations of different steps are one frame.
+func TestStacks(t *testing.T) {
+	doc := `{"traceEvents": [
+	 {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+	 {"ph": "X", "cat": "python_function", "name": "f", "pid": 1, "tid": 1, "ts": 10, "dur": 30},
+	 {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 15, "dur": 10},
+	 {"ph": "X", "cat": "python_function", "name": "g", "pid": 1, "tid": 1, "ts": 50, "dur": 40},
+	 {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 55, "dur": 10},
+	 {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 100, "dur": 100},
+	 {"ph": "X", "cat": "python_function", "name": "f", "pid": 1, "tid": 1, "ts": 110, "dur": 30},
+	 {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 115, "dur": 10},
+	 {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 20, "dur": 5},
+	 {"ph": "X", "cat": "kernel", "name": "K", "pid": 0, "tid": 7, "ts": 20, "dur": 5, "args": {"stream": 7}}]}`
+	tr, err := Read(strings.NewReader(doc), "stacks.json", Options{Rank: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := tr.Slices
+	path := func(id int32) string {
+		var frames []string
+		for ; id >= 0; id = s.Stacks[id].Parent {
+			frames = append([]string{tr.Str.Get(s.Stacks[id].Name)}, frames...)
+		}
+		return strings.Join(frames, " > ")
+	}
+	got := map[string]int{} // path -> calls
+	for i := range s.Len() {
+		if !s.StackID.Valid(i) {
+			if name := tr.Str.Get(s.Name.V[i]); name != "K" {
+				t.Errorf("%s has no stack", name)
+			}
+			continue
+		}
+		got[path(s.StackID.V[i])]++
+	}
+	want := map[string]int{
+		"ProfilerStep#*": 2, "ProfilerStep#* > f": 2, "ProfilerStep#* > f > aten::mm": 2,
+		"ProfilerStep#* > g": 1, "ProfilerStep#* > g > aten::mm": 1, "aten::mm": 1,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("calls per stack = %v, want %v", got, want)
+	}
+	if len(s.Stacks) != len(want) {
+		t.Errorf("%d stack nodes, want %d", len(s.Stacks), len(want))
+	}
+	for id, n := range s.Stacks {
+		if n.Parent >= 0 && n.Depth != s.Stacks[n.Parent].Depth+1 || n.Parent < 0 && n.Depth != 0 {
+			t.Errorf("stack %d (%s) has depth %d", id, path(int32(id)), n.Depth)
 		}
 	}
 }

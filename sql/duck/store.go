@@ -218,8 +218,33 @@ func (s *Store) ExportParquet(ctx context.Context, dir string) error {
 }
 
 // ExportTables are the tables ExportParquet writes.
-var ExportTables = []string{"runs", "ranks", "process_groups", "threads", "slices", "steps", "counters",
+var ExportTables = []string{"runs", "ranks", "process_groups", "threads", "stacks", "slices", "steps", "counters",
 	"mem_segments", "mem_blocks", "mem_events", "mem_settings", "script_flags", "script_context", "findings", "metrics"}
+
+// RunTables hold a run's events, one row set per run_id: what a run is
+// made of, as loaded or ingested.
+var RunTables = []string{"runs", "ranks", "process_groups", "threads", "stacks", "slices_core", "slices_detail", "steps", "counters",
+	"mem_segments", "mem_blocks", "mem_events", "mem_settings", "script_flags", "script_context"}
+
+// DeleteRun removes a run's events from every RunTables table and reports
+// whether there were any, so that loading a run into a database that
+// already holds one of that id replaces it instead of doubling its rows.
+func (s *Store) DeleteRun(ctx context.Context, runID string) (bool, error) {
+	var had bool
+	err := s.Tx(ctx, func() error {
+		for _, t := range RunTables {
+			res, err := s.conn.ExecContext(ctx, "DELETE FROM "+quoteIdent(t)+" WHERE run_id = ?", runID)
+			if err != nil {
+				return fmt.Errorf("delete run %s from %s: %w", runID, t, err)
+			}
+			if n, err := res.RowsAffected(); err == nil && n > 0 {
+				had = true
+			}
+		}
+		return nil
+	})
+	return had, err
+}
 
 // Close releases the connection and the database.
 func (s *Store) Close() error {

@@ -196,12 +196,12 @@ func buildSlices() *stream.SliceTable {
 // wantSlices is buildSlices for run "run-1", host "node-a", rank 3, in the
 // table's column order, ordered by ts (self_dur, filled by readers, is NULL).
 var wantSlices = []string{
-	"run-1|3|node-a|1|cpu_op|cpu_op|aten::mm|985000|20000|4242|1|NULL|NULL|NULL|501|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|4294967296|bf16",
-	"run-1|3|node-a|1|runtime|cuda_runtime|cudaLaunchKernel|990000|5000|4242|1|NULL|NULL|101|501|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL",
-	"run-1|3|node-a|1|kernel|kernel|sm90_gemm|1000000|50000|4242|7|0|7|101|501|990000|NULL|132|1|1|384|1|1|168|232448|0.25|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL",
-	"run-1|3|node-a|1|comm|kernel|ncclDevKernel_AllReduce_Sum_f32_RING_LL|1060000|200000|4242|13|0|13|102|502|1000500|NULL|2|NULL|NULL|640|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|allreduce|1048576|1048576|Float|2|0|default_pg|[0, 1]|Ring|LL|NULL|NULL",
-	"run-1|3|node-a|1|memcpy|gpu_memcpy|Memcpy HtoD (Pinned -> Device)|1300000|4000|4242|7|0|7|103|NULL|1290000|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|65536|HtoD|Pinned|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL",
-	"run-1|3|node-a|NULL|runtime|cuda_runtime|cudaDeviceSynchronize|2000000|1000|4242|1|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL",
+	"run-1|3|node-a|1|cpu_op|cpu_op|aten::mm|985000|20000|4242|1|NULL|NULL|NULL|501|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|4294967296|bf16",
+	"run-1|3|node-a|1|runtime|cuda_runtime|cudaLaunchKernel|990000|5000|4242|1|NULL|NULL|101|501|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL",
+	"run-1|3|node-a|1|kernel|kernel|sm90_gemm|1000000|50000|4242|7|0|7|101|501|990000|NULL|NULL|132|1|1|384|1|1|168|232448|0.25|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL",
+	"run-1|3|node-a|1|comm|kernel|ncclDevKernel_AllReduce_Sum_f32_RING_LL|1060000|200000|4242|13|0|13|102|502|1000500|NULL|NULL|2|NULL|NULL|640|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|allreduce|1048576|1048576|Float|2|0|default_pg|[0, 1]|Ring|LL|NULL|NULL",
+	"run-1|3|node-a|1|memcpy|gpu_memcpy|Memcpy HtoD (Pinned -> Device)|1300000|4000|4242|7|0|7|103|NULL|1290000|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|65536|HtoD|Pinned|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL",
+	"run-1|3|node-a|NULL|runtime|cuda_runtime|cudaDeviceSynchronize|2000000|1000|4242|1|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL|NULL",
 }
 
 const slicesByTS = "SELECT * FROM slices ORDER BY rank, ts"
@@ -266,7 +266,7 @@ WHERE function_name IN ('covered_time', 'exposed_time', 'fmt_ns', 'interval_unio
 	// Every event table is exported.
 	exp := append([]string(nil), duck.ExportTables...)
 	sort.Strings(exp)
-	if want := []string{"counters", "findings", "mem_blocks", "mem_events", "mem_segments", "mem_settings", "metrics", "process_groups", "ranks", "runs", "script_context", "script_flags", "slices", "steps", "threads"}; !reflect.DeepEqual(exp, want) {
+	if want := []string{"counters", "findings", "mem_blocks", "mem_events", "mem_segments", "mem_settings", "metrics", "process_groups", "ranks", "runs", "script_context", "script_flags", "slices", "stacks", "steps", "threads"}; !reflect.DeepEqual(exp, want) {
 		t.Errorf("ExportTables = %q", exp)
 	}
 	// Two in-memory stores are independent.

@@ -68,7 +68,8 @@ CREATE TABLE IF NOT EXISTS slices_core (
     correlation     BIGINT,
     external_id     BIGINT,
     launch_ts       BIGINT,
-    self_dur        BIGINT
+    self_dur        BIGINT,
+    stack_id        INTEGER  -- a host slice's call stack: stacks.stack_id
 );
 
 CREATE TABLE IF NOT EXISTS slices_detail (
@@ -89,6 +90,7 @@ CREATE TABLE IF NOT EXISTS slices_detail (
     external_id     BIGINT,
     launch_ts       BIGINT,
     self_dur        BIGINT,
+    stack_id        INTEGER,
     grid_x          INTEGER,
     grid_y          INTEGER,
     grid_z          INTEGER,
@@ -117,6 +119,8 @@ CREATE TABLE IF NOT EXISTS slices_detail (
 -- columns added after the first release: databases written before get them
 ALTER TABLE slices_detail ADD COLUMN IF NOT EXISTS flops BIGINT;
 ALTER TABLE slices_detail ADD COLUMN IF NOT EXISTS flops_dtype VARCHAR;
+ALTER TABLE slices_detail ADD COLUMN IF NOT EXISTS stack_id INTEGER;
+ALTER TABLE slices_core ADD COLUMN IF NOT EXISTS stack_id INTEGER;
 
 CREATE OR REPLACE VIEW slices AS
 SELECT * FROM slices_detail
@@ -139,6 +143,20 @@ CREATE TABLE IF NOT EXISTS counters (
     ts     BIGINT NOT NULL,
     metric VARCHAR NOT NULL,
     value  DOUBLE NOT NULL
+);
+
+-- The host call tree of each rank: one row per distinct call stack, the
+-- frame (a host slice's kind and name) and its caller's stack. Slices point
+-- here by stack_id; a stack's path is its parent_id chain up to a root.
+-- Step annotations are one frame, 'ProfilerStep#*', whatever the step.
+CREATE TABLE IF NOT EXISTS stacks (
+    run_id    VARCHAR NOT NULL,
+    rank      INTEGER NOT NULL,
+    stack_id  INTEGER NOT NULL,
+    parent_id INTEGER,
+    depth     INTEGER NOT NULL,
+    kind      VARCHAR NOT NULL,
+    name      VARCHAR NOT NULL
 );
 
 -- Thread names from the trace's metadata events, per rank.
