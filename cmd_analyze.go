@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -86,7 +88,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	fs.StringVar(&f.config, "config", "", "config file (YAML, TOML or JSON); also TRAINSCOPE_CONFIG")
 	fs.StringArrayVar(&f.detectorDirs, "detectors", nil, "extra folder of .sql detectors (repeatable)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress on stderr")
-	fs.BoolVar(&f.timing, "timing", false, "print a per-phase timing line on stderr")
+	fs.BoolVar(&f.timing, "timing", false, "print a per-phase timing line and the slowest detectors and shared views on stderr")
 	if err := parseFlags(fs, args, out); err != nil {
 		return err
 	}
@@ -115,6 +117,10 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	}
 	cfg.Detectors.Dirs = append(cfg.Detectors.Dirs, f.detectorDirs...)
 	set, err := detectors.NewSet(cfg.Detectors)
+	var slowest []timedStep
+	if err == nil && f.timing {
+		set.Timed = func(what string, took time.Duration) { slowest = append(slowest, timedStep{what, took}) }
+	}
 	if err != nil {
 		return &inputError{err}
 	}
@@ -164,6 +170,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 			tLoad.Sub(t0).Round(time.Millisecond), stats.ReadCPU.Round(time.Millisecond), len(files),
 			stats.Insert.Round(time.Millisecond), tDetect.Sub(tLoad).Round(time.Millisecond),
 			time.Since(tDetect).Round(time.Millisecond), stats.Events, float64(stats.JSONBytes)/1e6)
+		printSlowest(errOut, slowest, 12)
 	}
 	if !f.quiet {
 		if f.out != "" {
@@ -245,4 +252,28 @@ SELECT (SELECT count(*) FROM steps s JOIN analysis_window w USING (run_id, rank)
 		return &inputError{fmt.Errorf("--steps %s: the traces have no ProfilerStep ranges; drop --steps to analyse them whole", spec)}
 	}
 	return &inputError{fmt.Errorf("--steps %s: no trace has those steps; they have steps %s", spec, have.String)}
+}
+
+// timedStep is how long one detector or shared view took.
+type timedStep struct {
+	what string
+	took time.Duration
+}
+
+// printSlowest lists the n slowest steps of a detector pass and their sum.
+func printSlowest(w io.Writer, steps []timedStep, n int) {
+	var total time.Duration
+	for _, s := range steps {
+		total += s.took
+	}
+	slices.SortStableFunc(steps, func(a, b timedStep) int { return cmp.Compare(b.took, a.took) })
+	fmt.Fprintf(w, "timing: %d detectors and shared views, %s in all; slowest:", len(steps), total.Round(time.Millisecond))
+	for i, s := range steps[:min(n, len(steps))] {
+		sep := ","
+		if i == 0 {
+			sep = ""
+		}
+		fmt.Fprintf(w, "%s %s %s", sep, s.what, s.took.Round(time.Millisecond))
+	}
+	fmt.Fprintln(w)
 }

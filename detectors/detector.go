@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Kinds of detector.
@@ -299,6 +300,10 @@ type Set struct {
 	// Config is what NewSet was given: the audit rules a run's launch
 	// script brings are tuned by the same thresholds.
 	Config Config
+	// Timed, when set, hears how long each shared view took to compute
+	// ("view gpu_window") and each detector took to run ("detector
+	// top_kernels"): what `analyze --timing` lists.
+	Timed func(what string, took time.Duration)
 }
 
 // Config selects and tunes detectors.

@@ -41,13 +41,14 @@ func SetWindow(ctx context.Context, st *duck.Store, w Window) error {
 		return err
 	}
 	if w.Set {
-		return st.Exec(ctx, `INSERT INTO analysis_window SELECT run_id, rank, ?, ? FROM ranks`, w.StepLo, w.StepHi)
+		return st.Exec(ctx, `INSERT INTO analysis_window SELECT run_id, rank, ?, ?, row_number() OVER (ORDER BY run_id, rank) FROM ranks`, w.StepLo, w.StepHi)
 	}
 	return st.Exec(ctx, `
 INSERT INTO analysis_window
 SELECT r.run_id, r.rank,
        CASE WHEN count(DISTINCT s.step) >= 2 THEN min(s.step) END,
-       CASE WHEN count(DISTINCT s.step) >= 2 THEN max(s.step) FILTER (WHERE s.step < (SELECT max(step) FROM steps x WHERE x.run_id = r.run_id AND x.rank = r.rank)) END
+       CASE WHEN count(DISTINCT s.step) >= 2 THEN max(s.step) FILTER (WHERE s.step < (SELECT max(step) FROM steps x WHERE x.run_id = r.run_id AND x.rank = r.rank)) END,
+       row_number() OVER (ORDER BY r.run_id, r.rank)
 FROM ranks r LEFT JOIN steps s ON s.run_id = r.run_id AND s.rank = r.rank
 GROUP BY r.run_id, r.rank`)
 }
@@ -65,7 +66,7 @@ func (s *Set) Run(ctx context.Context, st *duck.Store) ([]Result, error) {
 	if err := recordGPUSpecs(ctx, st); err != nil {
 		return nil, err
 	}
-	if err := materialize(ctx, st); err != nil {
+	if err := materialize(ctx, st, s.Timed); err != nil {
 		return nil, err
 	}
 	defer dropMaterialized(context.WithoutCancel(ctx), st)
@@ -84,6 +85,9 @@ func (s *Set) runKinds(ctx context.Context, st *duck.Store, kinds ...string) ([]
 			r, err := d.run(ctx, st)
 			if err != nil {
 				return out, err
+			}
+			if s.Timed != nil {
+				s.Timed("detector "+d.Name, r.Elapsed)
 			}
 			out = append(out, r)
 		}
@@ -127,11 +131,15 @@ func recordGPUSpecs(ctx context.Context, st *duck.Store) error {
 // (also inside other views), and drops them afterwards.
 var sharedViews = []string{"gpu_window", "gpu_span", "gpu_class_time", "gpu_busy", "collective_instances", "collective_waits", "host_op_time", "step_memory_peaks"}
 
-func materialize(ctx context.Context, st *duck.Store) error {
+func materialize(ctx context.Context, st *duck.Store, timed func(string, time.Duration)) error {
 	dropMaterialized(ctx, st)
 	for _, v := range sharedViews {
+		t0 := time.Now()
 		if err := st.Exec(ctx, fmt.Sprintf("CREATE TEMP TABLE %s AS SELECT * FROM main.%s", v, v)); err != nil {
 			return fmt.Errorf("materialize %s: %w", v, err)
+		}
+		if timed != nil {
+			timed("view "+v, time.Since(t0))
 		}
 	}
 	return nil

@@ -39,16 +39,19 @@ WITH c AS (
     LEFT JOIN gpu_specs s ON s.gpu_name = r.gpu_name
     GROUP BY m.run_id, m.grp
 ), keys AS (
-    SELECT DISTINCT run_id, rank, grp, coll FROM c
+    -- one integer per (rank, group, collective): the sweep partitions on it
+    SELECT run_id, rank, grp, coll, row_number() OVER () AS kid
+    FROM (SELECT DISTINCT run_id, rank, grp, coll FROM c)
 ), a AS (
-    SELECT {'run_id': run_id, 'rank': rank, 'grp': grp, 'coll': coll} AS g, ts AS s, end_ts AS e FROM c
+    SELECT k.kid AS g, c.ts AS s, c.end_ts AS e
+    FROM c JOIN keys k ON k.run_id = c.run_id AND k.rank = c.rank AND k.grp = c.grp AND k.coll = c.coll
 ), b AS (
     -- compute on the same GPU, once per (group, collective) of that rank
-    SELECT {'run_id': k.run_id, 'rank': k.rank, 'grp': k.grp, 'coll': k.coll} AS g, w.ts AS s, w.end_ts AS e
+    SELECT k.kid AS g, w.ts AS s, w.end_ts AS e
     FROM gpu_window w JOIN keys k ON k.run_id = w.run_id AND k.rank = w.rank
     WHERE w.class = 'COMP'
 ), x AS (
-    SELECT g.run_id AS run_id, g.rank AS rank, g.grp AS grp, g.coll AS coll, exposed_ns FROM exposed_time(a, b)
+    SELECT k.run_id, k.rank, k.grp, k.coll, e.exposed_ns FROM exposed_time(a, b) e JOIN keys k ON k.kid = e.g
 ), t AS (
     SELECT run_id, rank, grp, coll, count(*) AS calls, sum(dur) AS gpu_ns, avg(bytes) AS bytes_per_call,
            sum(bytes) / nullif(sum(dur), 0) AS algbw_gbps,

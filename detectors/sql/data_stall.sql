@@ -2,17 +2,18 @@
 -- category: input
 -- kind: finding
 -- severity: warn
--- description: a rank whose host waits far longer than usual before it launches the first GPU work of a step (the data loader or other host work before the forward pass stalled, and every peer waits for this rank at the step's first collective): per step, the time from the ProfilerStep's start to its first kernel, copy or memset launch, against the median of that time over the run's ranks and steps; names the longest host operator in the stall
+-- description: a rank whose host waits far longer than usual before it launches the first GPU work of a step (the data loader or other host work before the forward pass stalled, and every peer waits for this rank at the step's first collective): per step, the time from the ProfilerStep's start to the first runtime call that launched GPU work (a kernel, copy or memset), against the median of that time over the run's ranks and steps; names the longest host operator in the stall
 -- threshold: min_stall_ns = 10000000  # the step's lead time exceeds the run's median lead by this much (10 ms)
 -- threshold: min_step_share = 0.20  # and by this share of the run's median step time
 -- fix: make the input pipeline keep ahead of the GPU: more DataLoader workers (num_workers), persistent_workers=True, prefetch_factor, pin_memory=True; move decoding and augmentation off the training process or onto the GPU; check the storage or network the data comes from on this rank's host, and whether this rank's shard holds larger samples
 WITH lead AS (
-    SELECT h.run_id, h.rank, h.step, s.start_ns, s.end_ns - s.start_ns AS step_ns, min(h.ts) - s.start_ns AS lead_ns
-    FROM host_window h
-    JOIN steps s ON s.run_id = h.run_id AND s.rank = h.rank AND s.step = h.step
-    WHERE h.kind IN ('runtime', 'driver')
-      AND (h.name ILIKE '%launch%' OR h.name ILIKE '%memcpy%' OR h.name ILIKE '%memset%')
-    GROUP BY h.run_id, h.rank, h.step, s.start_ns, s.end_ns
+    -- the first launch of each step: GPU work belongs to the step of the
+    -- runtime call that launched it, and carries that call's start
+    SELECT g.run_id, g.rank, g.step, s.start_ns, s.end_ns - s.start_ns AS step_ns, min(g.launch_ts) - s.start_ns AS lead_ns
+    FROM gpu_window g
+    JOIN steps s ON s.run_id = g.run_id AND s.rank = g.rank AND s.step = g.step
+    WHERE g.launch_ts IS NOT NULL
+    GROUP BY g.run_id, g.rank, g.step, s.start_ns, s.end_ns
 ), base AS (
     SELECT run_id, median(lead_ns) AS med_lead_ns, median(step_ns) AS med_step_ns, count(DISTINCT rank) AS ranks
     FROM lead GROUP BY run_id

@@ -8,19 +8,19 @@ WITH RECURSIVE isl AS (
     -- the busy islands with the busy time before each, so that the busy
     -- time up to any instant t is one ASOF lookup: cum_before + the part
     -- of the island that started last before t
-    SELECT run_id, rank, start_ns, end_ns,
-           sum(end_ns - start_ns) OVER (PARTITION BY run_id, rank ORDER BY start_ns ROWS UNBOUNDED PRECEDING) - (end_ns - start_ns) AS cum_before
+    SELECT run_id, rank, rk, start_ns, end_ns,
+           sum(end_ns - start_ns) OVER (PARTITION BY rk ORDER BY start_ns ROWS UNBOUNDED PRECEDING) - (end_ns - start_ns) AS cum_before
     FROM gpu_busy
 ), h AS (
-    SELECT run_id, rank, kind, stack_id, ts, ts + dur AS end_ts, dur, self_dur
+    SELECT run_id, rank, rk, kind, stack_id, ts, ts + dur AS end_ts, dur, self_dur
     FROM host_window
     WHERE kind IN ('python', 'cpu_op', 'annotation') AND self_dur > 0 AND dur > 0
 ), b_start AS (
     SELECT h.*, coalesce(i.cum_before + least(h.ts, i.end_ns) - i.start_ns, 0) AS busy_before_start
-    FROM h ASOF LEFT JOIN isl i ON i.run_id = h.run_id AND i.rank = h.rank AND h.ts >= i.start_ns
+    FROM h ASOF LEFT JOIN isl i ON i.rk = h.rk AND h.ts >= i.start_ns
 ), b AS (
     SELECT s.*, coalesce(i.cum_before + least(s.end_ts, i.end_ns) - i.start_ns, 0) AS busy_before_end
-    FROM b_start s ASOF LEFT JOIN isl i ON i.run_id = s.run_id AND i.rank = s.rank AND s.end_ts >= i.start_ns
+    FROM b_start s ASOF LEFT JOIN isl i ON i.rk = s.rk AND s.end_ts >= i.start_ns
 ), per AS (
     SELECT run_id, rank, kind, stack_id, count(*) AS calls, sum(self_dur) AS self_ns,
            sum(self_dur * (1.0 - (busy_before_end - busy_before_start) / dur)) AS exposed_self_ns

@@ -3,7 +3,7 @@
 -- kind: metric
 -- description: per rank, CUDA/HIP runtime and driver API calls by purpose (launch, synchronize, memcpy/memset, other): calls, host time, the part during which the GPU ran nothing (exposed: the GPU waited on the host; summed per call), and its bottleneck ratio (exposed time / GPU span, as PerfTracker defines it)
 WITH api AS (
-    SELECT run_id, rank, ts, ts + dur AS end_ts, dur,
+    SELECT run_id, rank, rk, ts, ts + dur AS end_ts, dur,
            CASE WHEN name ILIKE '%launch%' OR name ILIKE '%graphlaunch%' THEN 'launch'
                 WHEN name ILIKE '%synchronize%' OR name ILIKE '%streamwaitevent%' OR name ILIKE '%eventquery%' OR name ILIKE '%streamquery%' THEN 'synchronize'
                 WHEN name ILIKE '%memcpy%' OR name ILIKE '%memset%' THEN 'memcpy'
@@ -13,16 +13,16 @@ WITH api AS (
 ), isl AS (
     -- busy time up to any instant: cum_before + the part of the island
     -- that started last before it (one ASOF lookup per call end)
-    SELECT run_id, rank, start_ns, end_ns,
-           sum(end_ns - start_ns) OVER (PARTITION BY run_id, rank ORDER BY start_ns ROWS UNBOUNDED PRECEDING) - (end_ns - start_ns) AS cum_before
+    SELECT run_id, rank, rk, start_ns, end_ns,
+           sum(end_ns - start_ns) OVER (PARTITION BY rk ORDER BY start_ns ROWS UNBOUNDED PRECEDING) - (end_ns - start_ns) AS cum_before
     FROM gpu_busy
 ), b_start AS (
     SELECT a.*, coalesce(i.cum_before + least(a.ts, i.end_ns) - i.start_ns, 0) AS busy_at_start
-    FROM api a ASOF LEFT JOIN isl i ON i.run_id = a.run_id AND i.rank = a.rank AND a.ts >= i.start_ns
+    FROM api a ASOF LEFT JOIN isl i ON i.rk = a.rk AND a.ts >= i.start_ns
 ), x AS (
     SELECT s.run_id, s.rank, s.purpose,
            sum(s.dur - (coalesce(i.cum_before + least(s.end_ts, i.end_ns) - i.start_ns, 0) - s.busy_at_start)) AS exposed_ns
-    FROM b_start s ASOF LEFT JOIN isl i ON i.run_id = s.run_id AND i.rank = s.rank AND s.end_ts >= i.start_ns
+    FROM b_start s ASOF LEFT JOIN isl i ON i.rk = s.rk AND s.end_ts >= i.start_ns
     GROUP BY s.run_id, s.rank, s.purpose
 ), t AS (
     SELECT run_id, rank, purpose, count(*) AS calls, sum(dur) AS host_ns FROM api GROUP BY ALL

@@ -33,7 +33,7 @@ VALUES (?, ?, ?, ?, ?, 'cat', ?, ?, ?, 1, 2, ?, ?, ?)`,
 
 func setWindow(t *testing.T, st *duck.Store, run string, rank int, lo, hi any) {
 	t.Helper()
-	mustExec(t, st, "INSERT INTO analysis_window VALUES (?, ?, ?, ?)", run, rank, lo, hi)
+	mustExec(t, st, "INSERT INTO analysis_window VALUES (?, ?, ?, ?, ?)", run, rank, lo, hi, rank+1)
 }
 
 func windowFixture(t *testing.T) *duck.Store {

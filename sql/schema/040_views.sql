@@ -12,7 +12,8 @@ SELECT s.run_id, s.rank, s.host, s.step, s.kind, s.name, s.device, s.stream,
        s.pg_name, s.pg_desc, s.pg_ranks, s.coll_algo, s.coll_proto,
        CASE WHEN s.kind = 'comm' THEN 'COMM'
             WHEN s.kind IN ('memcpy', 'memset') THEN 'MEM'
-            ELSE 'COMP' END AS class
+            ELSE 'COMP' END AS class,
+       w.rk
 FROM slices_detail s
 JOIN analysis_window w ON w.run_id = s.run_id AND w.rank = s.rank
 WHERE s.kind IN ('kernel', 'comm', 'memcpy', 'memset')
@@ -22,7 +23,7 @@ WHERE s.kind IN ('kernel', 'comm', 'memcpy', 'memset')
 
 -- Host-side slices inside the analysis window.
 CREATE OR REPLACE VIEW host_window AS
-SELECT s.*
+SELECT s.*, w.rk
 FROM slices s
 JOIN analysis_window w ON w.run_id = s.run_id AND w.rank = s.rank
 WHERE s.kind NOT IN ('kernel', 'comm', 'memcpy', 'memset', 'gpu_annotation', 'sync')
@@ -84,11 +85,11 @@ GROUP BY run_id, comm, step, seq;
 -- the comp_active / comm_active / mem_active macros to read it.
 CREATE OR REPLACE VIEW gpu_class_time AS
 WITH cls AS (
-    SELECT {'run_id': run_id, 'rank': rank} AS g, ts AS s, end_ts AS e,
+    SELECT rk AS g, ts AS s, end_ts AS e,
            CASE class WHEN 'COMP' THEN 1 WHEN 'COMM' THEN 1048576 ELSE 1099511627776 END AS w
     FROM gpu_window
 )
-SELECT g.run_id AS run_id, g.rank AS rank, state, ns FROM active_time(cls);
+SELECT w.run_id, w.rank, c.state, c.ns FROM active_time(cls) c JOIN analysis_window w ON w.rk = c.g;
 
 -- Host time per rank, thread and operator in the analysis window: calls,
 -- total and self time, first start and last end.
@@ -119,6 +120,7 @@ GROUP BY run_id, rank, device, step;
 -- in the analysis window.
 CREATE OR REPLACE VIEW gpu_busy AS
 WITH g AS (
-    SELECT {'run_id': run_id, 'rank': rank} AS g, ts AS s, end_ts AS e FROM gpu_window
+    SELECT rk AS g, ts AS s, end_ts AS e FROM gpu_window
 )
-SELECT g.run_id AS run_id, g.rank AS rank, s AS start_ns, e AS end_ns FROM interval_union(g);
+SELECT w.run_id, w.rank, u.s AS start_ns, u.e AS end_ns, w.rk
+FROM interval_union(g) u JOIN analysis_window w ON w.rk = u.g;
