@@ -158,6 +158,31 @@ func writeTable(b *strings.Builder, cols []string, rows [][]any) {
 	}
 }
 
+// shorten cuts text to maxCell characters. A call stack ("kind a > b >
+// c") keeps its kind and its innermost frames, the ones that tell stacks
+// apart; other text keeps its beginning.
+func shorten(s string) string {
+	r := []rune(s)
+	if len(r) <= maxCell {
+		return s
+	}
+	if kind, path, ok := strings.Cut(s, " "); ok && strings.Contains(path, " > ") && len([]rune(kind)) < maxCell/4 {
+		// drop whole frames from the root end while it does not fit
+		frames := strings.Split(strings.TrimPrefix(path, "… > "), " > ")
+		for len(frames) > 1 {
+			frames = frames[1:]
+			out := kind + " … > " + strings.Join(frames, " > ")
+			if len([]rune(out)) <= maxCell {
+				return out
+			}
+		}
+		// one frame too long by itself: keep its end
+		head := []rune(kind + " …")
+		return string(head) + string(r[len(r)-(maxCell-len(head)):])
+	}
+	return string(r[:maxCell-1]) + "…"
+}
+
 // cell formats one value: durations (columns ending in _ns) in readable
 // units, shares with two decimals, text escaped and shortened.
 func cell(col string, v any) string {
@@ -166,9 +191,7 @@ func cell(col string, v any) string {
 		return ""
 	case string:
 		s := strings.ReplaceAll(x, "|", `\|`)
-		if len([]rune(s)) > maxCell {
-			s = string([]rune(s)[:maxCell-1]) + "…"
-		}
+		s = shorten(s)
 		return "`" + strings.ReplaceAll(s, "`", "'") + "`"
 	case int64:
 		return cell(col, float64(x))
