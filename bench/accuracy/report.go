@@ -101,10 +101,12 @@ func writeReport(path string, c config, r, weak *results, rr *realResult, wall t
 	if len(sorted) == 0 {
 		p("| (none) | 0 | 0 |\n")
 	}
-	p("\nstraggler_rank on clean controls is the healthy variation doing its job: the control's one rank\n")
-	p("whose kernels run up to 6%% slower arrives last at most collectives. mem_ops_exposed and\n")
-	p("bottleneck_class describe the generated loop itself (its input and `loss.item()` copies, its\n")
-	p("compute-bound mix): they fire on every clean control and most fault scenarios.\n")
+	p("\nstraggler_rank and abnormal_util on clean controls are the healthy variation doing its job: the\n")
+	p("control's one rank whose kernels run up to 6%% slower arrives last at most collectives, and its\n")
+	p("tensor-parallel peers, waiting for it, compute up to ~5 points less of their span. mem_ops_exposed,\n")
+	p("host_exposed_ops and bottleneck_class describe the generated loop itself (its input and\n")
+	p("`loss.item()` copies, the DataLoader's few ms a step with the GPU idle, summed over the window,\n")
+	p("its compute-bound mix): they fire on every clean control and most fault scenarios.\n")
 	if rr != nil {
 		p("\n## Real traces\n\n")
 		p("`%s` (real ranks of HTA's sampled trace) scaled to %d ranks on %d hosts, rank r a copy of base rank\n", c.real, c.topo.ranks, c.topo.hosts())
