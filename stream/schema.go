@@ -59,6 +59,8 @@ var SlicesSchema = arrow.NewSchema([]arrow.Field{
 	field("launch_ts", i64, true),
 	field("self_dur", i64, true),
 	field("stack_id", i32, true), // a host slice's call stack: stacks.stack_id
+	// the part of a host slice during which its trace's GPU was busy
+	field("gpu_busy_dur", i64, true),
 	// kernels
 	field("grid_x", i32, true),
 	field("grid_y", i32, true),
@@ -97,7 +99,7 @@ var SlicesSchema = arrow.NewSchema([]arrow.Field{
 // (SlicesSchema); the slices view unites them. Most events of a trace are
 // host events without details, and a table stores every column of every
 // row, so the split halves the database's memory.
-const CoreColumns = 18
+const CoreColumns = 19
 
 // CoreSchema is the schema of slices_core: the first CoreColumns fields.
 var CoreSchema = arrow.NewSchema(SlicesSchema.Fields()[:CoreColumns], nil)

@@ -3,6 +3,7 @@ package stream
 import (
 	"cmp"
 	"slices"
+	"sort"
 	"strings"
 )
 
@@ -26,8 +27,9 @@ const stepPrefix = "ProfilerStep#"
 // same thread (pid, tid). Rows that merely overlap without nesting are
 // siblings. It also gives every host row its call stack (StackID, an index
 // into Stacks): the chain of host rows enclosing it on its thread. Other
-// rows get neither. Every reader calls this once its rows are complete, so
-// that all sources agree on what self time and a stack are.
+// rows get neither. Last, every host row gets GPUBusyDur (see
+// assignGPUBusy). Every reader calls this once its rows are complete, so
+// that all sources agree on what self time, a stack and GPU busy time are.
 func (t *SliceTable) AssignSelfTimes(isHost func(row int) bool) {
 	n := t.Len()
 	t.SelfDur = Nulls[int64](n)
@@ -103,6 +105,60 @@ func (t *SliceTable) AssignSelfTimes(isHost func(row int) bool) {
 			}
 			t.StackID.Set(int(r), id)
 			stack = append(stack, r)
+		}
+	}
+	t.assignGPUBusy(isHost)
+}
+
+// assignGPUBusy gives every host row the part of its interval during which
+// the trace's GPU work (GPUKinds, any stream) ran: the overlap of [ts,
+// ts+dur) with the union of the GPU rows' intervals. dur minus it is the
+// time the GPU waited while the host was in this call, which the exposure
+// detectors sum; computing it here, once per trace in a sorted sweep,
+// saves them an ASOF join per query.
+func (t *SliceTable) assignGPUBusy(isHost func(row int) bool) {
+	n := t.Len()
+	t.GPUBusyDur = Nulls[int64](n)
+	gpu := map[int32]bool{}
+	for _, k := range GPUKinds {
+		if id, ok := t.Str.ids[k]; ok {
+			gpu[id] = true
+		}
+	}
+	type span struct{ s, e int64 }
+	var iv []span
+	for i := range n {
+		if gpu[t.Kind.V[i]] && t.Dur.V[i] >= 0 {
+			iv = append(iv, span{t.TS.V[i], t.TS.V[i] + t.Dur.V[i]})
+		}
+	}
+	slices.SortFunc(iv, func(a, b span) int { return cmp.Or(cmp.Compare(a.s, b.s), cmp.Compare(a.e, b.e)) })
+	// the union as islands, touching intervals merged, with the busy time
+	// before each
+	var isl []span
+	for _, x := range iv {
+		if k := len(isl) - 1; k >= 0 && x.s <= isl[k].e {
+			isl[k].e = max(isl[k].e, x.e)
+			continue
+		}
+		isl = append(isl, x)
+	}
+	before := make([]int64, len(isl))
+	for i := 1; i < len(isl); i++ {
+		before[i] = before[i-1] + isl[i-1].e - isl[i-1].s
+	}
+	// busy time up to instant x
+	upTo := func(x int64) int64 {
+		j := sort.Search(len(isl), func(k int) bool { return isl[k].s > x }) - 1
+		if j < 0 {
+			return 0
+		}
+		return before[j] + min(x, isl[j].e) - isl[j].s
+	}
+	for i := range n {
+		if isHost(i) {
+			s := t.TS.V[i]
+			t.GPUBusyDur.Set(i, upTo(s+t.Dur.V[i])-upTo(s))
 		}
 	}
 }

@@ -29,6 +29,8 @@ type SliceTable struct {
 	// StackID is a host slice's call stack, an index into Stacks.
 	StackID Num[int32]
 	Stacks  []StackNode
+	// GPUBusyDur is the part of a host slice during which the GPU was busy.
+	GPUBusyDur Num[int64]
 	// kernel, memcpy and collective details: present on few rows
 	GridX, GridY, GridZ, BlockX, BlockY, BlockZ  Sparse[int32]
 	Registers                                    Sparse[int32]
@@ -71,6 +73,9 @@ func (t *SliceTable) Record(runID, host string, rank int32) arrow.RecordBatch {
 	if len(t.StackID.V) != n {
 		t.StackID = Nulls[int32](n)
 	}
+	if len(t.GPUBusyDur.V) != n {
+		t.GPUBusyDur = Nulls[int64](n)
+	}
 	runIdx, hostIdx := t.Str.ID(runID), t.Str.ID(host)
 	dict := t.Str.data()
 	defer dict.Release()
@@ -83,7 +88,7 @@ func (t *SliceTable) Record(runID, host string, rank int32) arrow.RecordBatch {
 		t.TS.array(i64), t.Dur.array(i64), t.PID.array(i64), t.TID.array(i64),
 		t.Device.array(i32),
 		t.Stream.array(i64), t.Correlation.array(i64), t.ExternalID.array(i64), t.LaunchTS.array(i64),
-		t.SelfDur.array(i64), t.StackID.array(i32),
+		t.SelfDur.array(i64), t.StackID.array(i32), t.GPUBusyDur.array(i64),
 	}
 	if !t.Detail {
 		return newRecord(CoreSchema, cols, n)
@@ -261,7 +266,7 @@ func (t *SliceTable) gather(idx []int32, detail bool, pos []int32) *SliceTable {
 	g.TS, g.Dur, g.PID, g.TID = gatherNum(&t.TS, idx), gatherNum(&t.Dur, idx), gatherNum(&t.PID, idx), gatherNum(&t.TID, idx)
 	g.Stream, g.Correlation = gatherNum(&t.Stream, idx), gatherNum(&t.Correlation, idx)
 	g.ExternalID, g.LaunchTS = gatherNum(&t.ExternalID, idx), gatherNum(&t.LaunchTS, idx)
-	g.SelfDur, g.StackID = gatherNum(&t.SelfDur, idx), gatherNum(&t.StackID, idx)
+	g.SelfDur, g.StackID, g.GPUBusyDur = gatherNum(&t.SelfDur, idx), gatherNum(&t.StackID, idx), gatherNum(&t.GPUBusyDur, idx)
 	g.Stacks = t.Stacks
 	if pos == nil {
 		return g

@@ -365,8 +365,8 @@ func TestSliceTableRecord(t *testing.T) {
 	if !rec.Schema().Equal(SlicesSchema) {
 		t.Fatalf("schema = %s", rec.Schema())
 	}
-	if rec.NumRows() != 4 || rec.NumCols() != 42 {
-		t.Fatalf("rows/cols = %d/%d, want 4/42", rec.NumRows(), rec.NumCols())
+	if rec.NumRows() != 4 || rec.NumCols() != 43 {
+		t.Fatalf("rows/cols = %d/%d, want 4/43", rec.NumRows(), rec.NumCols())
 	}
 	for i := range rec.NumCols() {
 		if rec.Column(int(i)).Len() != 4 {

@@ -1,30 +1,16 @@
 -- name: host_exposed
 -- category: cpu
 -- kind: metric
--- description: per rank, the call stacks of Python functions and CPU operators whose own (self) time ran while the GPU had nothing to do (PerfTracker's Python functions section): calls, self time, the exposed part of it and its share of the GPU span; the ten most exposed per rank. A stack is shown by its last frames (root-most first, '…' where callers were cut); calls whose last frames agree are counted together. A slice's exposed share is the part of its interval outside the GPU's busy islands, applied to its self time
+-- description: per rank, the call stacks of Python functions and CPU operators whose own (self) time ran while the GPU had nothing to do (PerfTracker's Python functions section): calls, self time, the exposed part of it and its share of the GPU span; the ten most exposed per rank. A stack is shown by its last frames (root-most first, '…' where callers were cut); calls whose last frames agree are counted together. A slice's exposed share is the part of its interval during which the rank's GPU ran nothing (any stream), applied to its self time
 -- threshold: top_n = 10  # stacks listed per rank
 -- threshold: frames = 4  # frames shown per stack, the innermost last
-WITH RECURSIVE isl AS (
-    -- the busy islands with the busy time before each, so that the busy
-    -- time up to any instant t is one ASOF lookup: cum_before + the part
-    -- of the island that started last before t
-    SELECT run_id, rank, rk, start_ns, end_ns,
-           sum(end_ns - start_ns) OVER (PARTITION BY rk ORDER BY start_ns ROWS UNBOUNDED PRECEDING) - (end_ns - start_ns) AS cum_before
-    FROM gpu_busy
-), h AS (
-    SELECT run_id, rank, rk, kind, stack_id, ts, ts + dur AS end_ts, dur, self_dur
+WITH RECURSIVE per AS (
+    -- gpu_busy_dur: the part of the slice during which the GPU was busy
+    -- (computed by the reader, against all of the rank's GPU work)
+    SELECT run_id, rank, kind, stack_id, count(*) AS calls, sum(self_dur) AS self_ns,
+           sum(self_dur * (1.0 - gpu_busy_dur / dur)) AS exposed_self_ns
     FROM host_window
     WHERE kind IN ('python', 'cpu_op', 'annotation') AND self_dur > 0 AND dur > 0
-), b_start AS (
-    SELECT h.*, coalesce(i.cum_before + least(h.ts, i.end_ns) - i.start_ns, 0) AS busy_before_start
-    FROM h ASOF LEFT JOIN isl i ON i.rk = h.rk AND h.ts >= i.start_ns
-), b AS (
-    SELECT s.*, coalesce(i.cum_before + least(s.end_ts, i.end_ns) - i.start_ns, 0) AS busy_before_end
-    FROM b_start s ASOF LEFT JOIN isl i ON i.rk = s.rk AND s.end_ts >= i.start_ns
-), per AS (
-    SELECT run_id, rank, kind, stack_id, count(*) AS calls, sum(self_dur) AS self_ns,
-           sum(self_dur * (1.0 - (busy_before_end - busy_before_start) / dur)) AS exposed_self_ns
-    FROM b
     GROUP BY run_id, rank, kind, stack_id
 ), used AS (
     SELECT DISTINCT run_id, rank, stack_id FROM per

@@ -1257,3 +1257,31 @@ func TestStacks(t *testing.T) {
 		}
 	}
 }
+
+// TestGPUBusyDur checks each host slice's GPU busy time: its overlap with
+// the union of the trace's GPU work on any stream (overlapping and touching
+// intervals merged).
+func TestGPUBusyDur(t *testing.T) {
+	doc := `{"traceEvents": [
+	 {"ph": "X", "cat": "cpu_op", "name": "whole", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+	 {"ph": "X", "cat": "cpu_op", "name": "tail", "pid": 1, "tid": 2, "ts": 30, "dur": 20},
+	 {"ph": "X", "cat": "cuda_runtime", "name": "idle", "pid": 1, "tid": 3, "ts": 45, "dur": 15},
+	 {"ph": "X", "cat": "python_function", "name": "inside", "pid": 1, "tid": 4, "ts": 21, "dur": 2},
+	 {"ph": "X", "cat": "kernel", "name": "k1", "pid": 0, "tid": 7, "ts": 20, "dur": 10, "args": {"stream": 7}},
+	 {"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 8, "ts": 25, "dur": 15, "args": {"stream": 8}},
+	 {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pinned -> Device)", "pid": 0, "tid": 7, "ts": 40, "dur": 5, "args": {"stream": 7}}]}`
+	tr, err := Read(strings.NewReader(doc), "busy.json", Options{Rank: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the GPU is busy 20-45 µs
+	want := map[string]int64{"whole": 25000, "tail": 15000, "idle": 0, "inside": 2000}
+	s := tr.Slices
+	for i := range s.Len() {
+		name := tr.Str.Get(s.Name.V[i])
+		w, host := want[name]
+		if got := s.GPUBusyDur.V[i]; s.GPUBusyDur.Valid(i) != host || host && got != w {
+			t.Errorf("gpu_busy_dur(%s) = %d (valid %v), want %d (valid %v)", name, got, s.GPUBusyDur.Valid(i), w, host)
+		}
+	}
+}

@@ -69,7 +69,8 @@ CREATE TABLE IF NOT EXISTS slices_core (
     external_id     BIGINT,
     launch_ts       BIGINT,
     self_dur        BIGINT,
-    stack_id        INTEGER  -- a host slice's call stack: stacks.stack_id
+    stack_id        INTEGER, -- a host slice's call stack: stacks.stack_id
+    gpu_busy_dur    BIGINT   -- the part of a host slice during which its rank's GPU was busy
 );
 
 CREATE TABLE IF NOT EXISTS slices_detail (
@@ -91,6 +92,7 @@ CREATE TABLE IF NOT EXISTS slices_detail (
     launch_ts       BIGINT,
     self_dur        BIGINT,
     stack_id        INTEGER,
+    gpu_busy_dur    BIGINT,
     grid_x          INTEGER,
     grid_y          INTEGER,
     grid_z          INTEGER,
@@ -121,6 +123,8 @@ ALTER TABLE slices_detail ADD COLUMN IF NOT EXISTS flops BIGINT;
 ALTER TABLE slices_detail ADD COLUMN IF NOT EXISTS flops_dtype VARCHAR;
 ALTER TABLE slices_detail ADD COLUMN IF NOT EXISTS stack_id INTEGER;
 ALTER TABLE slices_core ADD COLUMN IF NOT EXISTS stack_id INTEGER;
+ALTER TABLE slices_detail ADD COLUMN IF NOT EXISTS gpu_busy_dur BIGINT;
+ALTER TABLE slices_core ADD COLUMN IF NOT EXISTS gpu_busy_dur BIGINT;
 
 CREATE OR REPLACE VIEW slices AS
 SELECT * FROM slices_detail
