@@ -2,12 +2,15 @@ package ingest_test
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"encoding/json"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -168,6 +171,7 @@ func TestEveryCorpusFileLoads(t *testing.T) {
 			if tr.Slices.Len() > 0 && (tr.StartNS < 1_500_000_000_000_000_000 || tr.EndNS < tr.StartNS) {
 				t.Errorf("span %d..%d is not an epoch-ns range after 2017", tr.StartNS, tr.EndNS)
 			}
+			checkStacksAndBusy(t, tr)
 		})
 	}
 	if n < 25 {
@@ -212,5 +216,67 @@ func TestCorpusFacts(t *testing.T) {
 				t.Errorf("collective names present = %v, want %v", got, c.collectiveNamesNonEmpty)
 			}
 		})
+	}
+}
+
+// checkStacksAndBusy checks the derived host columns of a corpus trace:
+// every host slice has a stack whose frame is its own name (step
+// annotations as ProfilerStep#*), stack nodes form a tree, and its GPU
+// busy time equals an independent computation (clip the GPU intervals to
+// the slice, then take their union) on a sample of slices.
+func checkStacksAndBusy(t *testing.T, tr *kineto.Trace) {
+	t.Helper()
+	s := tr.Slices
+	host := map[string]bool{"runtime": true, "driver": true, "cpu_op": true, "python": true, "annotation": true}
+	gpu := map[string]bool{"kernel": true, "comm": true, "memcpy": true, "memset": true}
+	for id, n := range s.Stacks {
+		if n.Parent >= int32(id) || n.Parent >= 0 && n.Depth != s.Stacks[n.Parent].Depth+1 || n.Parent < 0 && n.Depth != 0 {
+			t.Fatalf("stack %d: parent %d, depth %d", id, n.Parent, n.Depth)
+		}
+	}
+	type span struct{ s, e int64 }
+	var gpuSpans []span
+	var hostRows []int
+	for i := range s.Len() {
+		kind := tr.Str.Get(s.Kind.V[i])
+		if gpu[kind] {
+			gpuSpans = append(gpuSpans, span{s.TS.V[i], s.TS.V[i] + s.Dur.V[i]})
+		}
+		if host[kind] != s.StackID.Valid(i) || host[kind] != s.GPUBusyDur.Valid(i) {
+			t.Fatalf("row %d (%s): stack valid %v, busy valid %v", i, kind, s.StackID.Valid(i), s.GPUBusyDur.Valid(i))
+		}
+		if !host[kind] {
+			continue
+		}
+		hostRows = append(hostRows, i)
+		name, frame := tr.Str.Get(s.Name.V[i]), tr.Str.Get(s.Stacks[s.StackID.V[i]].Name)
+		if frame != name && !(strings.HasPrefix(name, "ProfilerStep#") && frame == "ProfilerStep#*") {
+			t.Fatalf("row %d: name %q, stack frame %q", i, name, frame)
+		}
+	}
+	step := max(1, len(hostRows)/300)
+	for k := 0; k < len(hostRows); k += step {
+		i := hostRows[k]
+		lo, hi := s.TS.V[i], s.TS.V[i]+s.Dur.V[i]
+		var clipped []span
+		for _, g := range gpuSpans {
+			if a, b := max(g.s, lo), min(g.e, hi); a < b {
+				clipped = append(clipped, span{a, b})
+			}
+		}
+		slices.SortFunc(clipped, func(x, y span) int { return cmp.Compare(x.s, y.s) })
+		var want, end int64 = 0, math.MinInt64
+		for _, c := range clipped {
+			if c.s > end {
+				want += c.e - c.s
+				end = c.e
+			} else if c.e > end {
+				want += c.e - end
+				end = c.e
+			}
+		}
+		if got := s.GPUBusyDur.V[i]; got != want {
+			t.Fatalf("row %d (%s, %d..%d): gpu_busy_dur %d, want %d", i, tr.Str.Get(s.Name.V[i]), lo, hi, got, want)
+		}
 	}
 }
