@@ -1,6 +1,7 @@
 package detectors_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -388,21 +389,35 @@ func TestMemOps(t *testing.T) {
 func TestCommTransport(t *testing.T) {
 	cases := []struct {
 		hosts [2]string
+		gpu   string // deviceProperties name; "" keeps the H100
 		want  string
 	}{
-		{[2]string{"nodeA", "nodeA"}, "NVLink"},
-		{[2]string{"nodeA", "nodeB"}, "network"},
+		{[2]string{"nodeA", "nodeA"}, "", "NVLink"},
+		{[2]string{"nodeA", "nodeB"}, "", "network"},
+		{[2]string{"nodeA", "nodeB"}, "NVIDIA L4", "network"},
+		// an L4 has no NVLink: two on one host talk over PCIe
+		{[2]string{"nodeA", "nodeA"}, "NVIDIA L4", "PCIe"},
+		// a GPU not in the catalog: one host, link unknown
+		{[2]string{"nodeA", "nodeA"}, "Mystery GPU 9000", "unknown transport"},
 	}
 	for _, c := range cases {
-		t.Run(c.want, func(t *testing.T) {
+		t.Run(c.want+" "+c.gpu, func(t *testing.T) {
 			dir := handRun(t)
 			for rank, host := range c.hosts {
 				// tensorboard_trace_handler's <host>_<pid>.<ms>.pt.trace.json
 				from := filepath.Join(dir, fmt.Sprintf("rank-%d.pt.trace.json", rank))
 				to := filepath.Join(dir, fmt.Sprintf("%s_%d.1700000000000.pt.trace.json", host, 100+rank))
-				if err := os.Rename(from, to); err != nil {
+				raw, err := os.ReadFile(from)
+				if err != nil {
 					t.Fatal(err)
 				}
+				if c.gpu != "" {
+					raw = bytes.ReplaceAll(raw, []byte("NVIDIA H100 80GB HBM3"), []byte(c.gpu))
+				}
+				if err := os.WriteFile(to, raw, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				os.Remove(from)
 			}
 			st, _ := analyzeDir(t, dir, "hand", detectors.Window{})
 			for rank := range 2 {
