@@ -49,8 +49,9 @@ golden: ## rewrite golden report files after an intended change
 	$(GO) test -tags $(TAGS) ./detectors/ -run Golden -update
 	$(GO) test -tags $(TAGS) . -run ReadmeDetectorTable -update
 
-fuzz: ## fuzz the readers of outside input (traces, snapshots, launch scripts, SQL checker) for a minute each
+fuzz: ## fuzz the readers of outside input (traces, Nsight exports, snapshots, launch scripts, SQL checker) for a minute each
 	$(GO) test -tags $(TAGS) ./ingest/kineto -run '^$$' -fuzz FuzzKineto -fuzztime 60s
+	$(GO) test -tags $(TAGS) ./ingest/nsys -run '^$$' -fuzz FuzzNsys -fuzztime 60s
 	$(GO) test -tags $(TAGS) ./ingest/memsnap -run '^$$' -fuzz FuzzMemsnap -fuzztime 60s
 	$(GO) test -tags $(TAGS) ./ingest/script -run '^$$' -fuzz FuzzScript -fuzztime 60s
 	$(GO) test -tags $(TAGS) ./sql/flightsrv -run '^$$' -fuzz FuzzCheckReadOnly -fuzztime 60s

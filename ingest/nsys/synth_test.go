@@ -112,6 +112,24 @@ func writeExport(t *testing.T, path string, stmts ...[]string) string {
 	return path
 }
 
+// writeExportArgs creates an SQLite file from the schema, fixed rows and
+// parameterized statements (stmts[i] with args[i]).
+func writeExportArgs(t *testing.T, path string, schema, fixed, stmts []string, args [][]any) {
+	t.Helper()
+	writeExport(t, path, schema, fixed)
+	abs, _ := filepath.Abs(path)
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: abs}).EscapedPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i, s := range stmts {
+		if _, err := db.Exec(s, args[i]...); err != nil {
+			t.Fatalf("%s %v: %v", s, args[i], err)
+		}
+	}
+}
+
 // rowsOf lists a trace's rows of one kind by name.
 func rowsOf(tr *kineto.Trace, kind string) map[string]int {
 	out := map[string]int{}
