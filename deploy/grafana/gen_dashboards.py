@@ -179,6 +179,31 @@ WHERE run_id = $__run AND detector = 'top_kernels'
 GROUP BY subject
 ORDER BY total_ms DESC
 """), w=12, h=8)
+run.add("table", "Communication by group, collective and transport", rt("""
+SELECT subject AS "group collective algo/proto via transport",
+       count(DISTINCT rank) AS ranks,
+       sum(value) FILTER (WHERE metric = 'gpu_ns') / 1e6 AS gpu_ms,
+       sum(value) FILTER (WHERE metric = 'exposed_ns') / 1e6 AS exposed_ms,
+       max(value) FILTER (WHERE metric = 'bottleneck_pct') AS worst_bottleneck_pct,
+       median(value) FILTER (WHERE metric = 'busbw_gbps') AS median_busbw_gbps,
+       min(value) FILTER (WHERE metric = 'busbw_p10_gbps') AS worst_p10_busbw_gbps
+FROM metrics
+WHERE run_id = $__run AND detector = 'comm_groups' AND rank IN $__ranks
+GROUP BY subject
+ORDER BY exposed_ms DESC
+"""), w=12, h=8, desc="comm_groups: per process group and collective (NCCL algorithm/protocol from the kernel name; transport inferred from where the group's ranks run), summed over the chosen ranks.")
+run.add("table", "Python call stacks keeping the GPU idle", rt("""
+SELECT subject AS stack,
+       count(DISTINCT rank) AS ranks,
+       sum(value) FILTER (WHERE metric = 'exposed_self_ns') / 1e6 AS exposed_ms,
+       max(value) FILTER (WHERE metric = 'exposed_pct') AS worst_exposed_pct,
+       sum(value) FILTER (WHERE metric = 'calls') AS calls
+FROM metrics
+WHERE run_id = $__run AND detector = 'host_exposed' AND rank IN $__ranks
+GROUP BY subject
+ORDER BY exposed_ms DESC
+LIMIT 20
+"""), w=12, h=8, desc="host_exposed: call stacks (last frames) whose own time ran while the GPU had nothing to do; exposed_pct is of the rank's GPU span.")
 run.add("table", "Findings", target(None, queryType="findings", run="$run", ranks="${rank:csv}", detector="${detector:csv}"), w=24, h=10,
         desc="The findings builder: every finding of the run for the chosen ranks and detectors, worst first.")
 run.add("timeseries", "Hardware counters", rt("""
