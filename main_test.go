@@ -412,7 +412,7 @@ func TestAnalyzeTraceWithSnapshot(t *testing.T) {
 	if !strings.Contains(errOut, "rank-0.snapshot.json: memory_snapshot, rank 0") {
 		t.Errorf("progress: %s", errOut)
 	}
-	for _, want := range []string{"Run `", "1 rank(s) (0)", "memory, rank 0 device 0: 2.0 MiB reserved", "### temporal_breakdown", "[CRITICAL] mem_oom"} {
+	for _, want := range []string{"Run `", "1 rank(s) (0)", "memory, rank 0 device 0: 2.0 MiB reserved", "### GPU compute\n\n#### temporal_breakdown", "[CRITICAL] mem_oom"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -56,20 +56,21 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		if len(t.Rows) == 0 {
 			// nothing to measure (no snapshot, no collectives...): listed below
 			empty = append(empty, t.Detector)
-			continue
 		}
-		fmt.Fprintf(&b, "### %s\n\n%s.\n\n", t.Detector, t.Description)
-		rows := t.Rows
-		if len(rows) > MaxTableRows {
-			rows = rows[:MaxTableRows]
-		}
-		writeTable(&b, t.Columns, rows)
-		if len(t.Rows) > len(rows) {
-			fmt.Fprintf(&b, "\n%d more rows: `SELECT * FROM metrics WHERE detector = '%s'` (trainscope sql), or the JSON report.\n", len(t.Rows)-len(rows), t.Detector)
-		}
-		b.WriteString("\n")
 	}
-
+	// the metric tables under the same PerfTracker sections as the findings
+	for _, sec := range Sections {
+		header := false
+		for _, t := range r.Metrics {
+			if len(t.Rows) > 0 && SectionOf(Finding{Detector: t.Detector, Category: t.Category}) == sec {
+				if !header {
+					fmt.Fprintf(&b, "### %s\n\n", sec)
+					header = true
+				}
+				writeMetricTable(&b, t)
+			}
+		}
+	}
 	if len(empty) > 0 {
 		fmt.Fprintf(&b, "No data for: %s.\n\n", strings.Join(empty, ", "))
 	}
@@ -128,6 +129,21 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeMetricTable writes one detector's metric table, at most
+// MaxTableRows rows of it.
+func writeMetricTable(b *strings.Builder, t MetricTable) {
+	fmt.Fprintf(b, "#### %s\n\n%s.\n\n", t.Detector, t.Description)
+	rows := t.Rows
+	if len(rows) > MaxTableRows {
+		rows = rows[:MaxTableRows]
+	}
+	writeTable(b, t.Columns, rows)
+	if len(t.Rows) > len(rows) {
+		fmt.Fprintf(b, "\n%d more rows: `SELECT * FROM metrics WHERE detector = '%s'` (trainscope sql), or the JSON report.\n", len(t.Rows)-len(rows), t.Detector)
+	}
+	b.WriteString("\n")
 }
 
 func rankList(ranks []int) string {
