@@ -74,7 +74,7 @@ type analyzeFlags struct {
 func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error {
 	var f analyzeFlags
 	fs := flagSet("analyze", analyzeHelp, errOut)
-	fs.StringVar(&f.format, "format", "md", "report format: md or json")
+	fs.StringVar(&f.format, "format", "md", "report format: md, json or html (one self-contained page)")
 	fs.StringVar(&f.db, "db", "", "write the DuckDB database to this file (default: in memory, discarded)")
 	fs.StringVar(&f.parquet, "parquet", "", "also export every table to this folder as hive-partitioned Parquet")
 	fs.StringVar(&f.steps, "steps", "", "analyse these ProfilerSteps only, e.g. 3-7 or 5")
@@ -95,8 +95,8 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	if fs.NArg() == 0 {
 		return &usageError{"analyze: give trace files or folders (see 'trainscope analyze --help')"}
 	}
-	if f.format != "md" && f.format != "json" {
-		return &usageError{fmt.Sprintf("analyze: --format %q: want md or json", f.format)}
+	if err := checkReportFormat("analyze", f.format); err != nil {
+		return err
 	}
 	if f.gpu != "" {
 		if _, ok := gpu.Lookup(f.gpu); !ok {

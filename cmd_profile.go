@@ -36,7 +36,7 @@ func runProfile(ctx context.Context, args []string, out, errOut io.Writer) error
 	fs := flagSet("profile", profileHelp, errOut)
 	memPath := fs.String("memory", "", "memory snapshot (JSON or JSON.gz)")
 	tracePath := fs.String("trace", "", "PyTorch profiler trace of the same rank")
-	format := fs.String("format", "md", "report format: md or json")
+	format := fs.String("format", "md", "report format: md, json or html (one self-contained page)")
 	outPath := fs.StringP("out", "o", "", "write the report to this file instead of stdout")
 	db := fs.String("db", "", "write the DuckDB database to this file")
 	run := fs.String("run", "", "run id (default: the snapshot's file name)")
@@ -53,8 +53,8 @@ func runProfile(ctx context.Context, args []string, out, errOut io.Writer) error
 	if *memPath == "" && *tracePath == "" {
 		return &usageError{"profile: give --memory SNAPSHOT and/or --trace TRACE (see 'trainscope profile --help')"}
 	}
-	if *format != "md" && *format != "json" {
-		return &usageError{fmt.Sprintf("profile: --format %q: want md or json", *format)}
+	if err := checkReportFormat("profile", *format); err != nil {
+		return err
 	}
 	cfg, err := loadConfig(*config)
 	if err != nil {

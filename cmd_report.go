@@ -10,7 +10,7 @@ import (
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
-const reportHelp = `Usage: trainscope report --db FILE [--steps N-M] [--format md|json] [flags]
+const reportHelp = `Usage: trainscope report --db FILE [--steps N-M] [--format md|json|html] [flags]
 
 Runs the detectors again on a database written by 'trainscope analyze --db'
 (or profile --db) and prints the report, without reading the traces again:
@@ -23,7 +23,7 @@ Flags:
 func runReport(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flagSet("report", reportHelp, errOut)
 	db := fs.String("db", "", "database written by analyze --db (required)")
-	format := fs.String("format", "md", "report format: md or json")
+	format := fs.String("format", "md", "report format: md, json or html (one self-contained page)")
 	steps := fs.String("steps", "", "analyse these ProfilerSteps only, e.g. 3-7")
 	outPath := fs.StringP("out", "o", "", "write the report to this file instead of stdout")
 	config := fs.String("config", "", "config file (YAML, TOML or JSON); also TRAINSCOPE_CONFIG")
@@ -37,8 +37,8 @@ func runReport(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if fs.NArg() > 0 {
 		return &usageError{fmt.Sprintf("report: unexpected argument %q", fs.Arg(0))}
 	}
-	if *format != "md" && *format != "json" {
-		return &usageError{fmt.Sprintf("report: --format %q: want md or json", *format)}
+	if err := checkReportFormat("report", *format); err != nil {
+		return err
 	}
 	window, err := parseSteps(*steps)
 	if err != nil {

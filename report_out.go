@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 
@@ -28,12 +29,29 @@ func detect(ctx context.Context, st *duck.Store, set *detectors.Set, window dete
 	return detectors.BuildReport(ctx, st, results)
 }
 
-// writeReport writes rep as markdown or JSON to path, or to out when path
-// is empty.
+// reportFormats are the --format values of the commands that write a
+// report.
+const reportFormats = "md, json or html"
+
+// checkReportFormat is the usage error for a --format that is not one of
+// reportFormats.
+func checkReportFormat(cmd, format string) error {
+	switch format {
+	case "md", "json", "html":
+		return nil
+	}
+	return &usageError{fmt.Sprintf("%s: --format %q: want %s", cmd, format, reportFormats)}
+}
+
+// writeReport writes rep as markdown, JSON or HTML to path, or to out when
+// path is empty.
 func writeReport(rep *detectors.Report, format, path string, out io.Writer) error {
 	return writeTo(path, out, func(w io.Writer) error {
-		if format == "json" {
+		switch format {
+		case "json":
 			return rep.WriteJSON(w)
+		case "html":
+			return rep.WriteHTML(w)
 		}
 		return rep.WriteMarkdown(w)
 	})

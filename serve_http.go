@@ -4,16 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/trainscope/trainscope/detectors"
 )
 
-// routes: /healthz, /metrics (Prometheus text), /runs, /runs/{id}/report.
+// routes: /healthz, /metrics (Prometheus text), /runs, /runs/{id}/report
+// (markdown, .json, .html).
 func (s *server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "trainscope %s\n\n/healthz\n/metrics\n/runs\n/runs/{id}/report      (markdown)\n/runs/{id}/report.json\n\nFlight SQL: %s\n", version, orOff(s.flightAddr))
+		fmt.Fprintf(w, "trainscope %s\n\n/healthz\n/metrics\n/runs\n/runs/{id}/report      (markdown)\n/runs/{id}/report.json\n/runs/{id}/report.html\n\nFlight SQL: %s\n", version, orOff(s.flightAddr))
 	})
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /metrics", s.metrics)
@@ -25,6 +29,7 @@ func (s *server) routes() http.Handler {
 	})
 	mux.HandleFunc("GET /runs/{id}/report", func(w http.ResponseWriter, r *http.Request) { s.report(w, r, r.PathValue("id"), "md") })
 	mux.HandleFunc("GET /runs/{id}/report.json", func(w http.ResponseWriter, r *http.Request) { s.report(w, r, r.PathValue("id"), "json") })
+	mux.HandleFunc("GET /runs/{id}/report.html", func(w http.ResponseWriter, r *http.Request) { s.report(w, r, r.PathValue("id"), "html") })
 	return mux
 }
 
@@ -35,9 +40,14 @@ func (s *server) report(w http.ResponseWriter, _ *http.Request, run, format stri
 		return
 	}
 	w.Header().Set("Last-Modified", rr.At.Format(http.TimeFormat))
-	if format == "json" {
+	switch format {
+	case "json":
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(rr.json)
+		return
+	case "html":
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, detectors.HTMLPage(string(rr.md)))
 		return
 	}
 	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")

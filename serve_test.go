@@ -92,6 +92,14 @@ func TestServePublishReport(t *testing.T) {
 	if got != out.String() {
 		t.Fatalf("served report differs from analyze's:\n--- served\n%s\n--- analyze\n%s", head(got, 20), head(out.String(), 20))
 	}
+	// the HTML page is the same report: analyze --format html writes it too
+	out.Reset()
+	if code := run(ctx, append([]string{"analyze", "-q", "--format", "html", "--run", "live", "--host", "node-1"}, files...), &out, &errOut); code != 0 {
+		t.Fatalf("analyze --format html exit %d: %s", code, errOut.String())
+	}
+	if page := get(t, base+"/runs/live/report.html"); page != out.String() || !strings.HasPrefix(page, "<!DOCTYPE html>") {
+		t.Errorf("served HTML report differs from analyze --format html's:\n%s", head(page, 20))
+	}
 	if len(files) > len(sampleRun) && !strings.Contains(got, "mem_reserved_unused") {
 		t.Errorf("served report has no memory findings:\n%s", head(got, 40))
 	}

@@ -50,6 +50,7 @@ done
 echo
 test -s "$OUT/report.md" || { echo "no report after 60 s; serve log:" >&2; cat "$OUT/serve.log" >&2; exit 1; }
 curl -fsS "http://$HTTP/runs/demo/report.json" -o "$OUT/report.json"
+curl -fsS "http://$HTTP/runs/demo/report.html" -o "$OUT/report.html"
 
 echo
 sed -n '/^## Summary/,/^## Metrics/p' "$OUT/report.md" | sed '$d'
@@ -57,7 +58,7 @@ sed -n '/^## Summary/,/^## Metrics/p' "$OUT/report.md" | sed '$d'
 echo
 curl -fsS "http://$HTTP/metrics" | grep -E '^trainscope_(ingest_events_total|ingest_batches_total|ingest_rejected_total|detector_runs_total) '
 echo
-echo "report:   $OUT/report.md (and .json)"
+echo "report:   $OUT/report.md (and .json, and .html to open in a browser)"
 echo "while a server runs, query it with:"
 echo "  $BIN sql --server $FLIGHT \"SELECT * FROM metrics WHERE detector = 'temporal_breakdown'\""
 echo "  curl http://$HTTP/metrics"

@@ -16,8 +16,9 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata")
 
-// TestGoldenReports renders each case's report as markdown and JSON and
-// compares it with testdata/<case>/want.{md,json}; -update rewrites them.
+// TestGoldenReports renders each case's report as markdown and JSON (and
+// the hand case's as HTML) and compares it with testdata/<case>/want.{md,json,html};
+// -update rewrites them.
 func TestGoldenReports(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -52,6 +53,13 @@ func TestGoldenReports(t *testing.T) {
 			}
 			golden(t, filepath.Join("testdata", c.name, "want.md"), md.Bytes())
 			golden(t, filepath.Join("testdata", c.name, "want.json"), js.Bytes())
+			if c.name == "hand" { // the HTML renders the markdown: one case shows it
+				var page bytes.Buffer
+				if err := rep.WriteHTML(&page); err != nil {
+					t.Fatal(err)
+				}
+				golden(t, filepath.Join("testdata", c.name, "want.html"), page.Bytes())
+			}
 		})
 	}
 }

@@ -1,0 +1,250 @@
+package detectors
+
+import (
+	"bytes"
+	"fmt"
+	"html"
+	"io"
+	"regexp"
+	"strings"
+)
+
+// WriteHTML writes the report as one self-contained HTML page: the
+// markdown report's sections, tables and findings, styled, with a table of
+// contents and each finding coloured by severity. It renders the markdown
+// report, so the two always say the same.
+func (r *Report) WriteHTML(w io.Writer) error {
+	var md bytes.Buffer
+	if err := r.WriteMarkdown(&md); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, HTMLPage(md.String()))
+	return err
+}
+
+// HTMLPage renders a markdown report (WriteMarkdown's output) as the HTML
+// page WriteHTML writes; serve uses it on the reports it keeps.
+func HTMLPage(md string) string {
+	var b strings.Builder
+	b.WriteString(htmlHead)
+	body, toc := markdownToHTML(md)
+	b.WriteString("<nav><strong>Contents</strong><ul>\n")
+	b.WriteString(toc)
+	b.WriteString("</ul></nav>\n<main>\n")
+	b.WriteString(body)
+	b.WriteString("</main>\n</body>\n</html>\n")
+	return b.String()
+}
+
+const htmlHead = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>trainscope report</title>
+<style>
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; display: flex; color: #1d2330; }
+nav { position: sticky; top: 0; align-self: flex-start; max-height: 100vh; overflow-y: auto; width: 15rem; flex: none; padding: 1rem; background: #f4f5f7; box-sizing: border-box; }
+nav ul { list-style: none; padding-left: 0.8rem; margin: 0.3rem 0; }
+nav a { color: #2c4a80; text-decoration: none; }
+nav li.l3 { padding-left: 0.8rem; font-size: 13px; }
+main { padding: 1rem 2rem; min-width: 0; flex: 1; }
+h1 { margin-top: 0; }
+h2 { border-bottom: 2px solid #d0d4dc; padding-bottom: 0.2rem; margin-top: 2rem; }
+h3 { margin-top: 1.6rem; color: #2c4a80; }
+h4 { margin: 1.2rem 0 0.4rem; }
+h4.critical { border-left: 5px solid #c62828; padding-left: 0.5rem; }
+h4.warn { border-left: 5px solid #ef8f00; padding-left: 0.5rem; }
+h4.info { border-left: 5px solid #1e88e5; padding-left: 0.5rem; }
+.table { overflow-x: auto; }
+table { border-collapse: collapse; margin: 0.4rem 0 0.8rem; font-size: 13px; }
+th, td { border: 1px solid #d0d4dc; padding: 0.2rem 0.5rem; text-align: left; vertical-align: top; }
+th { background: #eef0f4; position: sticky; top: 0; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+code { font: 12px ui-monospace, SFMono-Regular, Menlo, monospace; background: #f1f2f5; padding: 0 0.2rem; border-radius: 3px; }
+li { margin: 0.15rem 0; }
+</style>
+</head>
+<body>
+`
+
+var (
+	mdHeader   = regexp.MustCompile(`^(#{1,4}) (.*)$`)
+	mdSeverity = regexp.MustCompile(`^\[(CRITICAL|WARN|INFO)\]`)
+	mdNumbered = regexp.MustCompile(`^(\d+)\. (.*)$`)
+	mdNumber   = regexp.MustCompile(`^-?[0-9][0-9.,]*( ?(ns|us|µs|ms|s|B|KiB|MiB|GiB|TiB|%))?$`)
+)
+
+// markdownToHTML converts the markdown the report writers emit (headers,
+// one-line paragraphs, pipe tables, "- " bullets, numbered items with
+// indented bullets, `code` spans) and returns the body and a table of
+// contents of its level-2 and level-3 headers.
+func markdownToHTML(md string) (body, toc string) {
+	var b, t strings.Builder
+	lines := strings.Split(md, "\n")
+	anchors := map[string]int{}
+	inList, inOrdered, inSub := false, false, false
+	closeLists := func() {
+		if inSub {
+			b.WriteString("</ul>")
+			inSub = false
+		}
+		if inOrdered {
+			b.WriteString("</li>\n</ol>\n")
+			inOrdered = false
+		}
+		if inList {
+			b.WriteString("</ul>\n")
+			inList = false
+		}
+	}
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		switch {
+		case strings.TrimSpace(line) == "":
+			if !inOrdered { // a numbered item's bullets follow it without a blank line
+				closeLists()
+			}
+		case mdHeader.MatchString(line):
+			closeLists()
+			m := mdHeader.FindStringSubmatch(line)
+			level, text := len(m[1]), m[2]
+			id := anchor(text, anchors)
+			class := ""
+			if s := mdSeverity.FindStringSubmatch(text); s != nil {
+				class = fmt.Sprintf(` class="%s"`, strings.ToLower(s[1]))
+			}
+			fmt.Fprintf(&b, "<h%d id=\"%s\"%s>%s</h%d>\n", level, id, class, inline(text), level)
+			if level == 2 || level == 3 {
+				fmt.Fprintf(&t, "<li class=\"l%d\"><a href=\"#%s\">%s</a></li>\n", level, id, html.EscapeString(strings.ReplaceAll(text, "`", "")))
+			}
+		case strings.HasPrefix(line, "|"):
+			closeLists()
+			var rows []string
+			for ; i < len(lines) && strings.HasPrefix(lines[i], "|"); i++ {
+				rows = append(rows, lines[i])
+			}
+			i--
+			writeHTMLTable(&b, rows)
+		case strings.HasPrefix(line, "   - ") && inOrdered:
+			if !inSub {
+				b.WriteString("<ul>")
+				inSub = true
+			}
+			fmt.Fprintf(&b, "<li>%s</li>", inline(strings.TrimPrefix(line, "   - ")))
+		case strings.HasPrefix(line, "- "):
+			if inOrdered {
+				closeLists()
+			}
+			if !inList {
+				b.WriteString("<ul>\n")
+				inList = true
+			}
+			fmt.Fprintf(&b, "<li>%s</li>\n", inline(strings.TrimPrefix(line, "- ")))
+		case mdNumbered.MatchString(line):
+			m := mdNumbered.FindStringSubmatch(line)
+			if inSub {
+				b.WriteString("</ul>")
+				inSub = false
+			}
+			if !inOrdered {
+				closeLists()
+				fmt.Fprintf(&b, "<ol start=\"%s\">\n<li>", m[1])
+				inOrdered = true
+			} else {
+				b.WriteString("</li>\n<li>")
+			}
+			b.WriteString(inline(m[2]))
+		default:
+			closeLists()
+			fmt.Fprintf(&b, "<p>%s</p>\n", inline(line))
+		}
+	}
+	closeLists()
+	return b.String(), t.String()
+}
+
+// writeHTMLTable writes a pipe table (header, separator, rows); cells
+// that hold a number or a duration are right-aligned.
+func writeHTMLTable(b *strings.Builder, rows []string) {
+	b.WriteString("<div class=\"table\"><table>\n")
+	for n, row := range rows {
+		if n == 1 && strings.Contains(row, "---") {
+			continue
+		}
+		tag := "td"
+		if n == 0 {
+			tag = "th"
+		}
+		b.WriteString("<tr>")
+		for _, c := range splitRow(row) {
+			class := ""
+			if tag == "td" && mdNumber.MatchString(c) {
+				class = ` class="num"`
+			}
+			fmt.Fprintf(b, "<%s%s>%s</%s>", tag, class, inline(c), tag)
+		}
+		b.WriteString("</tr>\n")
+	}
+	b.WriteString("</table></div>\n")
+}
+
+// splitRow splits "| a | b \| c |" into its cells, keeping escaped pipes.
+func splitRow(row string) []string {
+	row = strings.TrimSpace(row)
+	row = strings.TrimPrefix(strings.TrimSuffix(row, "|"), "|")
+	var cells []string
+	var cur strings.Builder
+	for i := 0; i < len(row); i++ {
+		switch {
+		case row[i] == '\\' && i+1 < len(row) && row[i+1] == '|':
+			cur.WriteByte('|')
+			i++
+		case row[i] == '|':
+			cells = append(cells, strings.TrimSpace(cur.String()))
+			cur.Reset()
+		default:
+			cur.WriteByte(row[i])
+		}
+	}
+	return append(cells, strings.TrimSpace(cur.String()))
+}
+
+// inline escapes text and turns `code` spans into <code>.
+func inline(s string) string {
+	parts := strings.Split(s, "`")
+	var b strings.Builder
+	for i, p := range parts {
+		if i%2 == 1 && i < len(parts)-1 {
+			b.WriteString("<code>" + html.EscapeString(p) + "</code>")
+			continue
+		}
+		if i%2 == 1 { // an unmatched backtick
+			b.WriteString("`")
+		}
+		b.WriteString(html.EscapeString(p))
+	}
+	return b.String()
+}
+
+// anchor is a unique id for a header.
+func anchor(text string, seen map[string]int) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(text) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		case b.Len() > 0 && !strings.HasSuffix(b.String(), "-"):
+			b.WriteByte('-')
+		}
+	}
+	id := strings.TrimSuffix(b.String(), "-")
+	if id == "" {
+		id = "s"
+	}
+	seen[id]++
+	if n := seen[id]; n > 1 {
+		id = fmt.Sprintf("%s-%d", id, n)
+	}
+	return id
+}
