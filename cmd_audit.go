@@ -40,7 +40,7 @@ Flags:
 func runAudit(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flagSet("audit", auditHelp, errOut)
 	gpuName := fs.String("gpu", "", "GPU for scripts that do not name one, e.g. H20-96G, H100-80G, A100-80G (default "+detectors.DefaultAuditGPU+", reported as assumed)")
-	format := fs.String("format", "md", "report format: md or json")
+	format := fs.String("format", "md", "report format: md, json or html (one self-contained page)")
 	outPath := fs.StringP("out", "o", "", "write the report to this file instead of stdout")
 	config := fs.String("config", "", "config file (YAML, TOML or JSON); also TRAINSCOPE_CONFIG")
 	env := fs.StringArray("env", nil, "KEY=VALUE a variable the launch environment sets (MODEL_CONFIG_DIR, NNODES ...); repeatable")
@@ -50,8 +50,8 @@ func runAudit(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if fs.NArg() == 0 {
 		return &usageError{"audit: name at least one launch script (see 'trainscope audit --help')"}
 	}
-	if *format != "md" && *format != "json" {
-		return &usageError{fmt.Sprintf("audit: --format %q: want md or json", *format)}
+	if err := checkReportFormat("audit", *format); err != nil {
+		return err
 	}
 	if *gpuName != "" {
 		if _, ok := gpu.Lookup(*gpuName); !ok {
@@ -131,8 +131,16 @@ func runAudit(ctx context.Context, args []string, out, errOut io.Writer) error {
 
 func writeAudit(rep *detectors.AuditReport, format, path string, out io.Writer) error {
 	return writeTo(path, out, func(w io.Writer) error {
-		if format == "json" {
+		switch format {
+		case "json":
 			return rep.WriteJSON(w)
+		case "html":
+			var md strings.Builder
+			if err := rep.WriteMarkdown(&md); err != nil {
+				return err
+			}
+			_, err := io.WriteString(w, detectors.HTMLPage(md.String()))
+			return err
 		}
 		return rep.WriteMarkdown(w)
 	})

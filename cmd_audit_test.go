@@ -88,6 +88,17 @@ func TestAuditCLI(t *testing.T) {
 	if !found {
 		t.Fatalf("R-P05 with its file:line missing: %+v", rep.Scripts[0].Performance)
 	}
+
+	// HTML: the same report as a page
+	code, page, errOut := trainscope(t, "audit", p, "--format", "html")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"<!DOCTYPE html>", "<strong>Context:</strong> model=qwen3-30B-A3B (MoE, text)", "R-P05 — MoE without expert parallelism</h3>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("HTML report lacks %q", want)
+		}
+	}
 }
 
 func TestAuditCLIErrors(t *testing.T) {

@@ -72,12 +72,13 @@ var (
 	mdHeader   = regexp.MustCompile(`^(#{1,4}) (.*)$`)
 	mdSeverity = regexp.MustCompile(`^\[(CRITICAL|WARN|INFO)\]`)
 	mdNumbered = regexp.MustCompile(`^(\d+)\. (.*)$`)
+	mdBold     = regexp.MustCompile(`\*\*([^*]+)\*\*`)
 	mdNumber   = regexp.MustCompile(`^-?[0-9][0-9.,]*( ?(ns|us|µs|ms|s|B|KiB|MiB|GiB|TiB|%))?$`)
 )
 
 // markdownToHTML converts the markdown the report writers emit (headers,
 // one-line paragraphs, pipe tables, "- " bullets, numbered items with
-// indented bullets, `code` spans) and returns the body and a table of
+// indented bullets, "---" rules, `code` and **bold** spans) and returns the body and a table of
 // contents of its level-2 and level-3 headers.
 func markdownToHTML(md string) (body, toc string) {
 	var b, t strings.Builder
@@ -105,6 +106,9 @@ func markdownToHTML(md string) (body, toc string) {
 			if !inOrdered { // a numbered item's bullets follow it without a blank line
 				closeLists()
 			}
+		case line == "---":
+			closeLists()
+			b.WriteString("<hr>\n")
 		case mdHeader.MatchString(line):
 			closeLists()
 			m := mdHeader.FindStringSubmatch(line)
@@ -210,7 +214,8 @@ func splitRow(row string) []string {
 	return append(cells, strings.TrimSpace(cur.String()))
 }
 
-// inline escapes text and turns `code` spans into <code>.
+// inline escapes text and turns `code` spans into <code> and **bold**
+// outside them into <strong>.
 func inline(s string) string {
 	parts := strings.Split(s, "`")
 	var b strings.Builder
@@ -222,7 +227,7 @@ func inline(s string) string {
 		if i%2 == 1 { // an unmatched backtick
 			b.WriteString("`")
 		}
-		b.WriteString(html.EscapeString(p))
+		b.WriteString(mdBold.ReplaceAllString(html.EscapeString(p), "<strong>$1</strong>"))
 	}
 	return b.String()
 }

@@ -10,7 +10,8 @@ func TestMarkdownToHTML(t *testing.T) {
 	md := "# trainscope report\n\n## Summary\n\nRun `a<b>`: 2 rank(s).\n\n" +
 		"### GPU compute\n\n#### [CRITICAL] gpu_idle — rank 0\n\n- value: 0.5 (threshold 0.2)\n- evidence: `{\"x\":1}`\n\n" +
 		"| run_id | subject | gpu_ns |\n| --- | --- | --- |\n| `r` | `a \\| b` | 1.76 ms |\n\n" +
-		"## Recommendations\n\n1. [warn] fix it\n   - because: gpu_idle (ranks 0-1)\n   - validate: x\n2. [info] another\n\nNo data for: y.\n"
+		"## Recommendations\n\n1. [warn] fix it\n   - because: gpu_idle (ranks 0-1)\n   - validate: x\n2. [info] another\n\nNo data for: y.\n" +
+		"---\n**Context:** model=`a**b**`\n"
 	body, toc := markdownToHTML(md)
 	for _, want := range []string{
 		`<h1 id="trainscope-report">trainscope report</h1>`,
@@ -21,6 +22,7 @@ func TestMarkdownToHTML(t *testing.T) {
 		`<tr><td><code>r</code></td><td><code>a | b</code></td><td class="num">1.76 ms</td></tr>`,
 		"<ol start=\"1\">\n<li>[warn] fix it<ul><li>because: gpu_idle (ranks 0-1)</li><li>validate: x</li></ul></li>\n<li>[info] another</li>\n</ol>",
 		"<p>No data for: y.</p>",
+		"<hr>\n<p><strong>Context:</strong> model=<code>a**b**</code></p>",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("body lacks %q:\n%s", want, body)
