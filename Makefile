@@ -55,6 +55,7 @@ fuzz: ## fuzz the readers of outside input (traces, Nsight exports, snapshots, l
 	$(GO) test -tags $(TAGS) ./ingest/memsnap -run '^$$' -fuzz FuzzMemsnap -fuzztime 60s
 	$(GO) test -tags $(TAGS) ./ingest/script -run '^$$' -fuzz FuzzScript -fuzztime 60s
 	$(GO) test -tags $(TAGS) ./sql/flightsrv -run '^$$' -fuzz FuzzCheckReadOnly -fuzztime 60s
+	$(GO) test -tags $(TAGS) ./detectors -run '^$$' -fuzz FuzzMarkdownToHTML -fuzztime 30s
 
 clean:
 	rm -rf bin out grafana-plugin/dist

@@ -1,6 +1,7 @@
 package detectors
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -50,4 +51,24 @@ func TestAnchorsUnique(t *testing.T) {
 			t.Errorf("anchor %d = %q, want %q", i, got[i], want[i])
 		}
 	}
+}
+
+// ourTags are the only tags markdownToHTML writes.
+var ourTags = regexp.MustCompile(`</?(h[1-4]|p|ul|ol|li|div|table|tr|th|td|code|strong|hr)( (id|class|start)="[^"<>]*")*>`)
+
+// FuzzMarkdownToHTML: report text carries names from the traces (kernels,
+// stack frames, process groups); whatever it holds, the page has no tag
+// but the renderer's own.
+func FuzzMarkdownToHTML(f *testing.F) {
+	f.Add("#### [WARN] x — <img src=x onerror=alert(1)>\n| a | b |\n| --- | --- |\n| `<script>` | **<b>** |\n1. <i>\n   - <s>\n---\n")
+	f.Add("- `unterminated <x>\n| \\| <y> |")
+	f.Fuzz(func(t *testing.T, md string) {
+		body, toc := markdownToHTML(md)
+		for _, out := range []string{body, toc} {
+			rest := ourTags.ReplaceAllString(regexp.MustCompile(`<a href="#[^"<>]*">|</a>`).ReplaceAllString(out, ""), "")
+			if strings.Contains(rest, "<") {
+				t.Fatalf("a tag from the text survived:\n%q\n->\n%s", md, out)
+			}
+		}
+	})
 }
