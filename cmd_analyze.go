@@ -24,16 +24,22 @@ import (
 const analyzeHelp = `Usage: trainscope analyze DIR_OR_FILES... [flags]
 
 Reads PyTorch profiler (Kineto) traces, one file per rank (.json or .json.gz),
-loads them into DuckDB, runs the built-in detectors and prints a report with
-Summary, Metrics, Findings and Recommendations.
+Nsight Systems SQLite exports (one trace per GPU), CUDA memory snapshots
+(JSON) and launch scripts (.sh, for the config audit), loads them into
+DuckDB, runs the built-in detectors and prints a report with Summary,
+Metrics, Findings and Recommendations, grouped in PerfTracker's sections.
 
 By default every ProfilerStep but the last is analysed (the last one is often
-cut short), as Holistic Trace Analysis does.
+cut short), as Holistic Trace Analysis does. Hosts come from --host or from
+tensorboard_trace_handler file names (<host>_<pid>.<ms>.pt.trace.json); they
+place ranks on nodes for slow_host and for the collectives' transport.
 
 Examples:
   trainscope analyze traces/                       # a folder of rank traces
   trainscope analyze traces/ --db run.duckdb       # keep the database for 'trainscope sql'
   trainscope analyze rank0.json.gz rank1.json.gz --steps 3-7 --format json
+  trainscope analyze traces/ --format html -o report.html   # one page to share
+  trainscope analyze traces/ -q --timing           # where the time goes, slowest detectors
 
 Flags:
 `
