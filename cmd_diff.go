@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
+	"strings"
 
 	"github.com/trainscope/trainscope/detectors"
 	"github.com/trainscope/trainscope/ingest"
@@ -28,7 +28,7 @@ Flags:
 
 func runDiff(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flagSet("diff", diffHelp, errOut)
-	format := fs.String("format", "md", "output format: md or json")
+	format := fs.String("format", "md", "output format: md, json or html (one self-contained page)")
 	baseSteps := fs.String("base-steps", "", "steps of the baseline to compare, e.g. 3-4")
 	newSteps := fs.String("new-steps", "", "steps of the new run to compare")
 	minRatio := fs.Float64("min-ratio", 1.1, "report a mean duration or call rate that changed by at least this factor")
@@ -41,8 +41,8 @@ func runDiff(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if fs.NArg() != 2 {
 		return &usageError{"diff: give two traces or folders: BASELINE NEW (see 'trainscope diff --help')"}
 	}
-	if *format != "md" && *format != "json" {
-		return &usageError{fmt.Sprintf("diff: --format %q: want md or json", *format)}
+	if err := checkReportFormat("diff", *format); err != nil {
+		return err
 	}
 	wb, err := parseSteps(*baseSteps)
 	if err != nil {
@@ -97,6 +97,14 @@ func runDiff(ctx context.Context, args []string, out, errOut io.Writer) error {
 			rows = []detectors.DiffRow{}
 		}
 		return enc.Encode(map[string]any{"base": fs.Arg(0), "new": fs.Arg(1), "changes": rows})
+	}
+	if *format == "html" {
+		var md strings.Builder
+		if err := detectors.WriteDiffMarkdown(&md, fs.Arg(0), fs.Arg(1), rows); err != nil {
+			return err
+		}
+		_, err := io.WriteString(out, detectors.HTMLPage(md.String()))
+		return err
 	}
 	return detectors.WriteDiffMarkdown(out, fs.Arg(0), fs.Arg(1), rows)
 }

@@ -451,6 +451,10 @@ func TestDiffCommand(t *testing.T) {
 	if code, out, _ := trainscope(t, "diff", base, base, "-q"); code != 0 || !strings.Contains(out, "No kernel or operator changed") {
 		t.Errorf("same run: exit %d %q", code, out)
 	}
+	code, out, errOut = trainscope(t, "diff", base, slower, "--format", "html", "-q")
+	if code != 0 || !strings.HasPrefix(out, "<!DOCTYPE html>") || !strings.Contains(out, "<td><code>gemm</code></td>") {
+		t.Errorf("html: exit %d %s %s", code, errOut, out)
+	}
 }
 
 func TestAnalyzeStepsOutOfRange(t *testing.T) {
