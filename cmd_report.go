@@ -61,9 +61,25 @@ func runReport(ctx context.Context, args []string, out, errOut io.Writer) error 
 		return err
 	}
 	defer st.Close()
+	if n := hostRowsWithoutDerived(ctx, st); n > 0 {
+		fmt.Fprintf(errOut, "warning: %s was written by an older trainscope: %d host slices have no call stack or GPU busy time, so host_exposed and runtime_api cannot measure them; run 'trainscope analyze --db' on the traces again\n", *db, n)
+	}
 	rep, err := detect(ctx, st, set, window, *steps)
 	if err != nil {
 		return err
 	}
 	return writeReport(rep, *format, *outPath, out)
+}
+
+// hostRowsWithoutDerived counts host slices that lack the columns readers
+// derive since schema version 3 (stack_id, gpu_busy_dur): a database an
+// older build wrote, whose exposure detectors would read them as empty.
+func hostRowsWithoutDerived(ctx context.Context, st *duck.Store) int64 {
+	var n int64
+	err := st.Conn().QueryRowContext(ctx, `SELECT count(*) FROM slices_core
+		WHERE kind IN ('runtime', 'driver', 'cpu_op', 'python', 'annotation') AND (gpu_busy_dur IS NULL OR stack_id IS NULL)`).Scan(&n)
+	if err != nil {
+		return 0
+	}
+	return n
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/trainscope/trainscope/sql/duck"
 )
 
 const corpus = "../shared/corpus"
@@ -478,7 +480,7 @@ func TestReportFromDatabase(t *testing.T) {
 		t.Fatalf("analyze: %d %s", code, errOut)
 	}
 	code, again, errOut := trainscope(t, "report", "--db", db)
-	if code != 0 || again != first {
+	if code != 0 || again != first || strings.Contains(errOut, "warning") {
 		t.Errorf("report differs from analyze's (exit %d %s)", code, errOut)
 	}
 	// a threshold override through the config changes what is reported
@@ -489,5 +491,17 @@ func TestReportFromDatabase(t *testing.T) {
 	}
 	if code, _, errOut := trainscope(t, "report", "--db", filepath.Join(dir, "none.duckdb")); code != 2 || !strings.Contains(errOut, "no such file") {
 		t.Errorf("missing db: exit %d %s", code, errOut)
+	}
+	// a database an older build wrote has no stacks or GPU busy times: say so
+	st, err := duck.Open(context.Background(), db, duck.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Exec(context.Background(), "UPDATE slices_core SET gpu_busy_dur = NULL, stack_id = NULL"); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if code, _, errOut := trainscope(t, "report", "--db", db); code != 0 || !strings.Contains(errOut, "written by an older trainscope") {
+		t.Errorf("old database: exit %d, stderr %q", code, errOut)
 	}
 }
