@@ -135,12 +135,7 @@ func writeAudit(rep *detectors.AuditReport, format, path string, out io.Writer) 
 		case "json":
 			return rep.WriteJSON(w)
 		case "html":
-			var md strings.Builder
-			if err := rep.WriteMarkdown(&md); err != nil {
-				return err
-			}
-			_, err := io.WriteString(w, detectors.HTMLPage(md.String()))
-			return err
+			return detectors.WriteHTMLOf(w, rep.WriteMarkdown)
 		}
 		return rep.WriteMarkdown(w)
 	})

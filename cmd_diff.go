@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"strings"
 
 	"github.com/trainscope/trainscope/detectors"
 	"github.com/trainscope/trainscope/ingest"
@@ -98,13 +97,9 @@ func runDiff(ctx context.Context, args []string, out, errOut io.Writer) error {
 		}
 		return enc.Encode(map[string]any{"base": fs.Arg(0), "new": fs.Arg(1), "changes": rows})
 	}
+	writeMD := func(w io.Writer) error { return detectors.WriteDiffMarkdown(w, fs.Arg(0), fs.Arg(1), rows) }
 	if *format == "html" {
-		var md strings.Builder
-		if err := detectors.WriteDiffMarkdown(&md, fs.Arg(0), fs.Arg(1), rows); err != nil {
-			return err
-		}
-		_, err := io.WriteString(out, detectors.HTMLPage(md.String()))
-		return err
+		return detectors.WriteHTMLOf(out, writeMD)
 	}
-	return detectors.WriteDiffMarkdown(out, fs.Arg(0), fs.Arg(1), rows)
+	return writeMD(out)
 }

@@ -14,8 +14,14 @@ import (
 // contents and each finding coloured by severity. It renders the markdown
 // report, so the two always say the same.
 func (r *Report) WriteHTML(w io.Writer) error {
+	return WriteHTMLOf(w, r.WriteMarkdown)
+}
+
+// WriteHTMLOf writes as an HTML page (HTMLPage) the markdown that
+// writeMarkdown produces: how the audit and diff reports become pages too.
+func WriteHTMLOf(w io.Writer, writeMarkdown func(io.Writer) error) error {
 	var md bytes.Buffer
-	if err := r.WriteMarkdown(&md); err != nil {
+	if err := writeMarkdown(&md); err != nil {
 		return err
 	}
 	_, err := io.WriteString(w, HTMLPage(md.String()))
