@@ -158,7 +158,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 		return err
 	}
 	tLoad := time.Now()
-	rep, err := detect(ctx, st, set, window, f.steps)
+	rep, err := detect(ctx, st, set, window, f.steps, errOut)
 	if err != nil {
 		return err
 	}

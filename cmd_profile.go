@@ -122,7 +122,7 @@ func runProfile(ctx context.Context, args []string, out, errOut io.Writer) error
 				snap.Segments.Len(), snap.Blocks.Len(), snap.Events.Len(), float64(snap.JSONBytes)/1e6)
 		}
 	}
-	rep, err := detect(ctx, st, set, detectors.Window{}, "")
+	rep, err := detect(ctx, st, set, detectors.Window{}, "", errOut)
 	if err != nil {
 		return err
 	}

@@ -64,7 +64,7 @@ func runReport(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if n := hostRowsWithoutDerived(ctx, st); n > 0 {
 		fmt.Fprintf(errOut, "warning: %s was written by an older trainscope: %d host slices have no call stack or GPU busy time, so host_exposed and runtime_api cannot measure them; run 'trainscope analyze --db' on the traces again\n", *db, n)
 	}
-	rep, err := detect(ctx, st, set, window, *steps)
+	rep, err := detect(ctx, st, set, window, *steps, errOut)
 	if err != nil {
 		return err
 	}

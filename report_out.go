@@ -12,8 +12,9 @@ import (
 
 // detect sets the analysis window (refusing a --steps range the traces do
 // not have), runs every detector of set and builds the report: the part
-// analyze, profile and report share.
-func detect(ctx context.Context, st *duck.Store, set *detectors.Set, window detectors.Window, stepsSpec string) (*detectors.Report, error) {
+// analyze, profile and report share. A detector that fails is named on
+// errOut and in the report; the others' results still come out.
+func detect(ctx context.Context, st *duck.Store, set *detectors.Set, window detectors.Window, stepsSpec string, errOut io.Writer) (*detectors.Report, error) {
 	if err := detectors.SetWindow(ctx, st, window); err != nil {
 		return nil, err
 	}
@@ -25,6 +26,9 @@ func detect(ctx context.Context, st *duck.Store, set *detectors.Set, window dete
 	results, err := set.RunWithAudit(ctx, st, "")
 	if err != nil {
 		return nil, err
+	}
+	for _, f := range detectors.Failures(results) {
+		fmt.Fprintf(errOut, "trainscope: warning: %s; the report lists it under \"Detectors that failed\" and holds every other detector's results\n", f.Error)
 	}
 	return detectors.BuildReport(ctx, st, results)
 }

@@ -110,6 +110,7 @@ func (s *server) metrics(w http.ResponseWriter, r *http.Request) {
 		{"trainscope_ingest_insert_seconds_total", "counter", "Time in DuckDB transactions.", float64(st.Insert.Load()) / 1e9},
 		{"trainscope_detector_runs_total", "counter", "Detector passes over a run.", float64(s.sched.Passes.Load())},
 		{"trainscope_detector_failures_total", "counter", "Detector passes that failed.", float64(s.sched.Failures.Load())},
+		{"trainscope_detector_errors_total", "counter", "Detectors that failed inside a pass; the pass went on and its report names them.", float64(s.sched.DetectorErrors.Load())},
 		{"trainscope_detector_last_pass_seconds", "gauge", "Duration of the last detector pass.", float64(s.sched.LastNS.Load()) / 1e9},
 		{"trainscope_detector_pending_runs", "gauge", "Runs with data not yet analyzed.", float64(s.sched.pendingRuns())},
 	}

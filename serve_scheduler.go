@@ -43,6 +43,7 @@ type scheduler struct {
 	reports map[string]*liveReport
 
 	Passes, Failures atomic.Int64
+	DetectorErrors   atomic.Int64 // detectors that failed within a pass that went on
 	LastNS           atomic.Int64 // duration of the last pass
 }
 
@@ -140,6 +141,10 @@ func (s *scheduler) analyze(ctx context.Context, run string) error {
 	results, err := s.set.RunWithAudit(ctx, scratch, "")
 	if err != nil {
 		return err
+	}
+	for _, f := range detectors.Failures(results) {
+		s.DetectorErrors.Add(1)
+		s.logf("run %s: %s (the report lists it; the other detectors ran)", run, f.Error)
 	}
 	rep, err := detectors.BuildReport(ctx, scratch, results)
 	if err != nil {

@@ -50,6 +50,15 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		b.WriteString("\n")
 	}
 
+	if len(r.Failed) > 0 {
+		b.WriteString("## Detectors that failed\n\n")
+		fmt.Fprintf(&b, "%d detector(s) failed; their results are missing from this report, and everything else in it is complete:\n\n", len(r.Failed))
+		for _, f := range r.Failed {
+			fmt.Fprintf(&b, "- `%s` (%s): %s\n", f.Detector, f.Kind, strings.Join(strings.Fields(f.Error), " "))
+		}
+		b.WriteString("\n")
+	}
+
 	b.WriteString("## Metrics\n\n")
 	var empty []string
 	for _, t := range r.Metrics {

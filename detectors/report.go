@@ -21,6 +21,27 @@ type Report struct {
 	Metrics         []MetricTable    `json:"metrics"`
 	Findings        []Finding        `json:"findings"`
 	Recommendations []Recommendation `json:"recommendations"`
+	// Failed lists the detectors whose query failed: their results are
+	// missing from this report, the rest is complete.
+	Failed []DetectorFailure `json:"detector_failures,omitempty"`
+}
+
+// DetectorFailure is a detector that could not run, and why.
+type DetectorFailure struct {
+	Detector string `json:"detector"`
+	Kind     string `json:"kind"`
+	Error    string `json:"error"`
+}
+
+// Failures lists the results whose detector failed.
+func Failures(results []Result) []DetectorFailure {
+	var out []DetectorFailure
+	for _, res := range results {
+		if res.Err != nil {
+			out = append(out, DetectorFailure{Detector: res.Detector.Name, Kind: res.Detector.Kind, Error: res.Err.Error()})
+		}
+	}
+	return out
 }
 
 // RunInfo describes an analysed run.
@@ -101,8 +122,9 @@ func BuildReport(ctx context.Context, st *duck.Store, results []Result) (*Report
 	if err := r.loadRuns(ctx, st); err != nil {
 		return nil, err
 	}
+	r.Failed = Failures(results)
 	for _, res := range ordered(results) {
-		if res.Detector.Kind != KindMetric {
+		if res.Detector.Kind != KindMetric || res.Err != nil {
 			continue
 		}
 		t := MetricTable{Detector: res.Detector.Name, Category: res.Detector.Category,

@@ -19,12 +19,14 @@ type Window struct {
 	Set            bool
 }
 
-// Result is one detector's output.
+// Result is one detector's output. A detector that failed has Err set and
+// no rows: the others still ran, and the report says which one is missing.
 type Result struct {
 	Detector *Detector
 	Columns  []string
 	Rows     [][]any
 	Elapsed  time.Duration
+	Err      error
 }
 
 // keyColumns of metric rows; every other column is a number.
@@ -74,7 +76,10 @@ func (s *Set) Run(ctx context.Context, st *duck.Store) ([]Result, error) {
 }
 
 // runKinds runs the set's detectors of each kind in turn (metrics before
-// the findings that read them) and collects their results.
+// the findings that read them) and collects their results. A detector that
+// fails is a Result with Err set, not the end of the pass: one broken
+// query (or one input it did not foresee) must not hide every other
+// detector's findings. Only a cancelled context stops the pass.
 func (s *Set) runKinds(ctx context.Context, st *duck.Store, kinds ...string) ([]Result, error) {
 	var out []Result
 	for _, kind := range kinds {
@@ -84,7 +89,10 @@ func (s *Set) runKinds(ctx context.Context, st *duck.Store, kinds ...string) ([]
 			}
 			r, err := d.run(ctx, st)
 			if err != nil {
-				return out, err
+				if ctx.Err() != nil {
+					return out, err
+				}
+				r = Result{Detector: d, Err: err, Elapsed: r.Elapsed}
 			}
 			if s.Timed != nil {
 				s.Timed("detector "+d.Name, r.Elapsed)

@@ -18,14 +18,17 @@ WITH m AS (
     GROUP BY run_id, rank
 )
 SELECT m.run_id, m.rank,
-       CASE WHEN m.mm_peak < 50 THEN 'in the matmul kernels' ELSE 'around the matmul kernels' END AS subject,
+       CASE WHEN m.mm_peak IS NULL THEN 'matmul kernels not linked'
+            WHEN m.mm_peak < 50 THEN 'in the matmul kernels' ELSE 'around the matmul kernels' END AS subject,
        'mfu' AS metric,
        m.mfu / 100 AS value,
        $min_mfu AS threshold,
        printf('rank %d reached %.1f%% MFU (%.1f TFLOP/s on %s, counting the %.2f TFLOP of matmul and attention operators in the window); %s',
               m.rank, m.mfu, m.tflops, coalesce(g.catalog_key, r.gpu_name),
               m.tflop,
-              CASE WHEN m.mm_peak < 50
+              CASE WHEN m.mm_peak IS NULL
+                   THEN 'no kernel in the trace carries the External id of one of those operators (older profilers number them apart), so which kernels they launched, and whether the loss is in them or around them, is not known'
+                   WHEN m.mm_peak < 50
                    THEN printf('those kernels themselves ran at %.0f%% of peak (%.1f TFLOP/s) while they ran, so the loss is in them', m.mm_peak, m.mm_tflops)
                    ELSE printf('those kernels ran at %.0f%% of peak but took only %.0f%% of the GPU span, so the loss is the rest of the span', m.mm_peak, m.mm_time) END) AS message,
        printf('each point of MFU is %.1f TFLOP/s on this GPU', m.tflops / nullif(m.mfu, 0)) AS impact,
