@@ -78,7 +78,7 @@ func runAgent(ctx context.Context, args []string, out, errOut io.Writer) error {
 			sink = &ingest.StepFilter{Next: &ingest.PublishSink{P: pub, RunID: n.run, Host: n.host, Salt: salt},
 				Lo: int32(*wait), Hi: int32(*wait + *steps - 1)}
 		}
-		_, err := ingest.Read(ctx, sink, []string{path}, ingest.Options{RunID: n.run, Host: n.host, Rank: -1, Workers: 1, GPU: n.gpu})
+		_, err := ingest.Read(ctx, sink, []string{path}, ingest.Options{RunID: n.run, Host: n.host, Rank: -1, Workers: 1, GPU: n.gpu, Warn: warnTo(errOut)})
 		if err == nil {
 			err = pub.Flush(ctx)
 		}

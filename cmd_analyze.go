@@ -150,7 +150,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	if !f.quiet {
 		progress = errOut
 	}
-	stats, err := ingest.Load(ctx, st, files, ingest.Options{RunID: f.run, Host: f.host, Rank: f.rank, Ranks: ranks, Workers: f.workers, Progress: progress, GPU: f.gpu})
+	stats, err := ingest.Load(ctx, st, files, ingest.Options{RunID: f.run, Host: f.host, Rank: f.rank, Ranks: ranks, Workers: f.workers, Progress: progress, GPU: f.gpu, Warn: warnTo(errOut)})
 	if err != nil {
 		if ingest.IsInputError(err) {
 			return &inputError{err}

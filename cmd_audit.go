@@ -102,14 +102,7 @@ func runAudit(ctx context.Context, args []string, out, errOut io.Writer) error {
 		} else {
 			parsed++
 		}
-		flags, sctx := sc.Records(runID)
-		err := st.Insert(ctx, "script_flags", flags)
-		if err == nil {
-			err = st.Insert(ctx, "script_context", sctx)
-		}
-		flags.Release()
-		sctx.Release()
-		if err != nil {
+		if err := ingest.Send(ctx, ingest.StoreSink{St: st}, path, ingest.ScriptBatches(sc, runID), warnTo(errOut)); err != nil {
 			return err
 		}
 	}

@@ -65,7 +65,7 @@ func runDiff(ctx context.Context, args []string, out, errOut io.Writer) error {
 		if err != nil {
 			return &inputError{err}
 		}
-		if _, err := ingest.Load(ctx, st, files, ingest.Options{RunID: side.run, Rank: -1, Progress: progress}); err != nil {
+		if _, err := ingest.Load(ctx, st, files, ingest.Options{RunID: side.run, Rank: -1, Progress: progress, Warn: warnTo(errOut)}); err != nil {
 			if ingest.IsInputError(err) {
 				return &inputError{err}
 			}

@@ -92,7 +92,7 @@ func runProfile(ctx context.Context, args []string, out, errOut io.Writer) error
 		if !*quiet {
 			progress = errOut
 		}
-		if _, err := ingest.Load(ctx, st, []string{*tracePath}, ingest.Options{RunID: runID, Host: *host, Rank: int(r), Progress: progress}); err != nil {
+		if _, err := ingest.Load(ctx, st, []string{*tracePath}, ingest.Options{RunID: runID, Host: *host, Rank: int(r), Progress: progress, Warn: warnTo(errOut)}); err != nil {
 			if ingest.IsInputError(err) {
 				return &inputError{err}
 			}
@@ -108,7 +108,7 @@ func runProfile(ctx context.Context, args []string, out, errOut io.Writer) error
 			}
 			return err
 		}
-		if err := ingest.InsertSnapshot(ctx, st, snap, runID, *host, r); err != nil {
+		if err := ingest.InsertSnapshot(ctx, st, snap, runID, *host, r, warnTo(errOut)); err != nil {
 			return err
 		}
 		if *tracePath == "" {

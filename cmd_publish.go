@@ -121,7 +121,7 @@ func runPublish(ctx context.Context, args []string, out, errOut io.Writer) error
 		progress = errOut
 	}
 	sink := &ingest.PublishSink{P: pub, RunID: n.run, Host: n.host}
-	stats, err := ingest.Read(ctx, sink, files, ingest.Options{RunID: n.run, Host: n.host, Rank: *rank, Progress: progress, GPU: n.gpu})
+	stats, err := ingest.Read(ctx, sink, files, ingest.Options{RunID: n.run, Host: n.host, Rank: *rank, Progress: progress, GPU: n.gpu, Warn: warnTo(errOut)})
 	if cerr := pub.Close(ctx); err == nil {
 		err = cerr
 	}

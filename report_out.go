@@ -28,9 +28,14 @@ func detect(ctx context.Context, st *duck.Store, set *detectors.Set, window dete
 		return nil, err
 	}
 	for _, f := range detectors.Failures(results) {
-		fmt.Fprintf(errOut, "trainscope: warning: %s; the report lists it under \"Detectors that failed\" and holds every other detector's results\n", f.Error)
+		warnTo(errOut)(f.Error + `; the report lists it under "Detectors that failed" and holds every other detector's results`)
 	}
 	return detectors.BuildReport(ctx, st, results)
+}
+
+// warnTo writes the readers' warnings (repaired input) to w, one a line.
+func warnTo(w io.Writer) func(string) {
+	return func(line string) { fmt.Fprintf(w, "trainscope: warning: %s\n", line) }
 }
 
 // reportFormats are the --format values of the commands that write a

@@ -78,7 +78,7 @@ func profileSnapshot(t *testing.T, path, runID string) (*duck.Store, []detectors
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	if err := ingest.InsertSnapshot(ctx, st, snap, runID, "", 0); err != nil {
+	if err := ingest.InsertSnapshot(ctx, st, snap, runID, "", 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Exec(ctx, `INSERT INTO ranks (run_id, rank, host, source, rank_source, events, json_bytes) VALUES (?, 0, '', ?, 'snapshot', ?, ?)`,

@@ -116,8 +116,10 @@ func SnapshotBatches(snap *memsnap.Snapshot, runID, host string, rank int32) ([]
 	return out, nil
 }
 
-// send hands batches to sink in order, releasing them all.
-func send(ctx context.Context, sink Sink, path string, bs []Batch) error {
+// Send hands batches to sink in order, releasing them all. Text that is
+// not valid UTF-8 is replaced by U+FFFD first (DuckDB refuses it: such a
+// batch could never be stored), and warn says where.
+func Send(ctx context.Context, sink Sink, path string, bs []Batch, warn func(string)) error {
 	defer Release(bs)
 	if b, ok := sink.(interface{ BeginArtifact(path string) }); ok {
 		b.BeginArtifact(path)
@@ -126,7 +128,15 @@ func send(ctx context.Context, sink Sink, path string, bs []Batch) error {
 		if b.Rec.NumRows() == 0 {
 			continue
 		}
-		if err := sink.Insert(ctx, b.Table, b.Rec); err != nil {
+		rec, repairs := stream.RepairText(b.Rec)
+		for _, r := range repairs {
+			if warn != nil {
+				warn(fmt.Sprintf("%s: %d %s.%s value(s) were not valid UTF-8; bad bytes replaced by U+FFFD (first: %q)", path, r.Values, b.Table, r.Column, r.First))
+			}
+		}
+		err := sink.Insert(ctx, b.Table, rec)
+		rec.Release()
+		if err != nil {
 			return fmt.Errorf("%s: %s: %w", path, b.Table, err)
 		}
 	}

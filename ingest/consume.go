@@ -62,6 +62,28 @@ type IngestStats struct {
 	Failures   atomic.Int64 // transactions rolled back and retried
 	Decode     atomic.Int64 // ns spent decoding
 	Insert     atomic.Int64 // ns spent in transactions
+
+	failingSince atomic.Int64 // unix ns of the first failed commit in a row; 0 while commits succeed
+	lastErr      atomic.Pointer[string]
+}
+
+func (s *IngestStats) noteFailure(err error) {
+	msg := err.Error()
+	s.lastErr.Store(&msg)
+	s.failingSince.CompareAndSwap(0, time.Now().UnixNano())
+}
+
+// Failing says since when commits have been failing without one success
+// in between, and the last error; ok is false while ingest is healthy.
+func (s *IngestStats) Failing() (since time.Time, lastErr string, ok bool) {
+	ns := s.failingSince.Load()
+	if ns == 0 {
+		return time.Time{}, "", false
+	}
+	if p := s.lastErr.Load(); p != nil {
+		lastErr = *p
+	}
+	return time.Unix(0, ns), lastErr, true
 }
 
 // Consumer moves batches from JetStream into a store: fetch (bounded by
@@ -198,25 +220,75 @@ type item struct {
 	skipped bool
 }
 
+// process commits a fetch and acknowledges it. When the transaction
+// fails, its batches are committed one by one to find the one at fault: a
+// batch that fails alone for a reason a retry cannot mend (DuckDB refuses
+// a value, a constraint fails) is rejected like poison, so that it neither
+// blocks the stream nor comes back forever; transient trouble (I/O,
+// memory) lets the messages come back later, after a growing delay.
 func (c *Consumer) process(ctx context.Context, items []*item) {
-	t1 := time.Now()
-	c.Mu.Lock()
-	runs, err := c.commit(ctx, items)
-	c.Mu.Unlock()
-	c.Stats.Insert.Add(int64(time.Since(t1)))
-	if err != nil && ctx.Err() != nil {
+	runs, err := c.commitLocked(ctx, items)
+	if err == nil {
+		c.Stats.failingSince.Store(0)
+		c.settle(items, runs)
+		return
+	}
+	if ctx.Err() != nil {
 		return // shutting down: unacknowledged messages come back to the next start
 	}
-	if err != nil {
-		// Nothing was committed: let every message come back. A store
-		// that fails on good batches is trouble to retry, not poison.
-		c.Stats.Failures.Add(1)
-		c.logf("ingest %d messages: %v (they will be redelivered)", len(items), err)
+	c.Stats.Failures.Add(1)
+	c.Stats.noteFailure(err)
+	var live []*item
+	for _, it := range items {
+		if it.poison == nil {
+			live = append(live, it)
+		}
+	}
+	if len(items) > 1 && !duck.Transient(err) {
+		c.logf("ingest %d messages: %v (committing them one by one to find the batch at fault)", len(items), err)
 		for _, it := range items {
-			_ = it.msg.NakWithDelay(time.Second)
+			c.process(ctx, []*item{it})
 		}
 		return
 	}
+	if len(live) == 1 && !duck.Transient(err) {
+		it := live[0]
+		it.poison = fmt.Errorf("%w: the batch cannot be stored: %v", stream.ErrPoison, err)
+		runs, err := c.commitLocked(ctx, []*item{it})
+		if err == nil {
+			c.Stats.failingSince.Store(0)
+			c.settle(items, runs)
+			return
+		}
+	}
+	c.logf("ingest %d messages: %v (they will be redelivered)", len(items), err)
+	for _, it := range items {
+		_ = it.msg.NakWithDelay(redeliveryDelay(it.msg))
+	}
+}
+
+// redeliveryDelay grows with each delivery of m: 1 s, 2 s, 4 s ... 30 s.
+func redeliveryDelay(m jetstream.Msg) time.Duration {
+	n := uint64(1)
+	if md, err := m.Metadata(); err == nil && md.NumDelivered > 0 {
+		n = min(md.NumDelivered, 6)
+	}
+	return min(time.Second<<(n-1), 30*time.Second)
+}
+
+func (c *Consumer) commitLocked(ctx context.Context, items []*item) (map[string]bool, error) {
+	t1 := time.Now()
+	c.Mu.Lock()
+	defer func() {
+		c.Mu.Unlock()
+		c.Stats.Insert.Add(int64(time.Since(t1)))
+	}()
+	return c.commit(ctx, items)
+}
+
+// settle acknowledges a committed fetch: batches are acked, poison is
+// terminated, and OnCommit hears of the runs it touched.
+func (c *Consumer) settle(items []*item, runs map[string]bool) {
 	c.Stats.Commits.Add(1)
 	for _, it := range items {
 		switch {
@@ -257,33 +329,14 @@ func decodeItem(m jetstream.Msg) *item {
 		it.poison = err
 		return it
 	}
-	if err := stream.CheckSchema(table, rec.Schema()); err != nil {
-		rec.Release()
-		it.poison = fmt.Errorf("%w: %v", stream.ErrPoison, err)
-		return it
-	}
 	it.table, it.rec = table, rec
-	if rec.NumRows() > 0 {
-		it.run = runOf(rec)
+	it.run = stream.BatchRun(rec)
+	if err := stream.CheckSubject(m.Subject(), it.run, table); err != nil {
+		rec.Release()
+		it.rec, it.run = nil, ""
+		it.poison = fmt.Errorf("%w: %v", stream.ErrPoison, err)
 	}
 	return it
-}
-
-// runOf is the run_id of a batch's first row.
-func runOf(rec arrow.RecordBatch) string {
-	idx := rec.Schema().FieldIndices("run_id")
-	if len(idx) == 0 {
-		return ""
-	}
-	switch col := rec.Column(idx[0]).(type) {
-	case *array.String:
-		return col.Value(0)
-	case *array.Dictionary:
-		if s, ok := col.Dictionary().(*array.String); ok {
-			return s.Value(col.GetValueIndex(0))
-		}
-	}
-	return ""
 }
 
 // commit inserts the new batches, their ledger rows and the rejections in
@@ -319,7 +372,7 @@ func (c *Consumer) commit(ctx context.Context, items []*item) (map[string]bool, 
 				err = c.St.InsertAll(ctx, t, byTable[t])
 			}
 			if err != nil {
-				return fmt.Errorf("insert into %s: %w", t, err)
+				return err // it names the table
 			}
 		}
 		for run, ranked := range runs {
@@ -395,9 +448,13 @@ func (c *Consumer) record(ctx context.Context, items []*item) error {
 	defer b.Release()
 	for _, it := range items {
 		if it.poison != nil {
+			// whatever a hostile message carries, its rejection must store
+			text := func(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 			hdr := fmt.Sprint(it.msg.Headers())
-			if err := c.St.Exec(ctx, "INSERT INTO rejected_batches VALUES (?, ?, ?, ?, ?, ?, ?)",
-				it.seq, it.msg.Subject(), it.id, hdr, len(it.msg.Data()), it.poison.Error(), now); err != nil {
+			if err := c.St.Exec(ctx, `INSERT INTO rejected_batches (stream_seq, subject, msg_id, headers, bytes, reason, rejected_ns, run_token)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+				it.seq, text(it.msg.Subject()), text(it.id), text(hdr), len(it.msg.Data()), text(it.poison.Error()), now,
+				text(stream.SubjectRun(it.msg.Subject()))); err != nil {
 				return fmt.Errorf("record rejected message: %w", err)
 			}
 			continue

@@ -39,6 +39,17 @@ type Options struct {
 	// GPU is the GPU model of traces that do not say (no
 	// deviceProperties): a catalog key such as H100-SXM or a device name.
 	GPU string
+	// Warn hears of each problem in the input that was repaired rather
+	// than refused (text that is not UTF-8, a string cut to its length
+	// limit), with the file; nil is silent. Unlike Progress it is meant to
+	// be shown even when a user asks for quiet.
+	Warn func(string)
+}
+
+func (opt Options) warn(line string) {
+	if opt.Warn != nil {
+		opt.Warn(line)
+	}
 }
 
 // Stats describe a load.
@@ -212,7 +223,7 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 			*fs = FileStat{Path: res.script.Path, Format: "launch_script", Rank: -1, Events: len(res.script.Flags), Read: res.took}
 			stats.ReadCPU += res.took
 			t0 := time.Now()
-			err := send(ctx, sink, res.script.Path, ScriptBatches(res.script, opt.RunID))
+			err := Send(ctx, sink, res.script.Path, ScriptBatches(res.script, opt.RunID), opt.warn)
 			stats.Insert += time.Since(t0)
 			if err != nil {
 				return nil, err
@@ -238,6 +249,9 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 		}
 		stats.ReadCPU += res.took
 		for k, tr := range append([]*kineto.Trace{res.trace}, res.more...) {
+			for _, note := range tr.Notes {
+				opt.warn(tr.Path + ": " + note)
+			}
 			fs := &stats.Files[res.idx]
 			if k > 0 { // one FileStat per trace: an nsys export holds one per GPU
 				stats.Files = append(stats.Files, FileStat{})
@@ -310,7 +324,7 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 			taken[rank] = snap.Path
 		}
 		t0 := time.Now()
-		err = send(ctx, sink, snap.Path, bs)
+		err = Send(ctx, sink, snap.Path, bs, opt.warn)
 		stats.Insert += time.Since(t0)
 		if err != nil {
 			return nil, err

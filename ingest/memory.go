@@ -8,12 +8,13 @@ import (
 )
 
 // InsertSnapshot stores a memory snapshot's tables under run and rank,
-// without a ranks row (the caller's trace, if any, gives that).
-func InsertSnapshot(ctx context.Context, st *duck.Store, snap *memsnap.Snapshot, runID, host string, rank int32) error {
+// without a ranks row (the caller's trace, if any, gives that); warn
+// hears of text that had to be repaired.
+func InsertSnapshot(ctx context.Context, st *duck.Store, snap *memsnap.Snapshot, runID, host string, rank int32, warn func(string)) error {
 	bs, err := SnapshotBatches(snap, runID, host, rank)
 	if err != nil {
 		return err
 	}
 	Release(bs[len(bs)-1:])
-	return send(ctx, StoreSink{st}, snap.Path, bs[:len(bs)-1])
+	return Send(ctx, StoreSink{st}, snap.Path, bs[:len(bs)-1], warn)
 }

@@ -22,7 +22,7 @@ func TestInsertSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if err := ingest.InsertSnapshot(ctx, st, snap, "m", "node-1", 3); err != nil {
+	if err := ingest.InsertSnapshot(ctx, st, snap, "m", "node-1", 3, nil); err != nil {
 		t.Fatal(err)
 	}
 	var segs, blocks, events, expandable int64

@@ -20,7 +20,7 @@ func insertTrace(ctx context.Context, sink Sink, opt Options, tr *kineto.Trace, 
 	if opt.GPU != "" && tr.GPUName() == "" {
 		tr.Devices = append(tr.Devices, kineto.DeviceProps{Name: opt.GPU})
 	}
-	if err := send(ctx, sink, tr.Path, TraceBatches(tr, opt.RunID, hostOf(opt, tr.Path))); err != nil {
+	if err := Send(ctx, sink, tr.Path, TraceBatches(tr, opt.RunID, hostOf(opt, tr.Path)), opt.warn); err != nil {
 		return err
 	}
 	stats.Slices += int64(tr.Slices.Len())

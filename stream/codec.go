@@ -44,13 +44,41 @@ func Encode(table string, rec arrow.RecordBatch) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Decode reads a message written by Encode. Errors wrap ErrPoison: bytes
-// that do not decode, or a schema version this build cannot read, will
-// never decode on a retry.
+// Decode reads a message written by Encode. The message is verified
+// before the Arrow library reads it (CheckMessage: nothing in it can make
+// decoding allocate more than a small multiple of its size) and the batch
+// after (CheckBatch: the table's columns, sane offsets, text and values).
+// Errors wrap ErrPoison: bytes that fail will fail on every retry.
 func Decode(b []byte) (table string, rec arrow.RecordBatch, err error) {
-	r, err := ipc.NewReader(bytes.NewReader(b), ipc.WithAllocator(memory.DefaultAllocator))
+	if err := CheckMessage(b); err != nil {
+		return "", nil, err
+	}
+	table, rec, err = decode(b)
 	if err != nil {
 		return "", nil, fmt.Errorf("%w: %v", ErrPoison, err)
+	}
+	if err := CheckBatch(table, rec); err != nil {
+		rec.Release()
+		return "", nil, fmt.Errorf("%w: %v", ErrPoison, err)
+	}
+	return table, rec, nil
+}
+
+func decode(b []byte) (table string, rec arrow.RecordBatch, err error) {
+	defer func() {
+		// CheckMessage leaves the library nothing to trip on that we know
+		// of; a panic in it is still a bad message, not a dead server.
+		if p := recover(); p != nil {
+			if rec != nil {
+				rec.Release()
+			}
+			table, rec, err = "", nil, fmt.Errorf("arrow: %v", p)
+		}
+	}()
+	r, err := ipc.NewReader(bytes.NewReader(b), ipc.WithAllocator(memory.DefaultAllocator),
+		ipc.WithMetadataSizeLimit(int64(len(b))), ipc.WithBodySizeLimit(int64(len(b))))
+	if err != nil {
+		return "", nil, err
 	}
 	defer r.Release()
 	md := r.Schema().Metadata()
@@ -60,22 +88,22 @@ func Decode(b []byte) (table string, rec arrow.RecordBatch, err error) {
 		if v >= 0 {
 			got = md.Values()[v]
 		}
-		return "", nil, fmt.Errorf("%w: schema version %s, this build reads %d", ErrPoison, got, SchemaVersion)
+		return "", nil, fmt.Errorf("schema version %s, this build reads %d", got, SchemaVersion)
 	}
 	if t := md.FindKey(metaTable); t >= 0 {
 		table = md.Values()[t]
 	}
 	if !r.Next() {
 		if err := r.Err(); err != nil {
-			return "", nil, fmt.Errorf("%w: %v", ErrPoison, err)
+			return "", nil, err
 		}
-		return "", nil, fmt.Errorf("%w: no record batch", ErrPoison)
+		return "", nil, errors.New("no record batch")
 	}
 	rec = r.RecordBatch()
 	rec.Retain()
 	if r.Next() {
 		rec.Release()
-		return "", nil, fmt.Errorf("%w: more than one record batch", ErrPoison)
+		return "", nil, errors.New("more than one record batch")
 	}
 	return table, rec, nil
 }

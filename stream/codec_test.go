@@ -35,7 +35,7 @@ func bigSliceTable(n int) *SliceTable {
 func TestEncodeDecodeRoundTrip(t *testing.T) {
 	rec := bigSliceTable(1000).Record("run-1", "node-7", 3)
 	defer rec.Release()
-	b, err := Encode("slices", rec)
+	b, err := Encode("slices_detail", rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer got.Release()
-	if table != "slices" || got.NumRows() != 1000 || got.NumCols() != rec.NumCols() {
+	if table != "slices_detail" || got.NumRows() != 1000 || got.NumCols() != rec.NumCols() {
 		t.Fatalf("table %q rows %d cols %d", table, got.NumRows(), got.NumCols())
 	}
 	for i := range int(rec.NumCols()) {
@@ -57,7 +57,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 func TestDecodePoison(t *testing.T) {
 	rec := bigSliceTable(10).Record("r", "h", 0)
 	defer rec.Release()
-	good, err := Encode("slices", rec)
+	good, err := Encode("slices_detail", rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestDecodePoison(t *testing.T) {
 		"truncated": good[:len(good)/2],
 	}
 	// a batch from a build with another schema version
-	md := arrow.NewMetadata([]string{metaTable, metaVersion}, []string{"slices", "999"})
+	md := arrow.NewMetadata([]string{metaTable, metaVersion}, []string{"slices_detail", "999"})
 	schema := arrow.NewSchema(rec.Schema().Fields(), &md)
 	var buf bytes.Buffer
 	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
@@ -87,7 +87,7 @@ func TestMessagesBoundSizeAndKeepRows(t *testing.T) {
 	rec := bigSliceTable(20000).Record("r", "h", 0)
 	defer rec.Release()
 	const target = 64 << 10
-	msgs, err := Messages("slices", rec, target)
+	msgs, err := Messages("slices_detail", rec, target)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestMessagesBoundSizeAndKeepRows(t *testing.T) {
 			t.Errorf("message %d is %d bytes, target %d", i, len(b), target)
 		}
 		table, part, err := Decode(b)
-		if err != nil || table != "slices" {
+		if err != nil || table != "slices_detail" {
 			t.Fatalf("message %d: %q %v", i, table, err)
 		}
 		// every decoded row equals the source row, strings included

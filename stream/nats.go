@@ -269,3 +269,21 @@ func cmpOr(v, def int64) int64 {
 	}
 	return v
 }
+
+// CheckSubject says whether a batch of table and run may have come on
+// subject: the subject's run and table tokens must be the ones Subject
+// makes of them. A batch that says one run while its subject says another
+// is refused: subjects are how a fleet is partitioned and secured.
+func CheckSubject(subject, run, table string) error {
+	parts := strings.Split(subject, ".")
+	if len(parts) != 5 || parts[0] != "trainscope" {
+		return fmt.Errorf("subject %q is not trainscope.<cluster>.<run>.<host>.<table>", subject)
+	}
+	if parts[4] != token(table) {
+		return fmt.Errorf("subject %q carries table %s, the batch is %s", subject, parts[4], table)
+	}
+	if run != "" && parts[2] != token(run) {
+		return fmt.Errorf("subject %q carries run %s, the batch's rows are of run %q", subject, parts[2], run)
+	}
+	return nil
+}

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/trainscope/trainscope/gpu"
 	"github.com/trainscope/trainscope/stream"
@@ -35,6 +36,10 @@ type builder struct {
 
 	timelineTotals map[int64]int64
 	memMetrics     [4]int32
+
+	at        int64 // where the event being committed ends
+	badText   int   // distinct names that were not valid UTF-8
+	badTextAt int64 // where the first of them is
 }
 
 type span struct{ start, end int64 }
@@ -121,7 +126,14 @@ func (b *builder) intern(raw []byte) int32 {
 	}
 	s := string(raw)
 	if bytes.IndexByte(raw, '\\') >= 0 {
-		s = jsonscan.Unescape(raw)
+		s = jsonscan.Unescape(raw) // replaces invalid UTF-8 itself
+	} else if !utf8.Valid(raw) {
+		// profilers copy C++ names byte for byte; DuckDB stores UTF-8 only
+		s = strings.ToValidUTF8(s, "\uFFFD")
+		if b.badText == 0 {
+			b.badTextAt = b.at
+		}
+		b.badText++
 	}
 	id := b.str.ID(s)
 	b.raw[string(raw)] = id
@@ -181,6 +193,7 @@ func (b *builder) tid(e *event) int64 {
 
 // commit stores one parsed event. off is its end offset, for errors.
 func (b *builder) commit(e *event, off int64) {
+	b.at = off
 	b.nEvents++
 	b.phCounts[e.ph]++
 	switch e.ph {

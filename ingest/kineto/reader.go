@@ -90,6 +90,12 @@ type parser struct {
 	ev      event
 	readErr error
 	b       builder
+
+	// the earliest start and latest end of the events, relative to the
+	// time base, and where they are (for checkBase)
+	seenTS            bool
+	minTS, maxEnd     int64
+	minTSAt, maxEndAt int64
 }
 
 const initialWindow = 1 << 20
@@ -137,7 +143,53 @@ func (p *parser) run() error {
 			Truncated: errors.Is(p.readErr, io.ErrUnexpectedEOF)}
 	}
 	p.trace.JSONBytes = p.s.Offset()
+	if err := p.checkBase(); err != nil {
+		return err
+	}
 	return p.b.finish(p.opt)
+}
+
+// checkTimes refuses an event whose time or duration is outside what
+// trainscope stores (stream.MinTimeNS to MaxTimeNS, durations to MaxDurNS),
+// and remembers the earliest start and latest end for checkBase.
+func (p *parser) checkTimes(at int64) {
+	e := &p.ev
+	if !e.hasTS {
+		return
+	}
+	if e.ts < stream.MinTimeNS || e.ts > stream.MaxTimeNS {
+		panic(&FormatError{Path: p.name, Offset: at,
+			Msg: fmt.Sprintf("event %q: ts %d ns is outside the times trainscope stores (%d to %d ns)", jsonscan.Text(e.name), e.ts, stream.MinTimeNS, stream.MaxTimeNS)})
+	}
+	if e.dur > stream.MaxDurNS {
+		panic(&FormatError{Path: p.name, Offset: at,
+			Msg: fmt.Sprintf("event %q: dur %d ns is longer than trainscope stores (%d ns, 36 years)", jsonscan.Text(e.name), e.dur, stream.MaxDurNS)})
+	}
+	if end := e.ts + max(e.dur, 0); !p.seenTS || end > p.maxEnd {
+		p.maxEnd, p.maxEndAt = end, at
+	}
+	if !p.seenTS || e.ts < p.minTS {
+		p.minTS, p.minTSAt = e.ts, at
+	}
+	p.seenTS = true
+}
+
+// checkBase refuses a baseTimeNanoseconds that would carry an event's
+// start or end out of range once added (it used to wrap them negative).
+func (p *parser) checkBase() error {
+	base := p.trace.BaseTimeNS
+	if !p.seenTS || !p.trace.HasBaseTime || base == 0 {
+		return nil
+	}
+	if base+p.maxEnd > stream.MaxTimeNS {
+		return &FormatError{Path: p.name, Offset: p.maxEndAt,
+			Msg: fmt.Sprintf("this event ends %d ns after baseTimeNanoseconds %d: past %d ns, the last time trainscope stores", p.maxEnd, base, stream.MaxTimeNS)}
+	}
+	if base+p.minTS < stream.MinTimeNS {
+		return &FormatError{Path: p.name, Offset: p.minTSAt,
+			Msg: fmt.Sprintf("this event starts %d ns before baseTimeNanoseconds %d: before %d ns, the first time trainscope stores", -p.minTS, base, stream.MinTimeNS)}
+	}
+	return nil
 }
 
 func (p *parser) truncated(je *jsonscan.Error) error {
@@ -212,7 +264,9 @@ func (p *parser) unit(c cursor) {
 			p.state = p.afterEvents()
 			return
 		}
+		start := c.I
 		c.parseEvent(&p.ev)
+		p.checkTimes(p.s.At(start))
 		p.b.commit(&p.ev, p.s.At(c.I))
 		if p.state == stEvents {
 			p.state = stAfterEvent
@@ -296,6 +350,10 @@ func (p *parser) topValue(c cursor, key string) {
 	case "baseTimeNanoseconds":
 		t.BaseTimeNS = c.Int()
 		t.HasBaseTime = true
+		if t.BaseTimeNS < 0 || t.BaseTimeNS > stream.MaxTimeNS {
+			panic(&FormatError{Path: p.name, Offset: p.s.At(start),
+				Msg: fmt.Sprintf("baseTimeNanoseconds %d is not a time since 1970 before 2116 (0 to %d)", t.BaseTimeNS, stream.MaxTimeNS)})
+		}
 	case "displayTimeUnit":
 		raw := c.strOrSkip()
 		t.DisplayTimeUnit = jsonscan.Text(raw)

@@ -62,6 +62,10 @@ type Trace struct {
 	JSONBytes      int64 // uncompressed bytes parsed
 	ETNodes        int   // nodes of an execution trace
 	HasEvents      bool  // the document had a traceEvents array (or was one)
+
+	// Notes are problems in the file the reader repaired rather than
+	// refused (names that were not UTF-8), each saying where.
+	Notes []string
 }
 
 // DistributedInfo is the trace's top-level distributedInfo object.

@@ -264,3 +264,22 @@ func (s *Store) Close() error {
 func quoteIdent(s string) string {
 	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
 }
+
+// Transient says whether err is trouble of the moment (I/O, memory, an
+// interrupted or conflicting transaction) that a retry may get past, as
+// opposed to a statement that fails the same way every time it runs on the
+// same data (a conversion, a constraint, an invalid value). A batch whose
+// insert fails for a reason that is not transient can never be stored.
+func Transient(err error) bool {
+	var de *duckdb.Error
+	if !errors.As(err, &de) {
+		return false
+	}
+	switch de.Type {
+	case duckdb.ErrorTypeIO, duckdb.ErrorTypeOutOfMemory, duckdb.ErrorTypeInterrupt, duckdb.ErrorTypeConnection,
+		duckdb.ErrorTypeNetwork, duckdb.ErrorTypeTransaction, duckdb.ErrorTypeFatal, duckdb.ErrorTypeInternal,
+		duckdb.ErrorTypePermission:
+		return true
+	}
+	return false
+}

@@ -26,8 +26,10 @@ CREATE TABLE IF NOT EXISTS rejected_batches (
     headers     VARCHAR,
     bytes       BIGINT NOT NULL,
     reason      VARCHAR NOT NULL,
-    rejected_ns BIGINT NOT NULL
+    rejected_ns BIGINT NOT NULL,
+    run_token   VARCHAR              -- the run token of the subject: a report on that run is incomplete
 );
+ALTER TABLE rejected_batches ADD COLUMN IF NOT EXISTS run_token VARCHAR;
 
 -- One row per detector pass the scheduler made over a run.
 CREATE TABLE IF NOT EXISTS analyses (

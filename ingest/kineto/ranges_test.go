@@ -1,0 +1,77 @@
+package kineto
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/trainscope/trainscope/ingest/jsonscan"
+)
+
+// Times that would overflow int64 once the time base is added, or in a
+// detector's ts + dur, are refused at the reader with the file and the
+// byte offset of the event (they used to wrap negative, or fail in a
+// detector that named no file).
+func TestReadRefusesTimesOutOfRange(t *testing.T) {
+	ev := func(ts, dur string) string {
+		return `{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":` + ts + `,"dur":` + dur + `}`
+	}
+	ok := ev("10", "5")
+	tests := []struct {
+		name, doc string
+		at        string // the event the offset must point at
+		msg       string
+	}{
+		{"ts past 2116", `{"traceEvents":[` + ok + `,` + ev("4700000000000000", "1") + `]}`, ev("4700000000000000", "1"), "outside the times"},
+		{"ts far negative", `{"traceEvents":[` + ev("-2000000000000000", "1") + `]}`, ev("-2000000000000000", "1"), "outside the times"},
+		{"dur of centuries", `{"traceEvents":[` + ok + `,` + ev("1", "4000000000000000") + `]}`, ev("1", "4000000000000000"), "longer than trainscope stores"},
+		{"base pushes an end past 2116", `{"traceEvents":[` + ok + `,` + ev("4000000000000000", "1") + `],"baseTimeNanoseconds":1700000000000000000}`,
+			ev("4000000000000000", "1"), "baseTimeNanoseconds"},
+		{"base beyond int64 sense", `{"traceEvents":[` + ok + `],"baseTimeNanoseconds":9000000000000000000}`, `9000000000000000000`, "baseTimeNanoseconds"},
+		{"negative base", `{"traceEvents":[` + ok + `],"baseTimeNanoseconds":-5}`, `-5`, "baseTimeNanoseconds"},
+	}
+	for _, tc := range tests {
+		_, err := Read(strings.NewReader(tc.doc), "t.json", Options{Rank: -1})
+		var fe *jsonscan.FileError
+		if !errors.As(err, &fe) {
+			t.Errorf("%s: %v, want a FileError", tc.name, err)
+			continue
+		}
+		want := int64(strings.Index(tc.doc, tc.at))
+		if fe.Path != "t.json" || fe.Offset != want || !strings.Contains(fe.Msg, tc.msg) {
+			t.Errorf("%s: %v; want t.json at byte %d mentioning %q", tc.name, err, want, tc.msg)
+		}
+	}
+	// the largest times that still fit are read as they are
+	tr := mustRead(t, "t.json", `{"traceEvents":[`+ev("1", "2")+`],"baseTimeNanoseconds":4000000000000000000}`)
+	if got := tr.Slices.TS.V[0]; got != 4000000000000001000 {
+		t.Errorf("ts %d", got)
+	}
+}
+
+// Names that are not UTF-8 (profilers copy C++ names byte for byte) are
+// repaired with U+FFFD, and a note says how many and where the first is.
+func TestReadRepairsInvalidUTF8(t *testing.T) {
+	bad := "void gemm<\xff\xfe>(float*)"
+	doc := `{"traceEvents":[` +
+		`{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":0,"tid":7,"ts":1,"dur":5},` +
+		`{"ph":"X","cat":"kernel","name":"` + bad + `","pid":0,"tid":7,"ts":2,"dur":3},` +
+		`{"ph":"X","cat":"kernel","name":"` + bad + `","pid":0,"tid":7,"ts":6,"dur":3},` +
+		`{"ph":"X","cat":"kern` + "\xc3" + `","name":"ok","pid":0,"tid":7,"ts":9,"dur":1}]}`
+	tr := mustRead(t, "t.json", doc)
+	for i := range tr.Slices.Len() {
+		if n := nameOf(tr, i); !utf8.ValidString(n) {
+			t.Errorf("row %d: name %q is not UTF-8", i, n)
+		}
+	}
+	if got := nameOf(tr, 1); got != "void gemm<\uFFFD>(float*)" {
+		t.Errorf("repaired name %q", got)
+	}
+	firstEnd := strings.Index(doc, bad) + len(bad) + len(`","pid":0,"tid":7,"ts":2,"dur":3}`)
+	if len(tr.Notes) != 1 || !strings.Contains(tr.Notes[0], "2 distinct name(s)") ||
+		!strings.Contains(tr.Notes[0], "ending at byte "+strconv.Itoa(firstEnd)) {
+		t.Errorf("notes %q; want 2 names, the first ending at byte %d", tr.Notes, firstEnd)
+	}
+}

@@ -1,0 +1,249 @@
+package stream
+
+import (
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+)
+
+// The range of timestamps and durations a batch may carry, in ns. Within
+// them a timestamp plus a duration, or the difference of two timestamps,
+// never overflows int64 in a detector. MaxTimeNS is in the year 2116;
+// MaxDurNS is 36 years. Readers refuse values beyond them, with the file
+// and offset.
+const (
+	MaxTimeNS = int64(1) << 62
+	MinTimeNS = -(int64(1) << 60)
+	MaxDurNS  = int64(1) << 60
+)
+
+// MaxRank bounds rank numbers (16.7M ranks).
+const MaxRank = 1 << 24
+
+// valueRange is what the readers can produce in an integer column.
+type valueRange struct{ lo, hi int64 }
+
+// columnRanges apply to a column of that name in any table.
+var columnRanges = map[string]valueRange{
+	"ts":           {MinTimeNS, MaxTimeNS},
+	"start_ns":     {MinTimeNS, MaxTimeNS},
+	"end_ns":       {MinTimeNS, MaxTimeNS},
+	"launch_ts":    {MinTimeNS, MaxTimeNS},
+	"base_time_ns": {MinTimeNS, MaxTimeNS},
+	"dur":          {0, MaxDurNS},
+	"self_dur":     {0, MaxDurNS},
+	"gpu_busy_dur": {0, MaxDurNS},
+	"rank":         {0, MaxRank - 1},
+	"step":         {0, 1<<31 - 1},
+	"world_size":   {0, MaxRank},
+	"bytes":        {0, 1<<63 - 1},
+}
+
+// CheckBatch verifies a decoded batch of table: the table's columns in
+// order, and every column's contents: string offsets inside their data,
+// dictionary indices inside their dictionary, valid UTF-8, no nulls where
+// the schema has none, one run per batch, and values in the ranges the
+// readers produce (timestamps and durations within MinTimeNS, MaxTimeNS and
+// MaxDurNS, ranks and
+// steps not negative). A batch that fails would fail in DuckDB or in a
+// detector later, or be stored as nonsense; the consumer rejects it.
+func CheckBatch(table string, rec arrow.RecordBatch) error {
+	if err := CheckSchema(table, rec.Schema()); err != nil {
+		return err
+	}
+	want := Tables[table]
+	for i, col := range rec.Columns() {
+		f := want.Field(i)
+		if int64(col.Len()) != rec.NumRows() {
+			return fmt.Errorf("table %s: column %s has %d rows, the batch %d", table, f.Name, col.Len(), rec.NumRows())
+		}
+		if !f.Nullable && col.NullN() > 0 {
+			return fmt.Errorf("table %s: column %s has %d nulls; it has none by definition", table, f.Name, col.NullN())
+		}
+		if err := checkArray(col.Data()); err != nil {
+			return fmt.Errorf("table %s: column %s: %w", table, f.Name, err)
+		}
+		if r, ok := columnRanges[f.Name]; ok {
+			if err := checkRange(col, r); err != nil {
+				return fmt.Errorf("table %s: column %s: %w", table, f.Name, err)
+			}
+		}
+	}
+	if _, err := batchRun(rec); err != nil {
+		return fmt.Errorf("table %s: %w", table, err)
+	}
+	return nil
+}
+
+// checkArray verifies an array's offsets, indices and text on its raw
+// buffers: Arrow panics when it makes an array (or a dictionary's values)
+// from offsets that point past the data, and its own ValidateFull slices a
+// value before it has checked the offset.
+func checkArray(d arrow.ArrayData) error {
+	valid := func(i int) bool {
+		bufs := d.Buffers()
+		if d.NullN() == 0 || len(bufs) == 0 || bufs[0] == nil {
+			return true
+		}
+		return bitutil.BitIsSet(bufs[0].Bytes(), d.Offset()+i)
+	}
+	switch d.DataType().ID() {
+	case arrow.STRING:
+		var chars []byte
+		if bufs := d.Buffers(); len(bufs) > 2 && bufs[2] != nil {
+			chars = bufs[2].Bytes()
+		}
+		offs, err := checkOffsets(d, len(chars))
+		if err != nil {
+			return err
+		}
+		for i := range d.Len() {
+			if valid(i) && !utf8.Valid(chars[offs[i]:offs[i+1]]) {
+				return fmt.Errorf("row %d: invalid UTF-8 %q", i, clip(string(chars[offs[i]:offs[i+1]])))
+			}
+		}
+	case arrow.DICTIONARY:
+		dict := d.Dictionary()
+		if dict == nil {
+			return fmt.Errorf("a dictionary column without its dictionary")
+		}
+		if err := checkArray(dict); err != nil {
+			return fmt.Errorf("dictionary: %w", err)
+		}
+		if d.DataType().(*arrow.DictionaryType).IndexType.ID() != arrow.INT32 || len(d.Buffers()) < 2 || d.Buffers()[1] == nil && d.Len() > 0 {
+			return fmt.Errorf("dictionary indices are not int32")
+		}
+		if d.Len() == 0 {
+			return nil
+		}
+		idx := arrow.Int32Traits.CastFromBytes(d.Buffers()[1].Bytes())
+		if len(idx) < d.Offset()+d.Len() {
+			return fmt.Errorf("%d dictionary indices for %d rows", len(idx)-d.Offset(), d.Len())
+		}
+		n := int32(dict.Len())
+		for i, v := range idx[d.Offset() : d.Offset()+d.Len()] {
+			if valid(i) && (v < 0 || v >= n) {
+				return fmt.Errorf("row %d: dictionary index %d, the dictionary has %d entries", i, v, n)
+			}
+		}
+	case arrow.LIST:
+		if len(d.Children()) != 1 {
+			return fmt.Errorf("a list with %d children", len(d.Children()))
+		}
+		child := d.Children()[0]
+		if _, err := checkOffsets(d, child.Len()); err != nil {
+			return err
+		}
+		return checkArray(child)
+	}
+	return nil
+}
+
+// checkOffsets verifies the int32 offsets of a string or list array:
+// enough of them, starting at or after 0, never decreasing, ending inside
+// the n values they index. It returns them (one more than the rows).
+func checkOffsets(d arrow.ArrayData, n int) ([]int32, error) {
+	rows := d.Len()
+	if rows == 0 {
+		return nil, nil
+	}
+	bufs := d.Buffers()
+	if len(bufs) < 2 || bufs[1] == nil {
+		return nil, fmt.Errorf("%d rows and no offsets", rows)
+	}
+	offs := arrow.Int32Traits.CastFromBytes(bufs[1].Bytes())
+	if len(offs) < d.Offset()+rows+1 {
+		return nil, fmt.Errorf("%d offsets for %d rows", len(offs), rows)
+	}
+	offs = offs[d.Offset() : d.Offset()+rows+1]
+	if offs[0] < 0 {
+		return nil, fmt.Errorf("row 0 starts at %d", offs[0])
+	}
+	for i := 1; i <= rows; i++ {
+		if offs[i] < offs[i-1] {
+			return nil, fmt.Errorf("row %d ends at %d, before it starts (%d)", i-1, offs[i], offs[i-1])
+		}
+	}
+	if int(offs[rows]) > n {
+		return nil, fmt.Errorf("offsets reach %d, past the %d values", offs[rows], n)
+	}
+	return offs, nil
+}
+
+func checkRange(a arrow.Array, r valueRange) error {
+	check := func(i int, v int64) error {
+		if v < r.lo || v > r.hi {
+			return fmt.Errorf("row %d: %d is outside [%d, %d]", i, v, r.lo, r.hi)
+		}
+		return nil
+	}
+	switch a := a.(type) {
+	case *array.Int64:
+		for i, v := range a.Int64Values() {
+			if a.IsValid(i) {
+				if err := check(i, v); err != nil {
+					return err
+				}
+			}
+		}
+	case *array.Int32:
+		for i, v := range a.Int32Values() {
+			if a.IsValid(i) {
+				if err := check(i, int64(v)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// BatchRun is the run every row of rec belongs to ("" when rec has no
+// rows, no run_id column, or rows of several runs: CheckBatch refuses
+// those).
+func BatchRun(rec arrow.RecordBatch) string {
+	run, _ := batchRun(rec)
+	return run
+}
+
+// batchRun is the one run_id every row of rec carries ("" without a
+// run_id column or rows).
+func batchRun(rec arrow.RecordBatch) (string, error) {
+	idx := rec.Schema().FieldIndices("run_id")
+	if len(idx) == 0 || rec.NumRows() == 0 {
+		return "", nil
+	}
+	var values func(i int) string
+	switch col := rec.Column(idx[0]).(type) {
+	case *array.String:
+		values = col.Value
+	case *array.Dictionary:
+		s, ok := col.Dictionary().(*array.String)
+		if !ok {
+			return "", fmt.Errorf("run_id dictionary of type %s", col.Dictionary().DataType())
+		}
+		values = func(i int) string { return s.Value(col.GetValueIndex(i)) }
+	default:
+		return "", fmt.Errorf("run_id of type %s", col.DataType())
+	}
+	run := values(0)
+	if run == "" {
+		return "", fmt.Errorf("row 0: empty run_id")
+	}
+	for i := 1; i < int(rec.NumRows()); i++ {
+		if v := values(i); v != run {
+			return "", fmt.Errorf("row %d: run_id %q in a batch of run %q; a batch belongs to one run", i, clip(v), clip(run))
+		}
+	}
+	return run, nil
+}
+
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}
