@@ -129,7 +129,26 @@ type server struct {
 	lagc     lagCache
 }
 
-func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf func(string, ...any)) (_ *server, err error) {
+// serverOption changes how a server started by startServer keeps time;
+// tests use it to decide when the scheduler looks for due runs.
+type serverOption func(*serverClock)
+
+type serverClock struct {
+	now   func() time.Time
+	ticks <-chan time.Time // nil: a ticker at the scheduler's own period
+}
+
+// withClock makes the scheduler read time from now and look for due runs
+// only when ticks delivers.
+func withClock(now func() time.Time, ticks <-chan time.Time) serverOption {
+	return func(c *serverClock) { c.now, c.ticks = now, ticks }
+}
+
+func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf func(string, ...any), opts ...serverOption) (_ *server, err error) {
+	clock := serverClock{now: time.Now}
+	for _, o := range opts {
+		o(&clock)
+	}
 	ctx, cancel := context.WithCancel(parent)
 	s := &server{cancel: cancel, stats: &ingest.IngestStats{}, started: time.Now()}
 	defer func() {
@@ -167,6 +186,8 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 		return nil, err
 	}
 	s.sched = newScheduler(s.st, &s.mu, set, cfg.Serve, cfg.DuckDB, logf)
+	s.sched.now = clock.now
+	s.sched.pendingWhy = ingest.Backlog{Stream: jstream, Cons: s.cons, Cluster: cfg.Stream.Cluster}.Pending
 	if err := s.sched.recover(ctx); err != nil {
 		return nil, err
 	}
@@ -174,7 +195,13 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 		OnCommit: s.sched.touched, Logf: logf}
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); consumer.Run(ctx) }()
-	go func() { defer s.wg.Done(); s.sched.run(ctx) }()
+	ticks := clock.ticks
+	if ticks == nil {
+		t := time.NewTicker(s.sched.tickEvery())
+		go func() { <-ctx.Done(); t.Stop() }()
+		ticks = t.C
+	}
+	go func() { defer s.wg.Done(); s.sched.run(ctx, ticks) }()
 
 	if cfg.Serve.Flight != "" {
 		addr, stop, err := startFlight(ctx, cfg.Serve.Flight, s.st, logf)

@@ -58,6 +58,8 @@ func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
 	status, code := "ok", http.StatusOK
 	if !s.nc.IsConnected() {
 		status, code = "nats disconnected: "+s.nc.Status().String(), http.StatusServiceUnavailable
+	} else if since, lastErr, failing := s.stats.Failing(); failing && time.Since(since) >= ingestFailingAfter {
+		status, code = fmt.Sprintf("ingest failing for %s: %s", time.Since(since).Round(time.Second), lastErr), http.StatusServiceUnavailable
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
@@ -66,6 +68,10 @@ func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
 		"uptime_s": int64(time.Since(s.started).Seconds()), "batches": s.stats.Messages.Load(),
 	})
 }
+
+// ingestFailingAfter is how long commits may fail without one success
+// before /healthz says so (one failed fetch that a retry mends is normal).
+const ingestFailingAfter = 10 * time.Second
 
 // lagCache asks the server for the consumer's backlog at most once a second.
 type lagCache struct {
@@ -113,6 +119,7 @@ func (s *server) metrics(w http.ResponseWriter, r *http.Request) {
 		{"trainscope_detector_errors_total", "counter", "Detectors that failed inside a pass; the pass went on and its report names them.", float64(s.sched.DetectorErrors.Load())},
 		{"trainscope_detector_last_pass_seconds", "gauge", "Duration of the last detector pass.", float64(s.sched.LastNS.Load()) / 1e9},
 		{"trainscope_detector_pending_runs", "gauge", "Runs with data not yet analyzed.", float64(s.sched.pendingRuns())},
+		{"trainscope_detector_partial_runs", "gauge", "Runs whose latest report is partial (data still on its way); alert rules skip them.", float64(s.sched.partialRuns())},
 	}
 	if pending, acks, err := s.lag(r.Context()); err == nil {
 		ms = append(ms,

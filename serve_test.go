@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -41,7 +42,10 @@ func TestMain(m *testing.M) {
 var sampleRun = []string{"bench/sample/rank-0.sampled.pt.trace.json.gz", "bench/sample/rank-1.sampled.pt.trace.json.gz"}
 
 // serve, publish and the HTTP endpoints together, in process: the report
-// served for a run equals the one analyze prints for the same traces.
+// served for a run equals the one analyze prints for the same traces. The
+// scheduler's clock is the test's: the run is analysed once, after all of
+// it has been stored, however slow the machine (under load the quiet
+// timer used to fire between two files and the run was analysed twice).
 func TestServePublishReport(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -52,8 +56,8 @@ func TestServePublishReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Serve.DataDir, cfg.Serve.HTTP, cfg.Serve.Flight = dir, "127.0.0.1:0", ""
-	cfg.Serve.Quiet = 200 * time.Millisecond
-	srv, err := startServer(ctx, cfg, mustSet(t), t.Logf)
+	clk := newTestClock()
+	srv, err := startServer(ctx, cfg, mustSet(t), t.Logf, withClock(clk.Now, clk.ticks))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,11 +83,21 @@ func TestServePublishReport(t *testing.T) {
 	if code := run(ctx, append([]string{"publish", "--run", "live", "--host", "node-1", "-q", "--nats-url", srv.natsURL}, files...), &out, &errOut); code != 0 {
 		t.Fatalf("publish exit %d: %s", code, errOut.String())
 	}
-	if !regexp.MustCompile(`published run live: \d files, \d+ rows in \d+ messages`).MatchString(out.String()) {
+	m := regexp.MustCompile(`published run live: \d files, \d+ rows in (\d+) messages`).FindStringSubmatch(out.String())
+	if m == nil {
 		t.Fatalf("publish said %q", out.String())
 	}
+	sent, _ := strconv.Atoi(m[1])
+	waitFor(t, "every published message stored", func() bool { return srv.stats.Messages.Load() == int64(sent) })
+	if srv.sched.Passes.Load() != 0 {
+		t.Fatalf("analysed before the test's clock said the run was quiet")
+	}
+	clk.Advance(cfg.Serve.Quiet)
 	base := "http://" + srv.httpAddr
-	got := waitGet(t, base+"/runs/live/report", 20*time.Second)
+	// ticks until the consumer's acknowledgements have reached the server
+	// (the run is final once its last message is below the ack floor)
+	waitFor(t, "a report", func() bool { clk.Tick(); return srv.sched.report("live") != nil })
+	got := get(t, base+"/runs/live/report")
 
 	out.Reset()
 	if code := run(ctx, append([]string{"analyze", "-q", "--run", "live", "--host", "node-1"}, files...), &out, &errOut); code != 0 {
@@ -107,7 +121,8 @@ func TestServePublishReport(t *testing.T) {
 		t.Errorf("served report has no config audit findings")
 	}
 	metrics := get(t, base+"/metrics")
-	for _, want := range []string{"trainscope_detector_runs_total 1", "trainscope_ingest_rejected_total 0", "trainscope_ingest_lag_messages 0"} {
+	for _, want := range []string{"trainscope_detector_runs_total 1", "trainscope_detector_errors_total 0", "trainscope_detector_partial_runs 0",
+		"trainscope_ingest_rejected_total 0", "trainscope_ingest_lag_messages 0"} {
 		if !strings.Contains(metrics, want+"\n") {
 			t.Errorf("/metrics lacks %q:\n%s", want, metrics)
 		}
@@ -117,6 +132,51 @@ func TestServePublishReport(t *testing.T) {
 	}
 	if r, err := http.Get(base + "/runs/nope/report"); err != nil || r.StatusCode != 404 {
 		t.Errorf("/runs/nope/report: %v %v", r.StatusCode, err)
+	}
+}
+
+// testClock is the serve scheduler's clock in tests: time moves when the
+// test says, and the scheduler looks for due runs when the test ticks.
+type testClock struct {
+	mu    sync.Mutex
+	t     time.Time
+	ticks chan time.Time
+}
+
+func newTestClock() *testClock {
+	return &testClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), ticks: make(chan time.Time)}
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// Tick makes the scheduler look for due runs, and returns once that look
+// (and any pass it started) is over: the scheduler takes a tick only
+// between looks, so the second send waits for the first look to end.
+func (c *testClock) Tick() {
+	c.ticks <- c.Now()
+	c.ticks <- c.Now()
+}
+
+// waitFor polls cond until it holds: it waits for an event, with a bound
+// (a minute) that only a broken server reaches.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited a minute for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -26,6 +26,14 @@ func (r *Report) WriteJSON(w io.Writer) error {
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString("# trainscope report\n\n")
+	if st := r.Status; st != nil {
+		if st.Partial {
+			fmt.Fprintf(&b, "> **Partial report**: %s. It will be replaced once the rest has arrived; alerts on this run wait until then.\n\n", strings.Join(st.Reasons, "; "))
+		}
+		if len(st.Missing) > 0 {
+			fmt.Fprintf(&b, "> **Incomplete data**: %s. The report covers the rest.\n\n", strings.Join(st.Missing, "; "))
+		}
+	}
 	b.WriteString("## Summary\n\n")
 	for _, run := range r.Runs {
 		fmt.Fprintf(&b, "Run `%s`: %d rank(s) %s", run.RunID, len(run.Ranks), rankList(run.Ranks))
@@ -159,7 +167,7 @@ func rankList(ranks []int) string {
 	if len(ranks) == 0 {
 		return ""
 	}
-	return "(" + rankRanges(ranks) + ")"
+	return "(" + RankRanges(ranks) + ")"
 }
 
 const maxCell = 80
@@ -338,7 +346,7 @@ func writeGroup(b *strings.Builder, detector, severity string, all []Finding) {
 	sort.Float64s(vals)
 	fmt.Fprintf(b, "#### [%s] %s — %d findings", strings.ToUpper(severity), detector, len(fs))
 	if len(ranks) > 0 {
-		fmt.Fprintf(b, " on %d ranks (%s)", len(ranks), rankRanges(ranks))
+		fmt.Fprintf(b, " on %d ranks (%s)", len(ranks), RankRanges(ranks))
 	}
 	b.WriteString("\n\n")
 	if len(vals) > 0 {
@@ -369,8 +377,8 @@ func writeGroup(b *strings.Builder, detector, severity string, all []Finding) {
 	b.WriteString("\n")
 }
 
-// rankRanges writes sorted ranks compactly: 0-7, 12, 14-15.
-func rankRanges(ranks []int) string {
+// RankRanges writes sorted ranks compactly: 0-7, 12, 14-15.
+func RankRanges(ranks []int) string {
 	var parts []string
 	for i := 0; i < len(ranks); {
 		j := i
@@ -437,7 +445,7 @@ func compactBecause(items []string) string {
 			parts = append(parts, fmt.Sprintf("%s (rank %d)", k, rs[0]))
 		default:
 			sort.Ints(rs)
-			parts = append(parts, fmt.Sprintf("%s (ranks %s)", k, rankRanges(rs)))
+			parts = append(parts, fmt.Sprintf("%s (ranks %s)", k, RankRanges(rs)))
 		}
 	}
 	return strings.Join(parts, ", ")

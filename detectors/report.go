@@ -24,6 +24,21 @@ type Report struct {
 	// Failed lists the detectors whose query failed: their results are
 	// missing from this report, the rest is complete.
 	Failed []DetectorFailure `json:"detector_failures,omitempty"`
+	// Status is set on a report of a run served live whose data is not
+	// all in: a partial report (more will come) or an incomplete one
+	// (some batches were rejected and never will). Nil on a final report.
+	Status *RunStatus `json:"status,omitempty"`
+}
+
+// RunStatus says why a report does not cover all of a run's data.
+type RunStatus struct {
+	// Partial: the run has data on its way (messages not yet stored,
+	// ranks not yet complete). The report will be replaced once it has
+	// arrived; alerts hold off until then.
+	Partial bool     `json:"partial"`
+	Reasons []string `json:"reasons,omitempty"`
+	// Missing are data that will never arrive (rejected batches).
+	Missing []string `json:"missing,omitempty"`
 }
 
 // DetectorFailure is a detector that could not run, and why.

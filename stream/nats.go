@@ -287,3 +287,11 @@ func CheckSubject(subject, run, table string) error {
 	}
 	return nil
 }
+
+// RunSubjects is the subject filter of every batch of run.
+func RunSubjects(cluster, run string) string {
+	return "trainscope." + token(cluster) + "." + token(run) + ".>"
+}
+
+// RunToken is the run's token in its subjects.
+func RunToken(run string) string { return token(run) }

@@ -39,5 +39,18 @@ CREATE TABLE IF NOT EXISTS analyses (
     step_hi     INTEGER,
     ranks       INTEGER NOT NULL,
     findings    INTEGER NOT NULL,
-    took_ms     DOUBLE NOT NULL
+    took_ms     DOUBLE NOT NULL,
+    partial     BOOLEAN DEFAULT false, -- made while some of the run's data was on its way
+    status      VARCHAR                -- why it was partial, and what was rejected
 );
+ALTER TABLE analyses ADD COLUMN IF NOT EXISTS partial BOOLEAN DEFAULT false;
+ALTER TABLE analyses ADD COLUMN IF NOT EXISTS status VARCHAR;
+
+-- The latest pass over each run. Alert rules read only runs whose latest
+-- report is final (NOT partial): a report on partial data raises nothing.
+CREATE OR REPLACE VIEW run_status AS
+SELECT run_id, max(analyzed_ns) AS analyzed_ns,
+       arg_max(coalesce(partial, false), analyzed_ns) AS partial,
+       arg_max(status, analyzed_ns) AS status,
+       arg_max(findings, analyzed_ns) AS findings
+FROM analyses GROUP BY run_id;

@@ -57,7 +57,7 @@ func load(ctx context.Context, st *duck.Store, files []string) error {
 	if _, err := set.Run(ctx, st); err != nil {
 		return fmt.Errorf("detectors: %w", err)
 	}
-	return st.Exec(ctx, `INSERT INTO analyses
+	return st.Exec(ctx, `INSERT INTO analyses (run_id, analyzed_ns, step_lo, step_hi, ranks, findings, took_ms)
 		SELECT ?, ?, NULL, NULL, (SELECT count(*) FROM ranks WHERE run_id = ?), (SELECT count(*) FROM findings WHERE run_id = ?), ?`,
 		RunID, time.Now().UnixNano(), RunID, RunID, float64(time.Since(t0).Milliseconds()))
 }

@@ -1,0 +1,44 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trainscope/trainscope/stream"
+)
+
+// Backlog tells whether the stream still holds messages of a run that the
+// ingest consumer has not settled: delivered but not yet committed (a
+// redelivery after a crash comes only after the consumer's ack wait), or
+// not yet delivered at all. A report on such a run is on partial data.
+type Backlog struct {
+	Stream  jetstream.Stream
+	Cons    jetstream.Consumer
+	Cluster string // the stream's cluster token (stream.StreamConfig.Cluster)
+}
+
+// Pending says why run is not yet complete in the store, or "" when every
+// message the stream holds for it is settled: the run's last message is at
+// or below the consumer's ack floor, so each of its messages was committed
+// (or rejected and recorded).
+func (b Backlog) Pending(ctx context.Context, run string) (string, error) {
+	last, err := b.Stream.GetLastMsgForSubject(ctx, stream.RunSubjects(b.Cluster, run))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("last message of run %s: %w", run, err)
+	}
+	info, err := b.Cons.Info(ctx)
+	if err != nil {
+		return "", fmt.Errorf("consumer: %w", err)
+	}
+	if floor := info.AckFloor.Stream; floor < last.Sequence {
+		return fmt.Sprintf("the stream holds messages of this run up to sequence %d that are not yet stored (the ingestor has settled everything up to %d; %d delivered and awaiting commit, %d not yet delivered)",
+			last.Sequence, floor, info.NumAckPending, info.NumPending), nil
+	}
+	return "", nil
+}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trainscope/trainscope/ingest"
+	"github.com/trainscope/trainscope/sql/duck"
+	"github.com/trainscope/trainscope/stream"
+)
+
+// After a crash, batches an ingestor had fetched but not committed come
+// back only after ack_wait, while the quiet timer has long passed. The
+// run is not final until they are stored: the scheduler waits, up to
+// serve.timeout, then serves a report marked partial (recorded as partial,
+// so alert rules skip it), and analyses the run again once the rest is in.
+// It used to serve 22 of 41 findings as if that were the run.
+func TestServePartialReportWhileRedeliveryPending(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	nats, err := stream.StartEmbedded(t.TempDir(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nats.Stop()
+	cfg, err := loadConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.NATS.URL = nats.URL()
+	cfg.Serve.DataDir, cfg.Serve.HTTP, cfg.Serve.Flight = t.TempDir(), "127.0.0.1:0", ""
+	cfg.Ingest.AckWait = 2 * time.Second
+
+	// the run is published before any ingestor runs
+	var out, errOut bytes.Buffer
+	if code := run(ctx, append([]string{"publish", "--run", "crash", "--host", "node-1", "-q", "--nats-url", nats.URL()}, sampleRun...), &out, &errOut); code != 0 {
+		t.Fatalf("publish exit %d: %s", code, errOut.String())
+	}
+	m := regexp.MustCompile(`in (\d+) messages`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("publish said %q", out.String())
+	}
+	sent, _ := strconv.Atoi(m[1])
+
+	// an ingestor fetched the first messages and died before committing them
+	nc, err := stream.Connect(cfg.NATS, "crashed-ingestor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	jstream, err := stream.EnsureStream(ctx, js, cfg.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := ingest.NewConsumer(ctx, jstream, cfg.Ingest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const held = 5
+	batch, err := cons.Fetch(held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for range batch.Messages() {
+		got++
+	}
+	nc.Close()
+	if got != held {
+		t.Fatalf("fetched %d messages, want %d", got, held)
+	}
+
+	clk := newTestClock()
+	srv, err := startServer(ctx, cfg, mustSet(t), t.Logf, withClock(clk.Now, clk.ticks))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.stop()
+	waitFor(t, "the messages nobody held to be stored", func() bool { return srv.stats.Messages.Load() == int64(sent-held) })
+
+	// quiet, but 5 messages of the run are on their way: no report yet
+	clk.Advance(cfg.Serve.Quiet)
+	clk.Tick()
+	if srv.sched.report("crash") != nil || srv.sched.Passes.Load() != 0 {
+		t.Fatalf("analysed while %d of its messages were waiting for redelivery", held)
+	}
+	// past serve.timeout: a report, marked partial
+	clk.Advance(cfg.Serve.Timeout)
+	clk.Tick()
+	rr := srv.sched.report("crash")
+	if rr == nil || !rr.Partial || rr.Status == nil {
+		t.Fatalf("after the timeout: report %+v, want a partial one", rr)
+	}
+	if md := string(rr.md); !strings.HasPrefix(md, "# trainscope report\n\n> **Partial report**: the stream holds messages of this run up to sequence") {
+		t.Errorf("the partial report does not say so first:\n%s", head(md, 5))
+	}
+	var partial bool
+	if err := srv.st.Conn().QueryRowContext(ctx, "SELECT partial FROM run_status WHERE run_id = 'crash'").Scan(&partial); err != nil || !partial {
+		t.Errorf("run_status.partial = %v (%v), want true: alert rules read it", partial, err)
+	}
+	metrics := get(t, "http://"+srv.httpAddr+"/metrics")
+	if !strings.Contains(metrics, "trainscope_detector_partial_runs 1\n") {
+		t.Errorf("/metrics does not count the partial run")
+	}
+
+	// the held messages come back after ack_wait; the run is analysed again
+	waitFor(t, "the redelivered messages to be stored", func() bool { return srv.stats.Messages.Load() == int64(sent) })
+	clk.Advance(cfg.Serve.Quiet)
+	waitFor(t, "a final report", func() bool {
+		clk.Tick()
+		r := srv.sched.report("crash")
+		return r != nil && !r.Partial
+	})
+	out.Reset()
+	if code := run(ctx, append([]string{"analyze", "-q", "--run", "crash", "--host", "node-1"}, sampleRun...), &out, &errOut); code != 0 {
+		t.Fatalf("analyze exit %d: %s", code, errOut.String())
+	}
+	if final := string(srv.sched.report("crash").md); final != out.String() {
+		t.Errorf("the final report differs from analyze's:\n%s", head(final, 12))
+	}
+	if err := srv.st.Conn().QueryRowContext(ctx, "SELECT partial FROM run_status WHERE run_id = 'crash'").Scan(&partial); err != nil || partial {
+		t.Errorf("run_status.partial = %v (%v) after the final pass", partial, err)
+	}
+	if n := srv.sched.Passes.Load(); n != 2 {
+		t.Errorf("%d passes, want 2 (partial, final)", n)
+	}
+}
+
+// A rank with rows but no ranks row (its trace's last batch has not come)
+// makes a report partial; rejected batches make it incomplete, and say so.
+func TestRunStatus(t *testing.T) {
+	ctx := context.Background()
+	st, err := duck.Open(ctx, "", duck.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := ingest.Load(ctx, st, sampleRun, ingest.Options{RunID: "s", Rank: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := runStatus(ctx, st, "", nil); err != nil || s != nil {
+		t.Fatalf("a complete run: status %+v, %v; want none", s, err)
+	}
+	if err := st.Exec(ctx, "DELETE FROM ranks WHERE rank = 1"); err != nil {
+		t.Fatal(err)
+	}
+	s, err := runStatus(ctx, st, "", nil)
+	if err != nil || s == nil || !s.Partial || len(s.Reasons) != 1 || !strings.Contains(s.Reasons[0], "rank(s) 1 have rows") {
+		t.Fatalf("rank 1 without its ranks row: %+v, %v", s, err)
+	}
+	if err := st.Exec(ctx, `INSERT INTO rejected_batches (stream_seq, subject, msg_id, headers, bytes, reason, rejected_ns, run_token)
+		VALUES (9, 'trainscope.default.s.h.ranks', 'x', '', 10, 'undecodable batch: no columns', 1, 's'),
+		       (10, 'trainscope.default.other.h.ranks', 'y', '', 10, 'elsewhere', 2, 'other')`); err != nil {
+		t.Fatal(err)
+	}
+	missing, err := rejectedOf(ctx, st, "s")
+	if err != nil || len(missing) != 1 || !strings.HasPrefix(missing[0], "1 batch(es) of this run were rejected") || !strings.Contains(missing[0], "no columns") {
+		t.Fatalf("rejected: %q, %v", missing, err)
+	}
+}
