@@ -128,6 +128,9 @@ func Send(ctx context.Context, sink Sink, path string, bs []Batch, warn func(str
 		if b.Rec.NumRows() == 0 {
 			continue
 		}
+		if err := stream.CheckRanges(b.Table, b.Rec); err != nil {
+			return &InputError{fmt.Errorf("%s: %w", path, err)}
+		}
 		rec, repairs := stream.RepairText(b.Rec)
 		for _, r := range repairs {
 			if warn != nil {

@@ -66,14 +66,28 @@ func CheckBatch(table string, rec arrow.RecordBatch) error {
 		if err := checkArray(col.Data()); err != nil {
 			return fmt.Errorf("table %s: column %s: %w", table, f.Name, err)
 		}
-		if r, ok := columnRanges[f.Name]; ok {
-			if err := checkRange(col, r); err != nil {
-				return fmt.Errorf("table %s: column %s: %w", table, f.Name, err)
-			}
-		}
+	}
+	if err := CheckRanges(table, rec); err != nil {
+		return err
 	}
 	if _, err := batchRun(rec); err != nil {
 		return fmt.Errorf("table %s: %w", table, err)
+	}
+	return nil
+}
+
+// CheckRanges verifies only that rec's values are in the ranges trainscope
+// stores (times, durations, ranks, steps): what a reader checks before it
+// hands a batch on, so that a value no detector can compute with is an
+// error naming the file rather than an overflow later.
+func CheckRanges(table string, rec arrow.RecordBatch) error {
+	for i, col := range rec.Columns() {
+		name := rec.ColumnName(i)
+		if r, ok := columnRanges[name]; ok {
+			if err := checkRange(col, r); err != nil {
+				return fmt.Errorf("table %s: column %s: %w", table, name, err)
+			}
+		}
 	}
 	return nil
 }
