@@ -34,7 +34,9 @@ var columnRanges = map[string]valueRange{
 	"launch_ts":    {MinTimeNS, MaxTimeNS},
 	"base_time_ns": {MinTimeNS, MaxTimeNS},
 	"dur":          {0, MaxDurNS},
-	"self_dur":     {0, MaxDurNS},
+	// a slice's duration less its children's: below zero where a trace's
+	// children overlap each other or outlast their parent (real traces do)
+	"self_dur":     {-MaxDurNS, MaxDurNS},
 	"gpu_busy_dur": {0, MaxDurNS},
 	"rank":         {0, MaxRank - 1},
 	"step":         {0, 1<<31 - 1},
