@@ -133,8 +133,14 @@ func Send(ctx context.Context, sink Sink, path string, bs []Batch, warn func(str
 		}
 		rec, repairs := stream.RepairText(b.Rec)
 		for _, r := range repairs {
-			if warn != nil {
-				warn(fmt.Sprintf("%s: %d %s.%s value(s) were not valid UTF-8; bad bytes replaced by U+FFFD (first: %q)", path, r.Values, b.Table, r.Column, r.First))
+			if warn == nil {
+				break
+			}
+			if r.Invalid > 0 {
+				warn(fmt.Sprintf("%s: %d %s.%s value(s) were not valid UTF-8; bad bytes replaced by U+FFFD (first: %q)", path, r.Invalid, b.Table, r.Column, r.First))
+			}
+			if r.Cut > 0 {
+				warn(fmt.Sprintf("%s: %d %s.%s value(s) were longer than %d KiB and were cut to it", path, r.Cut, b.Table, r.Column, stream.MaxTextBytes>>10))
 			}
 		}
 		err := sink.Insert(ctx, b.Table, rec)

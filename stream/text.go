@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"fmt"
 	"strings"
 	"unicode/utf8"
 
@@ -9,34 +10,41 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// TextRepair counts the values of one column whose invalid UTF-8 was
-// replaced, with the first of them as it became.
+// MaxTextBytes bounds one string value of any column: a longer one is cut
+// (readers cut names sooner; this is the bound for everything else).
+const MaxTextBytes = 1 << 20
+
+// TextRepair counts the values of one column that were repaired: invalid
+// UTF-8 replaced by U+FFFD, or cut to MaxTextBytes; First is the first of
+// them as it became (clipped).
 type TextRepair struct {
-	Column string
-	Values int
-	First  string
+	Column       string
+	Invalid, Cut int
+	First        string
 }
 
 // RepairText returns rec with every string that is not valid UTF-8 (in
 // plain, dictionary and list-of-string columns) made valid by replacing
-// each bad byte sequence with U+FFFD, and what it replaced. DuckDB refuses
-// invalid UTF-8, so a batch holding it can never be stored; traces are
-// written by C++ profilers that copy names byte for byte, so it happens.
+// each bad byte sequence with U+FFFD, every string longer than
+// MaxTextBytes cut, and what it changed. DuckDB refuses invalid UTF-8, so a
+// batch holding it can never be stored; traces are written by C++
+// profilers that copy names byte for byte, so it happens.
 // When nothing needs repair rec itself is returned (retained): the caller
 // releases the result either way.
 func RepairText(rec arrow.RecordBatch) (arrow.RecordBatch, []TextRepair) {
 	var repairs []TextRepair
 	var cols []arrow.Array
 	for i, col := range rec.Columns() {
-		fixed, n, first := repairArray(col)
-		if n == 0 {
+		fixed, r := repairArray(col)
+		if fixed == nil {
 			continue
 		}
 		if cols == nil {
 			cols = make([]arrow.Array, rec.NumCols())
 		}
 		cols[i] = fixed
-		repairs = append(repairs, TextRepair{Column: rec.ColumnName(i), Values: n, First: clip(first)})
+		r.Column, r.First = rec.ColumnName(i), clip(r.First)
+		repairs = append(repairs, r)
 	}
 	if cols == nil {
 		rec.Retain()
@@ -51,22 +59,31 @@ func RepairText(rec arrow.RecordBatch) (arrow.RecordBatch, []TextRepair) {
 	return newRecord(rec.Schema(), cols, int(rec.NumRows())), repairs
 }
 
-// repairArray returns a repaired copy of a (nil when nothing is wrong),
-// how many values it changed and the first of them.
-func repairArray(a arrow.Array) (arrow.Array, int, string) {
+// repairArray returns a repaired copy of a (nil when nothing is wrong)
+// and what it changed.
+func repairArray(a arrow.Array) (arrow.Array, TextRepair) {
+	var r TextRepair
 	switch a := a.(type) {
 	case *array.String:
-		n, first := 0, ""
 		for i := range a.Len() {
-			if a.IsValid(i) && !utf8.ValidString(a.Value(i)) {
-				if n == 0 {
-					first = strings.ToValidUTF8(a.Value(i), "\uFFFD")
+			if a.IsNull(i) {
+				continue
+			}
+			v := a.Value(i)
+			bad, long := !utf8.ValidString(v), len(v) > MaxTextBytes
+			if bad || long {
+				if r.Invalid+r.Cut == 0 {
+					r.First = fixText(v)
 				}
-				n++
+				if bad {
+					r.Invalid++
+				} else {
+					r.Cut++
+				}
 			}
 		}
-		if n == 0 {
-			return nil, 0, ""
+		if r.Invalid+r.Cut == 0 {
+			return nil, r
 		}
 		b := array.NewStringBuilder(memory.DefaultAllocator)
 		defer b.Release()
@@ -75,27 +92,40 @@ func repairArray(a arrow.Array) (arrow.Array, int, string) {
 			if a.IsNull(i) {
 				b.AppendNull()
 			} else {
-				b.Append(strings.ToValidUTF8(a.Value(i), "\uFFFD"))
+				b.Append(fixText(a.Value(i)))
 			}
 		}
-		return b.NewArray(), n, first
+		return b.NewArray(), r
 	case *array.Dictionary:
-		dict, n, first := repairArray(a.Dictionary())
-		if n == 0 {
-			return nil, 0, ""
+		dict, r := repairArray(a.Dictionary())
+		if dict == nil {
+			return nil, r
 		}
 		defer dict.Release()
-		return array.NewDictionaryArray(a.DataType(), a.Indices(), dict), n, first
+		return array.NewDictionaryArray(a.DataType(), a.Indices(), dict), r
 	case *array.List:
-		values, n, first := repairArray(a.ListValues())
-		if n == 0 {
-			return nil, 0, ""
+		values, r := repairArray(a.ListValues())
+		if values == nil {
+			return nil, r
 		}
 		defer values.Release()
 		d := a.Data()
 		data := array.NewData(d.DataType(), d.Len(), d.Buffers(), []arrow.ArrayData{values.Data()}, d.NullN(), d.Offset())
 		defer data.Release()
-		return array.MakeFromData(data), n, first
+		return array.MakeFromData(data), r
 	}
-	return nil, 0, ""
+	return nil, r
+}
+
+// fixText makes v valid UTF-8 and at most MaxTextBytes long.
+func fixText(v string) string {
+	v = strings.ToValidUTF8(v, "\uFFFD")
+	if len(v) <= MaxTextBytes {
+		return v
+	}
+	cut := MaxTextBytes
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return v[:cut] + fmt.Sprintf("…[%d more bytes cut]", len(v)-cut)
 }

@@ -19,6 +19,11 @@ type Stream struct {
 	ReadErr error
 }
 
+// MaxUnitBytes bounds one unit (one trace event, one top-level value): the
+// window grows to hold the largest, so this bounds the reader's memory.
+// A variable so that tests can lower it.
+var MaxUnitBytes = 512 << 20
+
 // Error is bad input at a stream offset.
 type Error struct {
 	Offset    int64
@@ -50,6 +55,11 @@ func (s *Stream) Run(unit func(c *Cursor) (done bool)) error {
 		}
 		if done {
 			return s.trailing()
+		}
+		if s.pos == 0 && s.end == len(s.buf) && len(s.buf) >= MaxUnitBytes {
+			// one unit fills the largest window: refuse it rather than
+			// grow without bound on what a file claims
+			return &Error{Offset: s.base, Msg: fmt.Sprintf("a single JSON value (an event, or a top-level value) longer than %d MiB; trainscope reads at most that", MaxUnitBytes>>20)}
 		}
 		more, rerr := s.refill()
 		if rerr != nil {

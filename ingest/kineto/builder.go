@@ -1,14 +1,14 @@
 package kineto
 
 import (
-	"github.com/trainscope/trainscope/ingest/jsonscan"
-
 	"bytes"
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/trainscope/trainscope/gpu"
+	"github.com/trainscope/trainscope/ingest/jsonscan"
 	"github.com/trainscope/trainscope/stream"
 )
 
@@ -40,7 +40,14 @@ type builder struct {
 	at        int64 // where the event being committed ends
 	badText   int   // distinct names that were not valid UTF-8
 	badTextAt int64 // where the first of them is
+
+	longNames   int   // distinct names cut to MaxNameBytes
+	longNamesAt int64 // where the first of them is
 }
+
+// MaxNameBytes bounds a name or category (the longest real kernel names,
+// C++ templates, run to a few KiB); a longer one is cut, with a warning.
+const MaxNameBytes = 64 << 10
 
 type span struct{ start, end int64 }
 
@@ -124,20 +131,50 @@ func (b *builder) intern(raw []byte) int32 {
 	if id, ok := b.raw[string(raw)]; ok {
 		return id
 	}
-	s := string(raw)
+	if len(raw) > MaxNameBytes {
+		// every table, report and dashboard row would carry it whole; cut
+		// it before copying it (and leave it out of the cache)
+		if b.longNames == 0 {
+			b.longNamesAt = b.at
+		}
+		b.longNames++
+		return b.str.ID(b.text(raw[:cutAt(raw, MaxNameBytes)]) + fmt.Sprintf("…[%d more bytes cut]", len(raw)-cutAt(raw, MaxNameBytes)))
+	}
+	id := b.str.ID(b.text(raw))
+	b.raw[string(raw)] = id
+	return id
+}
+
+// text decodes a raw JSON string body into valid UTF-8.
+func (b *builder) text(raw []byte) string {
 	if bytes.IndexByte(raw, '\\') >= 0 {
-		s = jsonscan.Unescape(raw) // replaces invalid UTF-8 itself
-	} else if !utf8.Valid(raw) {
+		return jsonscan.Unescape(raw) // replaces invalid UTF-8 itself
+	}
+	if !utf8.Valid(raw) {
 		// profilers copy C++ names byte for byte; DuckDB stores UTF-8 only
-		s = strings.ToValidUTF8(s, "\uFFFD")
 		if b.badText == 0 {
 			b.badTextAt = b.at
 		}
 		b.badText++
+		return strings.ToValidUTF8(string(raw), "\uFFFD")
 	}
-	id := b.str.ID(s)
-	b.raw[string(raw)] = id
-	return id
+	return string(raw)
+}
+
+// cutAt is where to cut b to at most n bytes without splitting a UTF-8
+// sequence or a JSON escape.
+func cutAt(b []byte, n int) int {
+	if len(b) <= n {
+		return len(b)
+	}
+	for n > 0 && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	// back off over a dangling escape: \ followed by fewer than its bytes
+	if i := bytes.LastIndexByte(b[:n], '\\'); i >= 0 && n-i <= 6 {
+		n = i
+	}
+	return n
 }
 
 func (b *builder) nameInfo(id int32, kind string) nameInfo {

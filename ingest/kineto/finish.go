@@ -11,6 +11,9 @@ import (
 // base, steps, launches and the step of every slice.
 func (b *builder) finish(opt Options) error {
 	t := b.t
+	if b.longNames > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("%d distinct name(s) were longer than %d KiB and were cut to it (the first in the event ending at byte %d)", b.longNames, MaxNameBytes>>10, b.longNamesAt))
+	}
 	if b.badText > 0 {
 		t.Notes = append(t.Notes, fmt.Sprintf("%d distinct name(s) were not valid UTF-8; bad bytes replaced by U+FFFD (the first in the event ending at byte %d)", b.badText, b.badTextAt))
 	}
