@@ -19,6 +19,7 @@ import (
 	"github.com/trainscope/trainscope/gpu"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
+	"github.com/trainscope/trainscope/stream"
 )
 
 const analyzeHelp = `Usage: trainscope analyze DIR_OR_FILES... [flags]
@@ -107,6 +108,11 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	if f.gpu != "" {
 		if _, ok := gpu.Lookup(f.gpu); !ok {
 			return &usageError{fmt.Sprintf("analyze: --gpu %q is not in the GPU catalog (known: %s)", f.gpu, strings.Join(gpu.Keys(), ", "))}
+		}
+	}
+	if f.run != "" {
+		if err := stream.CheckRunID(f.run); err != nil {
+			return &usageError{"analyze: --run: " + err.Error()}
 		}
 	}
 	window, err := parseSteps(f.steps)

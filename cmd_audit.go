@@ -90,7 +90,10 @@ func runAudit(ctx context.Context, args []string, out, errOut io.Writer) error {
 			popt.SearchRoot = ingest.ModelSearchRoot(path)
 		}
 		sc, perr := script.ParseFile(path, popt)
-		if perr != nil && len(sc.Flags) == 0 {
+		if perr == nil && !sc.IsLaunchScript() && len(sc.Problems) > 0 {
+			perr = sc.Problems[len(sc.Problems)-1] // what the file is instead
+		}
+		if perr != nil && !sc.IsLaunchScript() {
 			// Unreadable or not a shell script: nothing to judge; it
 			// still gets a report naming its problem.
 			failures = append(failures, perr.Error())

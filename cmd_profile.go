@@ -92,7 +92,7 @@ func runProfile(ctx context.Context, args []string, out, errOut io.Writer) error
 		if !*quiet {
 			progress = errOut
 		}
-		if _, err := ingest.Load(ctx, st, []string{*tracePath}, ingest.Options{RunID: runID, Host: *host, Rank: int(r), Progress: progress, Warn: warnTo(errOut)}); err != nil {
+		if _, err := ingest.Load(ctx, st, []string{*tracePath}, ingest.Options{RunID: runID, Host: *host, Rank: int(r), Progress: progress, Warn: warnTo(errOut), TracesOnly: true}); err != nil {
 			if ingest.IsInputError(err) {
 				return &inputError{err}
 			}

@@ -56,6 +56,9 @@ func (n *natsFlags) connect(ctx context.Context, cmd string) (*Config, *nats.Con
 	if n.run == "" {
 		return nil, nil, &usageError{cmd + ": --run ID is required: every batch belongs to a run"}
 	}
+	if err := stream.CheckRunID(n.run); err != nil {
+		return nil, nil, &usageError{cmd + ": --run: " + err.Error()}
+	}
 	if n.host == "" {
 		n.host, _ = os.Hostname()
 	}

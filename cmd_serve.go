@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,9 +37,20 @@ and nats.password, nats.nkey, or nats.creds, TLS from nats.tls.*.
 Send it data with 'trainscope publish' or 'trainscope agent'; query it with
 'trainscope sql --server ADDR' or any Flight SQL client.
 
+Security: by default every port listens on 127.0.0.1 only. To listen on a
+network, give clients credentials to prove: nats.server.user/password or
+nats.server.nkeys for the embedded NATS (publishers may then only publish),
+serve.auth.token_file (a bearer token) and serve.tls.cert/key (with
+serve.tls.client_ca for client certificates) for Flight SQL and HTTP.
+serve refuses to listen beyond loopback without them unless --insecure.
+Each Flight SQL query is bounded by serve.query.timeout (1m),
+serve.query.max_rows (1,000,000) and the database's memory limit
+(serve.query.memory_limit, default a quarter of RAM).
+
 Examples:
   trainscope serve
-  trainscope serve --data-dir /var/lib/trainscope --http :7070 --flight :7071
+  trainscope serve --data-dir /var/lib/trainscope --http :7070 --flight :7071 \
+      --config /etc/trainscope/serve.yaml    # with serve.auth.token_file and nats.server.user
   TRAINSCOPE_NATS_URL=nats://nats.internal:4222 trainscope serve
 
 Flags:
@@ -53,6 +65,7 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) error {
 	natsURL := fs.String("nats-url", "", "use this NATS cluster instead of the embedded server")
 	natsListen := fs.String("nats-listen", "", "embedded NATS client address (default "+stream.DefaultNATS.Listen+")")
 	quiet := fs.Duration("quiet", 0, "analyze a run once it has received nothing this long (default 2s)")
+	insecure := fs.Bool("insecure", false, "listen beyond loopback without authentication (serve.insecure): anyone who reaches the ports may publish and read")
 	if err := parseFlags(fs, args, out); err != nil {
 		return err
 	}
@@ -70,6 +83,9 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) error {
 		cfg.Serve.Flight = ""
 	}
 	override(&cfg.NATS.URL, *natsURL)
+	if *insecure {
+		cfg.Serve.Insecure = true
+	}
 	override(&cfg.NATS.Listen, *natsListen)
 	if *quiet > 0 {
 		cfg.Serve.Quiet = *quiet
@@ -127,6 +143,7 @@ type server struct {
 	flight   func() error
 	started  time.Time
 	lagc     lagCache
+	durable  string
 }
 
 // serverOption changes how a server started by startServer keeps time;
@@ -156,18 +173,28 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 			s.stop()
 		}
 	}()
+	sec, err := loadServeSecurity(cfg.Serve)
+	if err != nil {
+		return nil, &inputError{err}
+	}
+	if err := checkListeners(cfg, sec); err != nil {
+		return nil, &usageError{"serve: " + err.Error()}
+	}
 	if err := os.MkdirAll(cfg.Serve.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	if cfg.NATS.URL == "" {
-		s.embedded, err = stream.StartEmbedded(filepath.Join(cfg.Serve.DataDir, "jetstream"), cfg.NATS.Listen)
+		s.embedded, err = stream.StartEmbeddedAuth(filepath.Join(cfg.Serve.DataDir, "jetstream"), cfg.NATS.Listen, cfg.NATS.Server)
 		if err != nil {
 			return nil, err
 		}
-		cfg.NATS.URL = s.embedded.URL()
+		s.natsURL = s.embedded.URL()
+		s.nc, err = stream.ConnectEmbedded(s.embedded, "trainscope-serve")
+	} else {
+		s.natsURL = cfg.NATS.URL
+		s.nc, err = stream.Connect(cfg.NATS, "trainscope-serve")
 	}
-	s.natsURL = cfg.NATS.URL
-	if s.nc, err = stream.Connect(cfg.NATS, "trainscope-serve"); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	js, err := jetstream.New(s.nc)
@@ -181,8 +208,9 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 	if s.cons, err = ingest.NewConsumer(ctx, jstream, cfg.Ingest); err != nil {
 		return nil, err
 	}
+	memLimit := cmp.Or(cfg.DuckDB.MemoryLimit, cfg.Serve.Query.MemoryLimit, defaultMemoryLimit())
 	if s.st, err = duck.Open(ctx, filepath.Join(cfg.Serve.DataDir, "trainscope.duckdb"),
-		duck.Options{Threads: cfg.DuckDB.Threads, MemoryLimit: cfg.DuckDB.MemoryLimit}); err != nil {
+		duck.Options{Threads: cfg.DuckDB.Threads, MemoryLimit: memLimit}); err != nil {
 		return nil, err
 	}
 	s.sched = newScheduler(s.st, &s.mu, set, cfg.Serve, cfg.DuckDB, logf)
@@ -192,7 +220,11 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 		return nil, err
 	}
 	consumer := &ingest.Consumer{St: s.st, Mu: &s.mu, Cons: s.cons, Cfg: cfg.Ingest, Stats: s.stats,
-		OnCommit: s.sched.touched, Logf: logf}
+		OnCommit: s.sched.touched, Logf: logf,
+		Recreate: func(ctx context.Context) (jetstream.Consumer, error) {
+			return ingest.NewConsumer(ctx, jstream, cfg.Ingest)
+		}}
+	s.durable = cfg.Ingest.Durable
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); consumer.Run(ctx) }()
 	ticks := clock.ticks
@@ -204,7 +236,7 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 	go func() { defer s.wg.Done(); s.sched.run(ctx, ticks) }()
 
 	if cfg.Serve.Flight != "" {
-		addr, stop, err := startFlight(ctx, cfg.Serve.Flight, s.st, logf)
+		addr, stop, err := startFlight(ctx, cfg.Serve, sec, s.st, logf)
 		if err != nil {
 			return nil, fmt.Errorf("flight sql on %s: %w", cfg.Serve.Flight, err)
 		}
@@ -215,8 +247,12 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 		return nil, fmt.Errorf("http on %s: %w (set serve.http or --http)", cfg.Serve.HTTP, err)
 	}
 	s.httpAddr = ln.Addr().String()
-	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
-	go s.http.Serve(ln)
+	s.http = &http.Server{Handler: sec.requireToken(s.routes()), ReadHeaderTimeout: 10 * time.Second, TLSConfig: sec.tls}
+	if sec.tls != nil {
+		go s.http.ServeTLS(ln, "", "")
+	} else {
+		go s.http.Serve(ln)
+	}
 	return s, nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"database/sql"
@@ -13,8 +14,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -41,6 +42,10 @@ host_op_time, step_memory_peaks. Macros: interval_union, covered_time,
 exposed_time, robust_z, pct, fmt_ns, fmt_bytes, peak_tflops, dtype_bytes,
 bus_factor.
 
+Rows are printed as they arrive. A server may limit a query's time and rows
+(serve.query.timeout, serve.query.max_rows) and ask for a token (--token,
+or TRAINSCOPE_TOKEN) and TLS (grpc+tls://host:port, --ca, --cert/--key).
+
 Examples:
   trainscope sql --db run.duckdb "SELECT severity, message FROM findings"
   trainscope sql --db run.duckdb --format csv "SELECT * FROM metrics WHERE detector = 'temporal_breakdown'"
@@ -54,6 +59,11 @@ func runSQL(ctx context.Context, args []string, out, errOut io.Writer) error {
 	db := fs.String("db", "", "database file written by analyze --db")
 	server := fs.String("server", "", "host:port of a running 'trainscope serve' Flight SQL endpoint")
 	format := fs.String("format", "table", "output format: table, csv or json")
+	var dialer flightsrv.Dialer
+	fs.StringVar(&dialer.Token, "token", os.Getenv("TRAINSCOPE_TOKEN"), "bearer token for --server (default: TRAINSCOPE_TOKEN)")
+	fs.StringVar(&dialer.CAFile, "ca", "", "CA certificate (PEM) to verify --server's TLS certificate")
+	fs.StringVar(&dialer.CertFile, "cert", "", "client certificate (PEM) for a --server that requires one")
+	fs.StringVar(&dialer.KeyFile, "key", "", "client key (PEM) for --cert")
 	if err := parseFlags(fs, args, out); err != nil {
 		return err
 	}
@@ -77,16 +87,42 @@ func runSQL(ctx context.Context, args []string, out, errOut io.Writer) error {
 		query = string(b)
 	}
 	if *server != "" {
-		res, err := flightsrv.Query(ctx, *server, query)
+		var w *rowWriter
+		err := dialer.Stream(ctx, *server, query, func(schema *arrow.Schema, rec arrow.RecordBatch) error {
+			if w == nil {
+				cols := make([]string, schema.NumFields())
+				for i, f := range schema.Fields() {
+					cols[i] = f.Name
+				}
+				w = newRowWriter(cols, *format, out)
+			}
+			if rec == nil {
+				return nil
+			}
+			for r := 0; r < int(rec.NumRows()); r++ {
+				row := make([]any, rec.NumCols())
+				for c := range row {
+					row[c] = arrowValue(rec.Column(c), r)
+				}
+				if err := w.row(row); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if w != nil {
+			// what arrived is printed, even when the server stopped early
+			if cerr := w.close(); err == nil {
+				err = cerr
+			}
+		}
 		if errors.Is(err, flightsrv.ErrNoServer) {
 			return err // not the query's fault: exit 1
 		}
 		if err != nil {
 			return &inputError{err}
 		}
-		defer res.Release()
-		cols, records := arrowRecords(res)
-		return writeRecords(cols, records, *format, out)
+		return nil
 	}
 	st, err := duck.Open(ctx, *db, duck.Options{ReadOnly: true})
 	if err != nil {
@@ -106,7 +142,7 @@ func writeRows(rows *sql.Rows, format string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var records [][]any
+	w := newRowWriter(cols, format, out)
 	for rows.Next() {
 		vals := make([]any, len(cols))
 		ptrs := make([]any, len(cols))
@@ -116,46 +152,70 @@ func writeRows(rows *sql.Rows, format string, out io.Writer) error {
 		if err := rows.Scan(ptrs...); err != nil {
 			return err
 		}
-		records = append(records, vals)
+		if err := w.row(vals); err != nil {
+			return err
+		}
 	}
 	if err := rows.Err(); err != nil {
+		w.close()
 		return err
 	}
-	return writeRecords(cols, records, format, out)
+	return w.close()
 }
 
-// writeRecords prints rows of Go values (as database/sql scans them, or as
-// arrowValue converts them) in one of the formats.
-func writeRecords(cols []string, records [][]any, format string, out io.Writer) error {
+// rowWriter prints rows of Go values (as database/sql scans them, or as
+// arrowValue converts them) as they come, in one of the formats: a result
+// of 100M rows is never held. A table's column widths come from its first
+// tableBlock rows; later rows keep them (a longer value overflows its
+// column).
+type rowWriter struct {
+	cols   []string
+	format string
+	out    *bufio.Writer
+	csv    *csv.Writer
+	n      int
+	block  [][]string // table rows waiting for the widths
+	widths []int      // table column widths, once known
+}
+
+const tableBlock = 1000
+
+func newRowWriter(cols []string, format string, out io.Writer) *rowWriter {
+	w := &rowWriter{cols: cols, format: format, out: bufio.NewWriterSize(out, 64<<10)}
 	switch format {
-	case "json":
-		objs := make([]map[string]any, 0, len(records))
-		for _, r := range records {
-			o := make(map[string]any, len(cols))
-			for i, c := range cols {
-				o[c] = jsonValue(r[i])
-			}
-			objs = append(objs, o)
-		}
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(objs)
 	case "csv":
-		w := csv.NewWriter(out)
-		w.Write(cols)
-		for _, r := range records {
-			line := make([]string, len(r))
-			for i, v := range r {
-				line[i] = text(v)
-			}
-			w.Write(line)
-		}
-		w.Flush()
-		return w.Error()
+		w.csv = csv.NewWriter(w.out)
+		w.csv.Write(cols)
+	case "json":
+		w.out.WriteString("[")
 	}
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(cols, "\t"))
-	for _, r := range records {
+	return w
+}
+
+func (w *rowWriter) row(r []any) error {
+	w.n++
+	switch w.format {
+	case "json":
+		o := make(map[string]any, len(w.cols))
+		for i, c := range w.cols {
+			o[c] = jsonValue(r[i])
+		}
+		b, err := json.MarshalIndent(o, "  ", "  ")
+		if err != nil {
+			return err
+		}
+		if w.n > 1 {
+			w.out.WriteString(",")
+		}
+		w.out.WriteString("\n  ")
+		w.out.Write(b)
+	case "csv":
+		line := make([]string, len(r))
+		for i, v := range r {
+			line[i] = text(v)
+		}
+		w.csv.Write(line)
+	default:
 		line := make([]string, len(r))
 		for i, v := range r {
 			line[i] = text(v)
@@ -164,13 +224,66 @@ func writeRecords(cols []string, records [][]any, format string, out io.Writer) 
 			}
 			line[i] = strings.NewReplacer("\t", " ", "\n", " ").Replace(line[i])
 		}
-		fmt.Fprintln(tw, strings.Join(line, "\t"))
+		if w.widths == nil {
+			w.block = append(w.block, line)
+			if len(w.block) == tableBlock {
+				w.flushBlock()
+			}
+			return nil
+		}
+		w.tableLine(line)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	if w.n%tableBlock == 0 {
+		return w.out.Flush()
 	}
-	_, err := fmt.Fprintf(out, "(%d rows)\n", len(records))
-	return err
+	return nil
+}
+
+// flushBlock fixes the table's widths from the header and the rows so
+// far, the way text/tabwriter aligns them, and prints them.
+func (w *rowWriter) flushBlock() {
+	w.widths = make([]int, len(w.cols))
+	for _, line := range append([][]string{w.cols}, w.block...) {
+		for i, c := range line {
+			w.widths[i] = max(w.widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	w.tableLine(w.cols)
+	for _, line := range w.block {
+		w.tableLine(line)
+	}
+	w.block = nil
+}
+
+func (w *rowWriter) tableLine(line []string) {
+	for i, c := range line {
+		w.out.WriteString(c)
+		if i < len(line)-1 {
+			w.out.WriteString(strings.Repeat(" ", max(w.widths[i]-utf8.RuneCountInString(c), 0)+2))
+		}
+	}
+	w.out.WriteString("\n")
+}
+
+func (w *rowWriter) close() error {
+	switch w.format {
+	case "json":
+		if w.n > 0 {
+			w.out.WriteString("\n")
+		}
+		w.out.WriteString("]\n")
+	case "csv":
+		w.csv.Flush()
+		if err := w.csv.Error(); err != nil {
+			return err
+		}
+	default:
+		if w.widths == nil {
+			w.flushBlock()
+		}
+		fmt.Fprintf(w.out, "(%d rows)\n", w.n)
+	}
+	return w.out.Flush()
 }
 
 func text(v any) string {
@@ -218,26 +331,6 @@ func jsonValue(v any) any {
 		return out
 	}
 	return v
-}
-
-// arrowRecords turns a Flight SQL result into the column names and Go
-// values writeRecords prints, so --server and --db print alike.
-func arrowRecords(res *flightsrv.Result) ([]string, [][]any) {
-	cols := make([]string, res.Schema.NumFields())
-	for i, f := range res.Schema.Fields() {
-		cols[i] = f.Name
-	}
-	var records [][]any
-	for _, b := range res.Batches {
-		for r := 0; r < int(b.NumRows()); r++ {
-			row := make([]any, b.NumCols())
-			for c := range row {
-				row[c] = arrowValue(b.Column(c), r)
-			}
-			records = append(records, row)
-		}
-	}
-	return cols, records
 }
 
 // arrowValue is the Go value database/sql would give for one Arrow cell:
@@ -319,6 +412,32 @@ func arrowValue(a arrow.Array, i int) any {
 			l = append(l, arrowValue(c.ListValues(), int(j)))
 		}
 		return l
+	case array.ExtensionArray:
+		// DuckDB's own types (BIGNUM, ...) arrive as Arrow extensions:
+		// their text if the extension gives one, else their storage
+		if s, ok := valueStr(a, i); ok {
+			return s
+		}
+		v := arrowValue(c.Storage(), i)
+		if b, ok := v.([]byte); ok {
+			// bytes in the extension's own encoding: show them, named
+			return fmt.Sprintf("%s:0x%x", c.ExtensionType().ExtensionName(), b)
+		}
+		return v
 	}
-	return strings.Clone(a.ValueStr(i))
+	if s, ok := valueStr(a, i); ok {
+		return s
+	}
+	return fmt.Sprintf("<%s>", a.DataType())
+}
+
+// valueStr is Arrow's text of a value, which some array types do not
+// implement (they panic: "ValueStr wasn't implemented").
+func valueStr(a arrow.Array, i int) (s string, ok bool) {
+	defer func() {
+		if recover() != nil {
+			s, ok = "", false
+		}
+	}()
+	return strings.Clone(a.ValueStr(i)), true
 }

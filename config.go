@@ -42,6 +42,39 @@ type ServeConfig struct {
 	// a run's first unanalyzed batch, for runs that never go quiet.
 	Quiet   time.Duration `mapstructure:"quiet"`
 	Timeout time.Duration `mapstructure:"timeout"`
+	// Query bounds each Flight SQL query.
+	Query QueryLimits `mapstructure:"query"`
+	// Auth and TLS protect Flight SQL and HTTP (all but /healthz).
+	Auth AuthConfig `mapstructure:"auth"`
+	TLS  ServeTLS   `mapstructure:"tls"`
+	// Insecure lets serve listen beyond loopback without authentication.
+	Insecure bool `mapstructure:"insecure"`
+}
+
+// QueryLimits bound what one Flight SQL query may cost.
+type QueryLimits struct {
+	Timeout time.Duration `mapstructure:"timeout"`  // 0: none
+	MaxRows int64         `mapstructure:"max_rows"` // 0: none
+	// MemoryLimit caps the serving database's memory (DuckDB spills sorts
+	// and joins to disk under it, and fails a query that cannot); empty:
+	// a quarter of this machine's memory. duckdb.memory_limit, when set,
+	// wins.
+	MemoryLimit string `mapstructure:"memory_limit"`
+}
+
+// AuthConfig is the bearer token Flight SQL and HTTP clients must send
+// (Authorization: Bearer <token>): given inline or, better, in a file.
+type AuthConfig struct {
+	Token     string `mapstructure:"token"`
+	TokenFile string `mapstructure:"token_file"`
+}
+
+// ServeTLS serves Flight SQL and HTTP over TLS; with ClientCA it requires
+// client certificates signed by it (mTLS), which also authenticates.
+type ServeTLS struct {
+	Cert     string `mapstructure:"cert"`
+	Key      string `mapstructure:"key"`
+	ClientCA string `mapstructure:"client_ca"`
 }
 
 // AgentConfig tunes the trace-folder watcher of 'trainscope agent'.
@@ -52,7 +85,8 @@ type AgentConfig struct {
 }
 
 var defaultServe = ServeConfig{DataDir: "trainscope-data", HTTP: "127.0.0.1:7070", Flight: "127.0.0.1:7071",
-	Quiet: 2 * time.Second, Timeout: time.Minute}
+	Quiet: 2 * time.Second, Timeout: time.Minute,
+	Query: QueryLimits{Timeout: time.Minute, MaxRows: 1_000_000}}
 
 var defaultAgent = AgentConfig{Poll: 2 * time.Second, Settle: 5 * time.Second, GiveUp: 10 * time.Minute}
 
@@ -95,6 +129,32 @@ func (c *Config) Validate() error {
 	if c.Serve.Timeout < c.Serve.Quiet {
 		errs = append(errs, fmt.Errorf("serve.timeout: %s is shorter than serve.quiet %s", c.Serve.Timeout, c.Serve.Quiet))
 	}
+	if c.Serve.Query.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("serve.query.timeout: %s is negative", c.Serve.Query.Timeout))
+	}
+	if c.Serve.Query.MaxRows < 0 {
+		errs = append(errs, fmt.Errorf("serve.query.max_rows: %d is negative", c.Serve.Query.MaxRows))
+	}
+	if m := c.Serve.Query.MemoryLimit; m != "" && !memLimitRE.MatchString(m) {
+		errs = append(errs, fmt.Errorf("serve.query.memory_limit: %q is not a size like 2GB or 512MiB", m))
+	}
+	if c.Serve.Auth.Token != "" && c.Serve.Auth.TokenFile != "" {
+		errs = append(errs, errors.New("serve.auth: give token or token_file, not both"))
+	}
+	for key, f := range map[string]string{"serve.auth.token_file": c.Serve.Auth.TokenFile, "serve.tls.cert": c.Serve.TLS.Cert,
+		"serve.tls.key": c.Serve.TLS.Key, "serve.tls.client_ca": c.Serve.TLS.ClientCA} {
+		if f != "" {
+			if _, err := os.Stat(f); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %v", key, err))
+			}
+		}
+	}
+	if (c.Serve.TLS.Cert == "") != (c.Serve.TLS.Key == "") {
+		errs = append(errs, errors.New("serve.tls: cert and key go together"))
+	}
+	if c.Serve.TLS.ClientCA != "" && c.Serve.TLS.Cert == "" {
+		errs = append(errs, errors.New("serve.tls.client_ca: needs serve.tls.cert and key (client certificates are checked over TLS)"))
+	}
 	for key, d := range map[string]time.Duration{"agent.poll": c.Agent.Poll, "agent.settle": c.Agent.Settle, "agent.give_up": c.Agent.GiveUp} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s: %s, want > 0", key, d))
@@ -117,12 +177,17 @@ var knownKeys = map[string]any{
 	},
 	"duckdb": map[string]any{"threads": nil, "memory_limit": nil},
 	"nats": map[string]any{"url": nil, "user": nil, "password": nil, "nkey": nil, "creds": nil, "listen": nil,
-		"tls": map[string]any{"ca": nil, "cert": nil, "key": nil}},
+		"tls": map[string]any{"ca": nil, "cert": nil, "key": nil},
+		"server": map[string]any{"user": nil, "password": nil, "nkeys": nil,
+			"tls": map[string]any{"cert": nil, "key": nil, "client_ca": nil}}},
 	"stream":  map[string]any{"name": nil, "cluster": nil, "max_age": nil, "max_bytes": nil, "duplicates": nil, "replicas": nil},
 	"publish": map[string]any{"max_inflight": nil, "message_bytes": nil, "retry_for": nil},
 	"ingest":  map[string]any{"durable": nil, "fetch_bytes": nil, "max_wait": nil, "ack_wait": nil},
-	"serve":   map[string]any{"data_dir": nil, "http": nil, "flight": nil, "quiet": nil, "timeout": nil},
-	"agent":   map[string]any{"poll": nil, "settle": nil, "give_up": nil},
+	"serve": map[string]any{"data_dir": nil, "http": nil, "flight": nil, "quiet": nil, "timeout": nil, "insecure": nil,
+		"query": map[string]any{"timeout": nil, "max_rows": nil, "memory_limit": nil},
+		"auth":  map[string]any{"token": nil, "token_file": nil},
+		"tls":   map[string]any{"cert": nil, "key": nil, "client_ca": nil}},
+	"agent": map[string]any{"poll": nil, "settle": nil, "give_up": nil},
 }
 
 // setDefaults gives every key its default, which also lets viper map each
@@ -134,7 +199,9 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault("detectors.disable", []string{})
 	n := stream.DefaultNATS
 	for k, val := range map[string]any{"url": n.URL, "user": n.User, "password": n.Password, "nkey": n.NKey, "creds": n.Creds,
-		"listen": n.Listen, "tls.ca": "", "tls.cert": "", "tls.key": ""} {
+		"listen": n.Listen, "tls.ca": "", "tls.cert": "", "tls.key": "",
+		"server.user": "", "server.password": "", "server.nkeys": []string{},
+		"server.tls.cert": "", "server.tls.key": "", "server.tls.client_ca": ""} {
 		v.SetDefault("nats."+k, val)
 	}
 	sc := stream.DefaultStream
@@ -152,7 +219,9 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault("ingest.max_wait", ic.MaxWait)
 	v.SetDefault("ingest.ack_wait", ic.AckWait)
 	sv := defaultServe
-	for k, val := range map[string]any{"data_dir": sv.DataDir, "http": sv.HTTP, "flight": sv.Flight, "quiet": sv.Quiet, "timeout": sv.Timeout} {
+	for k, val := range map[string]any{"data_dir": sv.DataDir, "http": sv.HTTP, "flight": sv.Flight, "quiet": sv.Quiet, "timeout": sv.Timeout,
+		"insecure": false, "query.timeout": sv.Query.Timeout, "query.max_rows": sv.Query.MaxRows, "query.memory_limit": "",
+		"auth.token": "", "auth.token_file": "", "tls.cert": "", "tls.key": "", "tls.client_ca": ""} {
 		v.SetDefault("serve."+k, val)
 	}
 	a := defaultAgent

@@ -48,3 +48,46 @@ func TestAnalyzeRefusesOverflowingTimes(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want exit 2 naming %s at byte %d", code, errOut, filepath.Base(path), at)
 	}
 }
+
+// The smaller holes a hostile but fair user found (issue 12, item 9).
+func TestSmallerHoles(t *testing.T) {
+	dir := t.TempDir()
+	snap := filepath.Join(corpus, "memsnap", "magma27_memory_snapshot.json.gz")
+	t.Run("a snapshot given as --trace", func(t *testing.T) {
+		code, _, errOut := trainscope(t, "profile", "-q", "--memory", snap, "--trace", snap)
+		if code != 2 || !strings.Contains(errOut, "is a CUDA memory snapshot, not a trace: give it as --memory") {
+			t.Errorf("exit %d: %s", code, errOut)
+		}
+	})
+	t.Run("a run id too long to name a file", func(t *testing.T) {
+		path := writeFile(t, dir, "rank-0.pt.trace.json", []byte(smallTrace))
+		code, _, errOut := trainscope(t, "analyze", "-q", "--run", strings.Repeat("r", 300), path)
+		if code != 2 || !strings.Contains(errOut, "run id of 300 bytes; at most 200") {
+			t.Errorf("exit %d: %s", code, errOut)
+		}
+		long := strings.Repeat("job-", 70)
+		a, b := fileToken(long+"a"), fileToken(long+"b")
+		if len(a) > 120 || a == b || !strings.HasPrefix(a, "job-job-") {
+			t.Errorf("report file names %q and %q", a, b)
+		}
+	})
+	t.Run("a JSON or empty file given to audit", func(t *testing.T) {
+		j := writeFile(t, dir, "config.json", []byte(`{"lr": 0.1, "layers": [1, 2]}`))
+		e := writeFile(t, dir, "empty.sh", nil)
+		code, _, errOut := trainscope(t, "audit", j, e)
+		if code != 2 || !strings.Contains(errOut, "config.json: not a launch script") || !strings.Contains(errOut, "the file is JSON") ||
+			!strings.Contains(errOut, "the file is empty") {
+			t.Errorf("exit %d: %s", code, errOut)
+		}
+	})
+	t.Run("a gzipped pickle", func(t *testing.T) {
+		p := writeFile(t, dir, "snap.pickle.gz", gz([]byte("\x80\x04\x95\x10\x00\x00\x00\x00\x00\x00\x00}\x94")))
+		q := writeFile(t, dir, "snapshot.bin.gz", gz([]byte("\x80\x04\x95\x10\x00\x00\x00\x00\x00\x00\x00}\x94")))
+		for _, f := range []string{p, q} {
+			code, _, errOut := trainscope(t, "profile", "-q", "--memory", f)
+			if code != 2 || !strings.Contains(errOut, "pickle") || !strings.Contains(errOut, "json.dump") {
+				t.Errorf("%s: exit %d: %s", filepath.Base(f), code, errOut)
+			}
+		}
+	})
+}

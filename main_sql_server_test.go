@@ -43,7 +43,7 @@ func sqlServerFixture(t *testing.T) (db, addr string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { served.Close() })
-	a, stop, err := flightsrv.Serve(ctx, "127.0.0.1:0", served, t.Logf)
+	a, stop, err := flightsrv.Serve(ctx, "127.0.0.1:0", served, flightsrv.Options{Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,5 +163,30 @@ func TestSQLServerFlags(t *testing.T) {
 	_, _, err = runSQLArgs("--server", dead, "SELECT 1")
 	if err == nil || !strings.Contains(err.Error(), "no trainscope server at "+dead) || !strings.Contains(err.Error(), "trainscope serve") {
 		t.Errorf("no server: %v", err)
+	}
+}
+
+// A type the client cannot print (DuckDB's BIGNUM comes as an opaque
+// Arrow extension) is shown as its bytes instead of panicking the client;
+// a result larger than one table block prints like --db.
+func TestSQLServerOddTypesAndLongResults(t *testing.T) {
+	db, addr := sqlServerFixture(t)
+	out, _, err := runSQLArgs("--server", addr, "SELECT 123::BIGNUM AS b, 'x' AS s")
+	if err != nil || !strings.Contains(out, "0x") || !strings.Contains(out, "(1 rows)") {
+		t.Errorf("BIGNUM: %v\n%s", err, out)
+	}
+	const q = "SELECT range AS i, repeat('x', (range % 97)::INTEGER) AS s FROM range(2500) ORDER BY i"
+	for _, format := range []string{"table", "csv", "json"} {
+		viaServer, _, err := runSQLArgs("--server", addr, "--format", format, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		viaDB, _, err := runSQLArgs("--db", db, "--format", format, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if viaServer != viaDB || strings.Count(viaDB, "\n") < 2500 {
+			t.Errorf("%s: --server and --db differ (or too short: %d lines)", format, strings.Count(viaDB, "\n"))
+		}
 	}
 }

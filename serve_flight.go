@@ -1,18 +1,157 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
 
 	"github.com/trainscope/trainscope/sql/duck"
 	"github.com/trainscope/trainscope/sql/flightsrv"
 )
 
-// startFlight serves read-only Flight SQL on addr over st; each query runs
-// on a reader connection of its own, beside the ingestor's writes.
-func startFlight(ctx context.Context, addr string, st *duck.Store, logf func(string, ...any)) (string, func() error, error) {
-	a, stop, err := flightsrv.Serve(ctx, addr, st, logf)
+// startFlight serves read-only Flight SQL on addr over st, with the
+// server's query limits, token and TLS; each query runs on a reader
+// connection of its own, beside the ingestor's writes.
+func startFlight(ctx context.Context, cfg ServeConfig, sec *serveSecurity, st *duck.Store, logf func(string, ...any)) (string, func() error, error) {
+	a, stop, err := flightsrv.Serve(ctx, cfg.Flight, st, flightsrv.Options{Logf: logf,
+		Timeout: cfg.Query.Timeout, MaxRows: cfg.Query.MaxRows, Token: sec.token, TLS: sec.tls})
 	if err != nil {
 		return "", nil, err
 	}
 	return a.String(), stop, nil
+}
+
+// serveSecurity is what serve's listeners ask of clients: a bearer token
+// (Flight SQL and HTTP), TLS, client certificates.
+type serveSecurity struct {
+	token string
+	tls   *tls.Config // nil: plain
+}
+
+// authenticates says whether Flight SQL and HTTP clients must prove who
+// they are.
+func (s *serveSecurity) authenticates() bool {
+	return s.token != "" || (s.tls != nil && s.tls.ClientAuth == tls.RequireAndVerifyClientCert)
+}
+
+func loadServeSecurity(cfg ServeConfig) (*serveSecurity, error) {
+	sec := &serveSecurity{token: cfg.Auth.Token}
+	if cfg.Auth.TokenFile != "" {
+		b, err := os.ReadFile(cfg.Auth.TokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("serve.auth.token_file: %w", err)
+		}
+		sec.token = strings.TrimSpace(string(b))
+		if sec.token == "" {
+			return nil, fmt.Errorf("serve.auth.token_file: %s is empty", cfg.Auth.TokenFile)
+		}
+	}
+	if cfg.TLS.Cert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLS.Cert, cfg.TLS.Key)
+		if err != nil {
+			return nil, fmt.Errorf("serve.tls: %w", err)
+		}
+		sec.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		if cfg.TLS.ClientCA != "" {
+			pem, err := os.ReadFile(cfg.TLS.ClientCA)
+			if err != nil {
+				return nil, fmt.Errorf("serve.tls.client_ca: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("serve.tls.client_ca: %s holds no PEM certificate", cfg.TLS.ClientCA)
+			}
+			sec.tls.ClientCAs, sec.tls.ClientAuth = pool, tls.RequireAndVerifyClientCert
+		}
+	}
+	return sec, nil
+}
+
+// checkListeners refuses to open a port beyond loopback that anyone could
+// use, unless serve.insecure says so: the embedded NATS (publish, and
+// with full rights delete the ingest consumer), Flight SQL (read every
+// run) and HTTP (reports, metrics).
+func checkListeners(cfg *Config, sec *serveSecurity) error {
+	if cfg.Serve.Insecure {
+		return nil
+	}
+	type listener struct{ key, addr, fix string }
+	var ls []listener
+	if cfg.NATS.URL == "" && !cfg.NATS.Server.Authenticates() {
+		ls = append(ls, listener{"nats.listen", cfg.NATS.Listen, "set nats.server.user and password, or nats.server.nkeys"})
+	}
+	if !sec.authenticates() {
+		ls = append(ls, listener{"serve.http", cfg.Serve.HTTP, "set serve.auth.token_file (or serve.tls.client_ca)"})
+		if cfg.Serve.Flight != "" {
+			ls = append(ls, listener{"serve.flight", cfg.Serve.Flight, "set serve.auth.token_file (or serve.tls.client_ca)"})
+		}
+	}
+	var errs []error
+	for _, l := range ls {
+		if !loopback(l.addr) {
+			errs = append(errs, fmt.Errorf("%s %s would let anyone who reaches this machine in without credentials: %s, or set serve.insecure (--insecure) to accept that", l.key, l.addr, l.fix))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// loopback says whether a listen address only takes connections from this
+// machine.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// requireToken lets a request through when it carries the bearer token;
+// /healthz stays open for probes (it tells nothing about the runs).
+func (s *serveSecurity) requireToken(h http.Handler) http.Handler {
+	if s.token == "" {
+		return h
+	}
+	want := []byte("Bearer " + s.token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="trainscope"`)
+			http.Error(w, "unauthorized: send Authorization: Bearer <serve.auth token>", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// defaultMemoryLimit is the serving database's memory limit when none is
+// configured: a quarter of this machine's memory (DuckDB's own default is
+// 80%, which one query once used up to 4.3 GB of).
+func defaultMemoryLimit() string {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return "2GB"
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err == nil && kb > 0 {
+				return strconv.FormatInt(max(kb/4/1024, 256), 10) + "MiB"
+			}
+		}
+	}
+	return "2GB"
 }

@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trainscope/trainscope/detectors"
 )
@@ -54,12 +57,26 @@ func (s *server) report(w http.ResponseWriter, _ *http.Request, run, format stri
 	w.Write(rr.md)
 }
 
-func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
+func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 	status, code := "ok", http.StatusOK
-	if !s.nc.IsConnected() {
-		status, code = "nats disconnected: "+s.nc.Status().String(), http.StatusServiceUnavailable
-	} else if since, lastErr, failing := s.stats.Failing(); failing && time.Since(since) >= ingestFailingAfter {
-		status, code = fmt.Sprintf("ingest failing for %s: %s", time.Since(since).Round(time.Second), lastErr), http.StatusServiceUnavailable
+	bad := func(msg string) { status, code = msg, http.StatusServiceUnavailable }
+	pending, acks, lagErr := s.lag(r.Context())
+	waiting := pending + uint64(max(acks, 0))
+	idle := time.Since(s.started) // since the last commit, or the start
+	if ns := s.stats.LastCommit.Load(); ns > 0 {
+		idle = time.Since(time.Unix(0, ns))
+	}
+	switch since, lastErr, failing := s.stats.Failing(); {
+	case !s.nc.IsConnected():
+		bad("nats disconnected: " + s.nc.Status().String())
+	case errors.Is(lagErr, jetstream.ErrConsumerNotFound):
+		bad(fmt.Sprintf("ingest consumer %s is missing (deleted?): nothing is ingested until it is made again, which the ingestor does on its next fetch", s.durable))
+	case lagErr != nil:
+		bad("ingest consumer cannot be asked for its state: " + lagErr.Error())
+	case failing && time.Since(since) >= ingestFailingAfter:
+		bad(fmt.Sprintf("ingest failing for %s: %s", time.Since(since).Round(time.Second), lastErr))
+	case waiting > 0 && idle >= ingestStalledAfter:
+		bad(fmt.Sprintf("ingest stalled: %d messages wait and nothing was committed for %s", waiting, idle.Round(time.Second)))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
@@ -72,6 +89,10 @@ func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
 // ingestFailingAfter is how long commits may fail without one success
 // before /healthz says so (one failed fetch that a retry mends is normal).
 const ingestFailingAfter = 10 * time.Second
+
+// ingestStalledAfter is how long messages may wait with no commit at all
+// before /healthz calls ingest stalled.
+const ingestStalledAfter = time.Minute
 
 // lagCache asks the server for the consumer's backlog at most once a second.
 type lagCache struct {
@@ -114,6 +135,7 @@ func (s *server) metrics(w http.ResponseWriter, r *http.Request) {
 		{"trainscope_ingest_failures_total", "counter", "Transactions rolled back; their messages are redelivered.", float64(st.Failures.Load())},
 		{"trainscope_ingest_decode_seconds_total", "counter", "Time decoding Arrow IPC.", float64(st.Decode.Load()) / 1e9},
 		{"trainscope_ingest_insert_seconds_total", "counter", "Time in DuckDB transactions.", float64(st.Insert.Load()) / 1e9},
+		{"trainscope_ingest_consumer_recreated_total", "counter", "Times the ingest consumer was made again after it vanished.", float64(st.Recreated.Load())},
 		{"trainscope_detector_runs_total", "counter", "Detector passes over a run.", float64(s.sched.Passes.Load())},
 		{"trainscope_detector_failures_total", "counter", "Detector passes that failed.", float64(s.sched.Failures.Load())},
 		{"trainscope_detector_errors_total", "counter", "Detectors that failed inside a pass; the pass went on and its report names them.", float64(s.sched.DetectorErrors.Load())},
@@ -121,7 +143,13 @@ func (s *server) metrics(w http.ResponseWriter, r *http.Request) {
 		{"trainscope_detector_pending_runs", "gauge", "Runs with data not yet analyzed.", float64(s.sched.pendingRuns())},
 		{"trainscope_detector_partial_runs", "gauge", "Runs whose latest report is partial (data still on its way); alert rules skip them.", float64(s.sched.partialRuns())},
 	}
-	if pending, acks, err := s.lag(r.Context()); err == nil {
+	pending, acks, err := s.lag(r.Context())
+	up := 0.0
+	if err == nil {
+		up = 1
+	}
+	ms = append(ms, m{"trainscope_ingest_consumer_up", "gauge", "1 when the ingest consumer answers, 0 when it is missing or unreachable.", up})
+	if err == nil {
 		ms = append(ms,
 			m{"trainscope_ingest_lag_messages", "gauge", "Messages in the stream not yet delivered to the ingestor.", float64(pending)},
 			m{"trainscope_ingest_unacked_messages", "gauge", "Messages delivered but not yet acknowledged.", float64(acks)})

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -358,13 +361,25 @@ func (s *scheduler) save(rr *liveReport) error {
 	return nil
 }
 
+// fileToken names a run's report files. A long run id (one published by
+// another build, say) is cut and made unique with a hash of it, so that
+// every run gets its report: a 250-byte id once met "file name too long".
 func fileToken(s string) string {
-	return strings.Map(func(r rune) rune {
+	t := strings.Map(func(r rune) rune {
 		if r == '/' || r == '\\' || r == 0 || r == ':' {
 			return '_'
 		}
 		return r
 	}, s)
+	if len(t) <= 120 {
+		return t
+	}
+	cut := 100
+	for cut > 0 && !utf8.RuneStart(t[cut]) {
+		cut--
+	}
+	sum := sha256.Sum256([]byte(s))
+	return t[:cut] + "-" + hex.EncodeToString(sum[:8])
 }
 
 // report is the latest report of run, if any.

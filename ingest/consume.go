@@ -62,6 +62,8 @@ type IngestStats struct {
 	Failures   atomic.Int64 // transactions rolled back and retried
 	Decode     atomic.Int64 // ns spent decoding
 	Insert     atomic.Int64 // ns spent in transactions
+	Recreated  atomic.Int64 // times the durable consumer was made again after it vanished
+	LastCommit atomic.Int64 // unix ns of the last committed transaction
 
 	failingSince atomic.Int64 // unix ns of the first failed commit in a row; 0 while commits succeed
 	lastErr      atomic.Pointer[string]
@@ -101,6 +103,11 @@ type Consumer struct {
 	// which of them received a ranks row (a trace or snapshot complete).
 	OnCommit func(runs map[string]bool)
 	Logf     func(format string, args ...any)
+	// Recreate, when set, makes the durable consumer again after someone
+	// deleted it (ingestion would otherwise stop for good). The new one
+	// delivers the stream from the start; batches already committed are
+	// skipped by their ids.
+	Recreate func(ctx context.Context) (jetstream.Consumer, error)
 
 	wait time.Duration // current fetch backoff
 }
@@ -158,22 +165,39 @@ func (c *Consumer) Run(ctx context.Context) error {
 // fetch pulls one batch of messages, waiting out trouble with backoff.
 func (c *Consumer) fetch(ctx context.Context) []jetstream.Msg {
 	batch, err := c.Cons.FetchBytes(c.Cfg.FetchBytes, jetstream.FetchMaxWait(c.Cfg.MaxWait))
-	if err != nil {
-		if ctx.Err() == nil {
-			c.backoff(ctx, fmt.Errorf("fetch: %w", err))
+	if err == nil {
+		// a consumer deleted under a pending fetch ends the fetch with it
+		var msgs []jetstream.Msg
+		for m := range batch.Messages() {
+			msgs = append(msgs, m)
 		}
+		err = batch.Error()
+		if len(msgs) > 0 || err == nil || errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
+			c.wait = 0
+			return msgs
+		}
+	}
+	if ctx.Err() != nil {
 		return nil
 	}
-	var msgs []jetstream.Msg
-	for m := range batch.Messages() {
-		msgs = append(msgs, m)
+	// a pull on a consumer that is gone finds no responder; a retry of the
+	// recreation after a failed one (it raced the deletion) comes here too
+	if c.Recreate != nil && (errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, nats.ErrNoResponders)) {
+		if _, ierr := c.Cons.Info(ctx); !errors.Is(ierr, jetstream.ErrConsumerNotFound) {
+			c.backoff(ctx, fmt.Errorf("fetch: %w", err)) // still there: trouble of another kind
+			return nil
+		}
+		if cons, rerr := c.Recreate(ctx); rerr == nil {
+			c.Cons = cons
+			c.Stats.Recreated.Add(1)
+			c.logf("ingest consumer %s was gone (%v): made it again; it delivers the stream again, and committed batches are skipped by their ids", c.Cfg.Durable, err)
+			return nil
+		} else {
+			err = fmt.Errorf("%w; making it again failed: %v", err, rerr)
+		}
 	}
-	if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) && len(msgs) == 0 {
-		c.backoff(ctx, fmt.Errorf("fetch: %w", err))
-		return nil
-	}
-	c.wait = 0
-	return msgs
+	c.backoff(ctx, fmt.Errorf("fetch: %w", err))
+	return nil
 }
 
 // backoff logs err and sleeps, longer each time in a row (up to 5 s).
@@ -290,6 +314,7 @@ func (c *Consumer) commitLocked(ctx context.Context, items []*item) (map[string]
 // terminated, and OnCommit hears of the runs it touched.
 func (c *Consumer) settle(items []*item, runs map[string]bool) {
 	c.Stats.Commits.Add(1)
+	c.Stats.LastCommit.Store(time.Now().UnixNano())
 	for _, it := range items {
 		switch {
 		case it.poison != nil:

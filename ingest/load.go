@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/trainscope/trainscope/ingest/jsonscan"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/trainscope/trainscope/ingest/nsys"
 	"github.com/trainscope/trainscope/ingest/script"
 	"github.com/trainscope/trainscope/sql/duck"
+	"github.com/trainscope/trainscope/stream"
 )
 
 // Options tune Load.
@@ -39,6 +41,10 @@ type Options struct {
 	// GPU is the GPU model of traces that do not say (no
 	// deviceProperties): a catalog key such as H100-SXM or a device name.
 	GPU string
+	// TracesOnly refuses a memory snapshot among the files (a command that
+	// takes snapshots separately, like profile --memory, would otherwise
+	// add it to the same device twice).
+	TracesOnly bool
 	// Warn hears of each problem in the input that was repaired rather
 	// than refused (text that is not UTF-8, a string cut to its length
 	// limit), with the file; nil is silent. Unlike Progress it is meant to
@@ -81,7 +87,7 @@ func DefaultRunID(paths []string) string {
 	if len(paths) == 1 {
 		if st, err := os.Stat(paths[0]); err == nil && st.IsDir() {
 			if abs, err := filepath.Abs(paths[0]); err == nil {
-				return filepath.Base(abs)
+				return cutRunID(filepath.Base(abs))
 			}
 		}
 	}
@@ -97,7 +103,20 @@ func DefaultRunID(paths []string) string {
 	if dir == "" || dir == "/" || dir == "." {
 		return "run"
 	}
-	return filepath.Base(dir)
+	return cutRunID(filepath.Base(dir))
+}
+
+// cutRunID keeps a folder name within stream.MaxRunIDBytes, valid UTF-8.
+func cutRunID(name string) string {
+	name = strings.ToValidUTF8(name, "_")
+	if len(name) <= stream.MaxRunIDBytes {
+		return name
+	}
+	cut := stream.MaxRunIDBytes
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return name[:cut]
 }
 
 type readResult struct {
@@ -181,7 +200,11 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 					tr, err = kineto.ReadFile(files[i], kineto.Options{RunID: opt.RunID, Host: opt.Host, Rank: -1,
 						NoPrefetch: len(files) >= 2*workers})
 					if kineto.IsMemorySnapshot(err) {
-						snap, err = memsnap.ReadFile(files[i])
+						if opt.TracesOnly {
+							err = &InputError{fmt.Errorf("%s is a CUDA memory snapshot, not a trace: give it as --memory %s", files[i], files[i])}
+						} else {
+							snap, err = memsnap.ReadFile(files[i])
+						}
 					}
 				}
 				select {

@@ -20,6 +20,23 @@ const (
 	MaxDurNS  = int64(1) << 60
 )
 
+// MaxRunIDBytes bounds a run id: it names files and folders (reports,
+// Parquet partitions), which most file systems cap at 255 bytes.
+const MaxRunIDBytes = 200
+
+// CheckRunID says whether id can name a run.
+func CheckRunID(id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("a run id must not be empty")
+	case len(id) > MaxRunIDBytes:
+		return fmt.Errorf("run id of %d bytes; at most %d (it names files and folders)", len(id), MaxRunIDBytes)
+	case !utf8.ValidString(id):
+		return fmt.Errorf("run id %q is not valid UTF-8", id)
+	}
+	return nil
+}
+
 // MaxRank bounds rank numbers (16.7M ranks).
 const MaxRank = 1 << 24
 
@@ -246,8 +263,8 @@ func batchRun(rec arrow.RecordBatch) (string, error) {
 		return "", fmt.Errorf("run_id of type %s", col.DataType())
 	}
 	run := values(0)
-	if run == "" {
-		return "", fmt.Errorf("row 0: empty run_id")
+	if err := CheckRunID(run); err != nil {
+		return "", fmt.Errorf("row 0: %w", err)
 	}
 	for i := 1; i < int(rec.NumRows()); i++ {
 		if v := values(i); v != run {

@@ -150,6 +150,7 @@ func TestCheckBatchRefuses(t *testing.T) {
 		"invalid UTF-8":   func(r *RankRow) { r.Host = "node\xff1" },
 		"empty run":       func(r *RankRow) { r.RunID = "" },
 		"world too large": func(r *RankRow) { r.WorldSize = MaxRank + 1 },
+		"run id too long": func(r *RankRow) { r.RunID = strings.Repeat("r", MaxRunIDBytes+1) },
 	} {
 		r := ok
 		mod(&r)

@@ -2,6 +2,8 @@ package stream
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +16,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 )
 
 // NATSConfig says where JetStream is. An empty URL means the embedded
@@ -28,6 +31,30 @@ type NATSConfig struct {
 	// Listen is the embedded server's client address; agents and publish
 	// connect to it.
 	Listen string `mapstructure:"listen"`
+	// Server is who the embedded server lets in.
+	Server ServerAuth `mapstructure:"server"`
+}
+
+// ServerAuth is who may connect to the embedded NATS server. With a user
+// or NKeys set, every client must authenticate, and these identities may
+// only publish batches (trainscope.>) and read the stream's info: they
+// cannot read other runs' batches or manage consumers. serve's own
+// connection uses a user of its own, made at each start. TLS encrypts;
+// with ClientCA it also requires client certificates.
+type ServerAuth struct {
+	User     string   `mapstructure:"user"`
+	Password string   `mapstructure:"password"`
+	NKeys    []string `mapstructure:"nkeys"` // public keys (U...) of NKey users
+	TLS      struct {
+		Cert     string `mapstructure:"cert"`
+		Key      string `mapstructure:"key"`
+		ClientCA string `mapstructure:"client_ca"`
+	} `mapstructure:"tls"`
+}
+
+// Authenticates says whether clients must prove who they are.
+func (a ServerAuth) Authenticates() bool {
+	return a.User != "" || len(a.NKeys) > 0 || a.TLS.ClientCA != ""
 }
 
 // TLSConfig are the client's TLS files; any of them turns TLS on.
@@ -93,6 +120,28 @@ func (c NATSConfig) Validate(prefix string) error {
 			errs = append(errs, fmt.Errorf("%s.listen: %q is not host:port", prefix, c.Listen))
 		}
 	}
+	sa := c.Server
+	if (sa.User == "") != (sa.Password == "") {
+		errs = append(errs, fmt.Errorf("%s.server: user and password go together", prefix))
+	}
+	for i, k := range sa.NKeys {
+		if !nkeys.IsValidPublicUserKey(k) {
+			errs = append(errs, fmt.Errorf("%s.server.nkeys[%d]: %q is not an NKey user public key (U...)", prefix, i, k))
+		}
+	}
+	for key, f := range map[string]string{"server.tls.cert": sa.TLS.Cert, "server.tls.key": sa.TLS.Key, "server.tls.client_ca": sa.TLS.ClientCA} {
+		if f != "" {
+			if _, err := os.Stat(f); err != nil {
+				errs = append(errs, fmt.Errorf("%s.%s: %v", prefix, key, err))
+			}
+		}
+	}
+	if (sa.TLS.Cert == "") != (sa.TLS.Key == "") {
+		errs = append(errs, fmt.Errorf("%s.server.tls: cert and key go together", prefix))
+	}
+	if sa.TLS.ClientCA != "" && sa.TLS.Cert == "" {
+		errs = append(errs, fmt.Errorf("%s.server.tls.client_ca: needs server.tls.cert and key", prefix))
+	}
 	return errors.Join(errs...)
 }
 
@@ -152,11 +201,21 @@ func token(s string) string {
 // Embedded is a NATS server with JetStream inside this process.
 type Embedded struct {
 	*server.Server
+	// Internal are the credentials this process connects with when the
+	// server authenticates (empty otherwise).
+	Internal NATSConfig
 }
 
 // StartEmbedded starts a JetStream server storing under dir and listening
-// on listen ("127.0.0.1:0" picks a free port).
+// on listen ("127.0.0.1:0" picks a free port), open to anyone.
 func StartEmbedded(dir, listen string) (*Embedded, error) {
+	return StartEmbeddedAuth(dir, listen, ServerAuth{})
+}
+
+// StartEmbeddedAuth starts the server with auth's identities. When it
+// authenticates, Embedded.Internal holds the credentials of a user made
+// for this process, with every permission: serve connects with them.
+func StartEmbeddedAuth(dir, listen string, auth ServerAuth) (*Embedded, error) {
 	host, portStr, err := net.SplitHostPort(listen)
 	if err != nil {
 		return nil, fmt.Errorf("embedded NATS: listen %q: %w", listen, err)
@@ -179,6 +238,29 @@ func StartEmbedded(dir, listen string) (*Embedded, error) {
 		// Batches are up to 1 MiB plus headers.
 		MaxPayload: 4 << 20,
 	}
+	e := &Embedded{}
+	if auth.User != "" || len(auth.NKeys) > 0 {
+		internal := make([]byte, 24)
+		if _, err := rand.Read(internal); err != nil {
+			return nil, err
+		}
+		e.Internal = NATSConfig{User: "trainscope-serve", Password: hex.EncodeToString(internal)}
+		opts.Users = []*server.User{{Username: e.Internal.User, Password: e.Internal.Password}}
+		if auth.User != "" {
+			opts.Users = append(opts.Users, &server.User{Username: auth.User, Password: auth.Password, Permissions: PublisherPermissions()})
+		}
+		for _, k := range auth.NKeys {
+			opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: k, Permissions: PublisherPermissions()})
+		}
+	}
+	if auth.TLS.Cert != "" {
+		cfg, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: auth.TLS.Cert, KeyFile: auth.TLS.Key,
+			CaFile: auth.TLS.ClientCA, Verify: auth.TLS.ClientCA != ""})
+		if err != nil {
+			return nil, fmt.Errorf("embedded NATS: TLS: %w", err)
+		}
+		opts.TLSConfig, opts.TLS, opts.TLSVerify = cfg, true, auth.TLS.ClientCA != ""
+	}
 	s, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded NATS: %w", err)
@@ -188,7 +270,17 @@ func StartEmbedded(dir, listen string) (*Embedded, error) {
 		s.Shutdown()
 		return nil, fmt.Errorf("embedded NATS did not start listening on %s within 15 s (is the port taken? set nats.listen)", listen)
 	}
-	return &Embedded{s}, nil
+	e.Server = s
+	return e, nil
+}
+
+// PublisherPermissions are what an agent or publish needs and nothing
+// more: publish batches, read the stream's info, receive the acks.
+func PublisherPermissions() *server.Permissions {
+	return &server.Permissions{
+		Publish:   &server.SubjectPermission{Allow: []string{"trainscope.>", "$JS.API.INFO", "$JS.API.STREAM.INFO.*"}},
+		Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>"}},
+	}
 }
 
 // URL is the embedded server's client URL.
@@ -237,6 +329,21 @@ func Connect(cfg NATSConfig, name string) (*nats.Conn, error) {
 	if err != nil {
 		hint := "start 'trainscope serve' there, or set nats.url / TRAINSCOPE_NATS_URL / --nats-url"
 		return nil, fmt.Errorf("cannot reach NATS at %s: %w (%s)", target, err, hint)
+	}
+	return nc, nil
+}
+
+// ConnectEmbedded connects this process to its own embedded server, in
+// process (no socket, no TLS), with the server's internal credentials.
+func ConnectEmbedded(e *Embedded, name string) (*nats.Conn, error) {
+	opts := []nats.Option{nats.Name(name), nats.InProcessServer(e.Server), nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond), nats.ReconnectBufSize(64 << 20), nats.Timeout(5 * time.Second)}
+	if e.Internal.User != "" {
+		opts = append(opts, nats.UserInfo(e.Internal.User, e.Internal.Password))
+	}
+	nc, err := nats.Connect("", opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to the embedded NATS server: %w", err)
 	}
 	return nc, nil
 }

@@ -82,7 +82,7 @@ func secureServer(t *testing.T) (string, string) {
 			return h(srv, ss)
 		}),
 	)
-	srv, err := flightsrv.NewServer(store, nil)
+	srv, err := flightsrv.NewServer(store, flightsrv.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,7 +71,13 @@ func Open(r io.Reader, name, what string) (*Input, error) {
 			return nil, &FileError{Path: name, Offset: in.Compressed.N, Compressed: true, Msg: "bad gzip header: " + err.Error()}
 		}
 		zr.Multistream(true)
-		in.Gzip, in.R = zr, zr
+		in.Gzip = zr
+		// a gzipped pickle: look at what the gzip holds, too
+		zb := bufio.NewReaderSize(zr, 64<<10)
+		if inner, _ := zb.Peek(4); IsPickle(inner, "") {
+			return nil, &FileError{Path: name, Msg: "this is a gzipped Python pickle, not JSON; " + PickleHelp}
+		}
+		in.R = zb
 	}
 	return in, nil
 }
@@ -79,7 +85,7 @@ func Open(r io.Reader, name, what string) (*Input, error) {
 // IsPickle reports whether a file is a Python pickle, by its name or by
 // the protocol 2-5 header bytes.
 func IsPickle(head []byte, name string) bool {
-	low := strings.ToLower(name)
+	low := strings.TrimSuffix(strings.ToLower(name), ".gz")
 	if strings.HasSuffix(low, ".pickle") || strings.HasSuffix(low, ".pkl") {
 		return true
 	}

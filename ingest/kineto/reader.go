@@ -46,7 +46,7 @@ func Read(r io.Reader, name string, opt Options) (*Trace, error) {
 	src := in.R
 	gz := in.Gzip != nil
 	if gz && !opt.NoPrefetch {
-		pf := newPrefetcher(in.Gzip)
+		pf := newPrefetcher(in.R)
 		defer pf.Close()
 		src = pf
 	}

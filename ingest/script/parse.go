@@ -80,6 +80,10 @@ type parser struct {
 	lastEnd int // end of the last consumed token that is not a separator
 	depth   int
 	n       int // tokens consumed
+	// gaveUp: nesting ran too deep and the rest of the file was skipped;
+	// the problems that follow (every open if without its fi) are only
+	// echoes of that one, and are not reported
+	gaveUp bool
 }
 
 func parseSource(lx *lexer) []node {
@@ -119,6 +123,9 @@ func (p *parser) advance() token {
 }
 
 func (p *parser) problemAt(t token, msg string) {
+	if p.gaveUp {
+		return
+	}
 	*p.lx.probs = append(*p.lx.probs, Problem{File: p.lx.file, Line: t.line, Msg: msg})
 }
 
@@ -219,6 +226,7 @@ func (p *parser) command() node {
 	t := p.peek()
 	if p.depth > maxNesting {
 		p.problemAt(t, "commands nested too deeply: the rest of the file is skipped")
+		p.gaveUp = true
 		p.lx.pos = len(p.lx.src)
 		p.ahead = p.ahead[:0]
 		return nil

@@ -2,6 +2,7 @@ package script
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -153,7 +154,30 @@ func Parse(name string, src []byte, opt Options) (*Script, error) {
 	it.runFile(name, src)
 	it.finish()
 	s.Context = extractContext(s)
+	if !s.IsLaunchScript() {
+		// nothing to audit: say what the file is rather than "no rule fired"
+		s.Problems = append(s.Problems, Problem{File: name, Msg: NotLaunchScript + whatItIs(src)})
+	}
 	return s, nil
+}
+
+// NotLaunchScript begins the problem of a file with nothing to audit.
+const NotLaunchScript = "not a launch script: no training command (python, torchrun, deepspeed, ray job submit, ...) and no flags"
+
+// IsLaunchScript says whether the script launches something or sets flags:
+// whether an audit has anything to judge.
+func (s *Script) IsLaunchScript() bool { return len(s.Flags) > 0 || len(s.Commands) > 0 }
+
+// whatItIs names what a file that is not a launch script looks like.
+func whatItIs(src []byte) string {
+	trimmed := bytes.TrimSpace(src)
+	switch {
+	case len(trimmed) == 0:
+		return "; the file is empty"
+	case (trimmed[0] == '{' || trimmed[0] == '[') && json.Valid(trimmed):
+		return "; the file is JSON"
+	}
+	return ""
 }
 
 // notText refuses input that is not a shell script: a NUL byte, or mostly

@@ -515,3 +515,16 @@ func TestGlobMatch(t *testing.T) {
 		}
 	}
 }
+
+// Nesting too deep skips the rest of the file with one problem, not one
+// more per open if (200 of them once buried the report).
+func TestTooDeepIsOneProblem(t *testing.T) {
+	src := "python3 train.py --lr 1\n" + strings.Repeat("if true; then\n", 300) + "python3 b.py --x 2\n" + strings.Repeat("fi\n", 300)
+	s := parseT(t, src, Options{})
+	if len(s.Problems) != 1 || !strings.Contains(s.Problems[0].Error(), "nested too deeply") {
+		t.Errorf("%d problems: %q", len(s.Problems), s.Problems[:min(3, len(s.Problems))])
+	}
+	if only(t, s, "--lr").Value != "1" {
+		t.Errorf("the flags before the deep part are lost")
+	}
+}

@@ -2,8 +2,11 @@ package flightsrv
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -12,7 +15,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -49,77 +54,148 @@ func (r *Result) Release() {
 const maxMessage = 256 << 20
 
 // Query runs query on the Flight SQL server at addr (host:port, or
-// grpc://host:port) and reads the whole result. A refusal comes back as a
+// grpc://host:port) without credentials and reads the whole result; see
+// Dialer.Query.
+func Query(ctx context.Context, addr, query string) (*Result, error) {
+	return Dialer{}.Query(ctx, addr, query)
+}
+
+// Dialer holds what a client presents to a server: a bearer token, and
+// TLS files (a CA to verify the server, a certificate and key for mTLS).
+// TLS is on when any file is given or the address is grpc+tls://.
+type Dialer struct {
+	Token                     string
+	CAFile, CertFile, KeyFile string
+}
+
+// Query runs query and reads the whole result. A refusal comes back as a
 // *RefusedError ("server refused: ..."), other server errors with the
 // server's message, and a clear error when nothing listens at addr.
-func Query(ctx context.Context, addr, query string) (*Result, error) {
-	target, err := dialTarget(addr)
+func (d Dialer) Query(ctx context.Context, addr, query string) (*Result, error) {
+	res := &Result{}
+	err := d.Stream(ctx, addr, query, func(schema *arrow.Schema, rec arrow.RecordBatch) error {
+		if rec == nil {
+			res.Schema = schema
+			return nil
+		}
+		rec.Retain()
+		res.Batches = append(res.Batches, rec)
+		return nil
+	})
 	if err != nil {
+		res.Release()
 		return nil, err
 	}
-	cl, err := flightsql.NewClient(target, nil, nil,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage)))
+	return res, nil
+}
+
+// Stream runs query and hands fn the result as it arrives: first the
+// schema with a nil batch, then each batch (valid during the call only;
+// Retain it to keep it). An error from fn ends the query and is returned.
+func (d Dialer) Stream(ctx context.Context, addr, query string, fn func(*arrow.Schema, arrow.RecordBatch) error) error {
+	target, useTLS, err := dialTarget(addr)
 	if err != nil {
-		return nil, fmt.Errorf("flight sql client for %s: %w", addr, err)
+		return err
+	}
+	opts := []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage))}
+	if useTLS || d.CAFile != "" || d.CertFile != "" {
+		cfg, err := d.tlsConfig()
+		if err != nil {
+			return err
+		}
+		opts = append(opts, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+	} else {
+		opts = append(opts, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	}
+	cl, err := flightsql.NewClient(target, nil, nil, opts...)
+	if err != nil {
+		return fmt.Errorf("flight sql client for %s: %w", addr, err)
 	}
 	defer cl.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if d.Token != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+d.Token)
+	}
 
 	info, err := cl.Execute(ctx, query)
 	if err != nil {
-		return nil, remoteError(addr, err)
+		return remoteError(addr, err)
 	}
-	res := &Result{}
+	var schema *arrow.Schema
 	if len(info.Schema) > 0 {
-		if res.Schema, err = flight.DeserializeSchema(info.Schema, memory.DefaultAllocator); err != nil {
-			return nil, fmt.Errorf("flight sql %s: result schema: %w", addr, err)
+		if schema, err = flight.DeserializeSchema(info.Schema, memory.DefaultAllocator); err != nil {
+			return fmt.Errorf("flight sql %s: result schema: %w", addr, err)
 		}
 	}
 	// Our server answers with one endpoint and no location (read it from
 	// this connection); more are read in order, as the protocol allows.
 	for _, ep := range info.Endpoint {
-		if err := readEndpoint(ctx, cl, ep, res); err != nil {
-			res.Release()
-			return nil, remoteError(addr, err)
+		rdr, err := cl.DoGet(ctx, ep.GetTicket())
+		if err != nil {
+			return remoteError(addr, err)
+		}
+		if schema == nil {
+			schema = rdr.Schema()
+			if err := fn(schema, nil); err != nil {
+				rdr.Release()
+				return err
+			}
+		}
+		for rdr.Next() {
+			if err := fn(schema, rdr.RecordBatch()); err != nil {
+				rdr.Release()
+				return err
+			}
+		}
+		err = rdr.Err()
+		rdr.Release()
+		if err != nil {
+			return remoteError(addr, err)
 		}
 	}
-	if res.Schema == nil {
-		res.Schema = arrow.NewSchema(nil, nil)
+	if schema == nil {
+		return fn(arrow.NewSchema(nil, nil), nil)
 	}
-	return res, nil
+	return nil
 }
 
-func readEndpoint(ctx context.Context, cl *flightsql.Client, ep *flight.FlightEndpoint, res *Result) error {
-	rdr, err := cl.DoGet(ctx, ep.GetTicket())
-	if err != nil {
-		return err
+func (d Dialer) tlsConfig() (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if d.CAFile != "" {
+		pem, err := os.ReadFile(d.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("TLS CA: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("TLS CA %s: no PEM certificate in it", d.CAFile)
+		}
 	}
-	defer rdr.Release()
-	if res.Schema == nil {
-		res.Schema = rdr.Schema()
+	if d.CertFile != "" || d.KeyFile != "" {
+		cert, err := tls.LoadX509KeyPair(d.CertFile, d.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("TLS client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
 	}
-	for rdr.Next() {
-		rec := rdr.RecordBatch()
-		rec.Retain()
-		res.Batches = append(res.Batches, rec)
-	}
-	return rdr.Err()
+	return cfg, nil
 }
 
-// dialTarget accepts host:port and the grpc:// and grpc+tcp:// URIs ADBC
-// users are used to; TLS is not served.
-func dialTarget(addr string) (string, error) {
+// dialTarget accepts host:port and the grpc://, grpc+tcp:// and
+// grpc+tls:// URIs ADBC users are used to; it says whether TLS is asked.
+func dialTarget(addr string) (string, bool, error) {
 	switch {
 	case strings.HasPrefix(addr, "grpc+tls://"):
-		return "", fmt.Errorf("%s: TLS is not supported; the trainscope endpoint is plain gRPC (grpc://host:port)", addr)
+		return strings.TrimPrefix(addr, "grpc+tls://"), true, nil
 	case strings.HasPrefix(addr, "grpc+tcp://"):
-		return strings.TrimPrefix(addr, "grpc+tcp://"), nil
+		return strings.TrimPrefix(addr, "grpc+tcp://"), false, nil
 	case strings.HasPrefix(addr, "grpc://"):
-		return strings.TrimPrefix(addr, "grpc://"), nil
+		return strings.TrimPrefix(addr, "grpc://"), false, nil
 	case addr == "":
-		return "", errors.New("no server address given (host:port)")
+		return "", false, errors.New("no server address given (host:port)")
 	}
-	return addr, nil
+	return addr, false, nil
 }
 
 // remoteError turns a gRPC status back into the message a user can act on.
@@ -134,9 +210,18 @@ func remoteError(addr string, err error) error {
 	case codes.InvalidArgument:
 		return fmt.Errorf("query failed: %s", st.Message())
 	case codes.Unavailable:
-		return fmt.Errorf("%w at %s: %s (start one with 'trainscope serve')", ErrNoServer, addr, unavailableReason(st.Message()))
-	case codes.Canceled, codes.DeadlineExceeded:
+		msg := st.Message()
+		switch {
+		case strings.Contains(msg, "server preface"):
+			return fmt.Errorf("flight sql %s: the server does not speak plain gRPC; if it serves TLS, use grpc+tls://%s (with --ca for a private CA)", addr, strings.TrimPrefix(addr, "grpc://"))
+		case strings.Contains(msg, "tls:") || strings.Contains(msg, "x509:") || strings.Contains(msg, "certificate"):
+			return fmt.Errorf("flight sql %s: TLS: %s", addr, msg)
+		}
+		return fmt.Errorf("%w at %s: %s (start one with 'trainscope serve')", ErrNoServer, addr, unavailableReason(msg))
+	case codes.Canceled, codes.DeadlineExceeded, codes.ResourceExhausted:
 		return fmt.Errorf("query to %s: %s", addr, st.Message())
+	case codes.Unauthenticated:
+		return fmt.Errorf("%s: %s (give the server's token with --token or TRAINSCOPE_TOKEN)", addr, st.Message())
 	}
 	return fmt.Errorf("flight sql %s: %s: %s", addr, st.Code(), st.Message())
 }

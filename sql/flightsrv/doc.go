@@ -46,6 +46,14 @@
 // prepared-statement handles carry the query text and are checked again
 // when used, so the server keeps no per-client state.
 //
-// The endpoint is plain gRPC: no TLS, no authentication. Bind it to
-// localhost or a private network, or put a TLS-terminating proxy in front.
+// # Limits and credentials
+//
+// Options bound each query (a time limit that interrupts DuckDB, a row
+// limit that ends the stream with ResourceExhausted after that many rows)
+// and can require a bearer token on every call (gRPC metadata
+// "authorization: Bearer <token>", what ADBC, JDBC and Grafana send) and
+// TLS, with client certificates for mTLS. The zero Options serve anyone
+// without limits: fine on loopback in a test, never on a network ('serve'
+// refuses that without credentials). Dialer is the client side: token,
+// TLS files, and Stream, which hands batches over as they arrive.
 package flightsrv

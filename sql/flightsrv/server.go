@@ -2,6 +2,8 @@ package flightsrv
 
 import (
 	"context"
+	"crypto/subtle"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -16,6 +18,8 @@ import (
 	duckdb "github.com/duckdb/duckdb-go/v2"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/trainscope/trainscope/sql/duck"
@@ -27,12 +31,32 @@ import (
 type Server struct {
 	flightsql.BaseServer
 	st   *duck.Store
+	opts Options
 	logf func(string, ...any)
 }
 
-// NewServer returns a Server over st; logf (nil for silence) hears about
-// refused and failed queries.
-func NewServer(st *duck.Store, logf func(string, ...any)) (*Server, error) {
+// Options tune a Server. The zero value serves anyone, without limits:
+// what a test on loopback wants, never a server on a network.
+type Options struct {
+	// Logf hears about refused and failed queries; nil is silent.
+	Logf func(string, ...any)
+	// Timeout ends a query that runs longer (0: no limit); the client gets
+	// DeadlineExceeded with the limit named.
+	Timeout time.Duration
+	// MaxRows ends a result that grows past this many rows (0: no limit):
+	// the rows sent so far, then ResourceExhausted naming the limit.
+	MaxRows int64
+	// Token, when set, must come with every call as the gRPC metadata
+	// "authorization: Bearer <token>" (what ADBC, JDBC and Grafana send).
+	Token string
+	// TLS, when set, serves TLS; with ClientCAs and
+	// tls.RequireAndVerifyClientCert it also requires client certificates.
+	TLS *tls.Config
+}
+
+// NewServer returns a Server over st.
+func NewServer(st *duck.Store, opts Options) (*Server, error) {
+	logf := opts.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
@@ -41,7 +65,7 @@ func NewServer(st *duck.Store, logf func(string, ...any)) (*Server, error) {
 	if _, err := loadParser(); err != nil {
 		return nil, err
 	}
-	s := &Server{st: st, logf: logf}
+	s := &Server{st: st, opts: opts, logf: logf}
 	s.Alloc = memory.DefaultAllocator
 	if err := s.registerSqlInfo(context.Background()); err != nil {
 		return nil, err
@@ -49,14 +73,52 @@ func NewServer(st *duck.Store, logf func(string, ...any)) (*Server, error) {
 	return s, nil
 }
 
+// GRPCOptions are the server options that enforce opts' token and TLS.
+func (o Options) GRPCOptions() []grpc.ServerOption {
+	var out []grpc.ServerOption
+	if o.TLS != nil {
+		out = append(out, grpc.Creds(credentials.NewTLS(o.TLS)))
+	}
+	if o.Token != "" {
+		check := func(ctx context.Context) error { return checkToken(ctx, o.Token) }
+		out = append(out,
+			grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+				if err := check(ctx); err != nil {
+					return nil, err
+				}
+				return h(ctx, req)
+			}),
+			grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+				if err := check(ss.Context()); err != nil {
+					return err
+				}
+				return h(srv, ss)
+			}))
+	}
+	return out
+}
+
+// checkToken accepts a call that carries "authorization: Bearer <token>".
+func checkToken(ctx context.Context, token string) error {
+	md, _ := metadata.FromIncomingContext(ctx)
+	got := md.Get("authorization")
+	if len(got) == 0 {
+		return status.Error(codes.Unauthenticated, "missing bearer token: this server requires one (authorization: Bearer <token>)")
+	}
+	want := "Bearer " + token
+	if subtle.ConstantTimeCompare([]byte(got[0]), []byte(want)) != 1 {
+		return status.Error(codes.Unauthenticated, "invalid bearer token")
+	}
+	return nil
+}
+
 // Serve listens on addr (host:port; port 0 picks a free one) and serves
 // Flight SQL over st until ctx is done or stop is called. It returns the
 // address it listens on. stop waits up to five seconds for running
 // queries, then cancels them; it returns the error that ended serving, if
-// any. The endpoint is plain gRPC without TLS or authentication: bind it
-// to localhost or a private network.
-func Serve(ctx context.Context, addr string, st *duck.Store, logf func(string, ...any)) (net.Addr, func() error, error) {
-	srv, err := NewServer(st, logf)
+// any.
+func Serve(ctx context.Context, addr string, st *duck.Store, opts Options) (net.Addr, func() error, error) {
+	srv, err := NewServer(st, opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -64,7 +126,7 @@ func Serve(ctx context.Context, addr string, st *duck.Store, logf func(string, .
 	if err != nil {
 		return nil, nil, fmt.Errorf("flight sql: listen on %s: %w", addr, err)
 	}
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(opts.GRPCOptions()...)
 	flight.RegisterFlightServiceServer(gs, flightsql.NewFlightServer(srv))
 	served := make(chan error, 1)
 	go func() { served <- gs.Serve(lis) }()
@@ -233,27 +295,44 @@ func (s *Server) checkedReader(ctx context.Context, q string) (*duck.Reader, str
 }
 
 // run executes a checked query on its own Reader and streams DuckDB's
-// Arrow records unchanged.
+// Arrow records unchanged, within the server's time and row limits.
 func (s *Server) run(ctx context.Context, q string) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	r, run, err := s.checkedReader(ctx, q)
 	if err != nil {
 		return nil, nil, err
 	}
-	rdr, err := r.QueryArrow(ctx, run)
+	qctx, cancel := ctx, context.CancelFunc(func() {})
+	if s.opts.Timeout > 0 {
+		qctx, cancel = context.WithTimeout(ctx, s.opts.Timeout)
+	}
+	rdr, err := r.QueryArrow(qctx, run)
 	if err != nil {
+		cancel()
 		r.Close()
 		s.logf("flight sql: %q: %v", abbrev(q), err)
-		return nil, nil, toStatus(err)
+		return nil, nil, s.limitStatus(qctx, toStatus(err))
 	}
 	ch := make(chan flight.StreamChunk)
-	go stream(ctx, r, rdr, ch)
+	go func() {
+		defer cancel()
+		s.stream(ctx, qctx, q, r, rdr, ch)
+	}()
 	return rdr.Schema(), ch, nil
+}
+
+// limitStatus names the server's timeout when the query ran into it.
+func (s *Server) limitStatus(qctx context.Context, err error) error {
+	if s.opts.Timeout > 0 && errors.Is(qctx.Err(), context.DeadlineExceeded) {
+		return status.Errorf(codes.DeadlineExceeded, "the query ran longer than this server's limit of %s (serve.query.timeout): narrow it (a time range, a run, LIMIT) or raise the limit", s.opts.Timeout)
+	}
+	return err
 }
 
 // stream sends the records of rdr, then releases it and closes r before
 // closing ch: the Flight handler drains ch until it is closed, so no
-// connection outlives its request.
-func stream(ctx context.Context, r *duck.Reader, rdr array.RecordReader, ch chan<- flight.StreamChunk) {
+// connection outlives its request. ctx is the request's (sending stops
+// when the client goes), qctx the query's (it also ends at the timeout).
+func (s *Server) stream(ctx, qctx context.Context, q string, r *duck.Reader, rdr array.RecordReader, ch chan<- flight.StreamChunk) {
 	defer close(ch)
 	defer r.Close()
 	defer rdr.Release()
@@ -262,8 +341,23 @@ func stream(ctx context.Context, r *duck.Reader, rdr array.RecordReader, ch chan
 			send(ctx, ch, flight.StreamChunk{Err: status.Errorf(codes.Internal, "panic while reading: %v", p)})
 		}
 	}()
+	var rows int64
 	for rdr.Next() {
 		rec := rdr.RecordBatch()
+		if s.opts.MaxRows > 0 && rows+rec.NumRows() > s.opts.MaxRows {
+			if keep := s.opts.MaxRows - rows; keep > 0 {
+				part := rec.NewSlice(0, keep)
+				if !send(ctx, ch, flight.StreamChunk{Data: part}) {
+					part.Release()
+					return
+				}
+			}
+			s.logf("flight sql: %q: stopped at the row limit (%d)", abbrev(q), s.opts.MaxRows)
+			send(ctx, ch, flight.StreamChunk{Err: status.Errorf(codes.ResourceExhausted,
+				"the result has more than %d rows, this server's limit (serve.query.max_rows): aggregate, add a LIMIT, or raise the limit", s.opts.MaxRows)})
+			return
+		}
+		rows += rec.NumRows()
 		rec.Retain()
 		if !send(ctx, ch, flight.StreamChunk{Data: rec}) {
 			rec.Release()
@@ -271,7 +365,7 @@ func stream(ctx context.Context, r *duck.Reader, rdr array.RecordReader, ch chan
 		}
 	}
 	if err := rdr.Err(); err != nil {
-		send(ctx, ch, flight.StreamChunk{Err: toStatus(err)})
+		send(ctx, ch, flight.StreamChunk{Err: s.limitStatus(qctx, toStatus(err))})
 	}
 }
 

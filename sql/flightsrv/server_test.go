@@ -46,11 +46,11 @@ func serve(t *testing.T) (string, *duck.Store) {
 	}
 	var mu sync.Mutex
 	var logged []string
-	addr, stop, err := flightsrv.Serve(ctx, "127.0.0.1:0", st, func(f string, a ...any) {
+	addr, stop, err := flightsrv.Serve(ctx, "127.0.0.1:0", st, flightsrv.Options{Logf: func(f string, a ...any) {
 		mu.Lock()
 		logged = append(logged, f)
 		mu.Unlock()
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -514,7 +514,7 @@ func TestServeStopsWithContext(t *testing.T) {
 	}
 	defer st.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	addr, stop, err := flightsrv.Serve(ctx, "127.0.0.1:0", st, nil)
+	addr, stop, err := flightsrv.Serve(ctx, "127.0.0.1:0", st, flightsrv.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

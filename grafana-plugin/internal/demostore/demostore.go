@@ -65,7 +65,7 @@ func load(ctx context.Context, st *duck.Store, files []string) error {
 // Serve starts a Flight SQL server over st on a free localhost port and
 // returns its address and a stop function.
 func Serve(ctx context.Context, st *duck.Store) (string, func() error, error) {
-	addr, stop, err := flightsrv.Serve(ctx, "127.0.0.1:0", st, nil)
+	addr, stop, err := flightsrv.Serve(ctx, "127.0.0.1:0", st, flightsrv.Options{})
 	if err != nil {
 		return "", nil, err
 	}
