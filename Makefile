@@ -49,13 +49,21 @@ golden: ## rewrite golden report files after an intended change
 	$(GO) test -tags $(TAGS) ./detectors/ -run Golden -update
 	$(GO) test -tags $(TAGS) . -run ReadmeDetectorTable -update
 
-fuzz: ## fuzz the readers of outside input (traces, Nsight exports, snapshots, launch scripts, SQL checker) for a minute each
-	$(GO) test -tags $(TAGS) ./ingest/kineto -run '^$$' -fuzz FuzzKineto -fuzztime 60s
-	$(GO) test -tags $(TAGS) ./ingest/nsys -run '^$$' -fuzz FuzzNsys -fuzztime 60s
-	$(GO) test -tags $(TAGS) ./ingest/memsnap -run '^$$' -fuzz FuzzMemsnap -fuzztime 60s
-	$(GO) test -tags $(TAGS) ./ingest/script -run '^$$' -fuzz FuzzScript -fuzztime 60s
-	$(GO) test -tags $(TAGS) ./sql/flightsrv -run '^$$' -fuzz FuzzCheckReadOnly -fuzztime 60s
-	$(GO) test -tags $(TAGS) ./detectors -run '^$$' -fuzz FuzzMarkdownToHTML -fuzztime 30s
+# Each fuzz target runs FUZZTIME (make fuzz FUZZTIME=10m; make -j2 fuzz runs
+# two at a time). One worker per target: on these 2-core VMs the Go fuzz
+# coordinator stalls for seconds at a time when its workers fill both cores.
+FUZZTIME ?= 60s
+FUZZ_TARGETS := ingest/kineto:FuzzKineto ingest/nsys:FuzzNsys ingest/memsnap:FuzzMemsnap ingest/script:FuzzScript \
+	sql/flightsrv:FuzzCheckReadOnly detectors:FuzzMarkdownToHTML stream:FuzzDecode ingest:FuzzConsume
+
+fuzz: $(foreach t,$(FUZZ_TARGETS),$(word 2,$(subst :, ,$(t)))) ## fuzz every reader of outside input (traces, Nsight exports, snapshots, scripts, wire messages through the consumer, the SQL checker), FUZZTIME each
+
+define fuzz_rule
+.PHONY: $(2)
+$(2):
+	$$(GO) test -tags $$(TAGS) ./$(1) -run '^$$$$' -fuzz '^$(2)$$$$' -fuzztime $$(FUZZTIME) -parallel 1
+endef
+$(foreach t,$(FUZZ_TARGETS),$(eval $(call fuzz_rule,$(word 1,$(subst :, ,$(t))),$(word 2,$(subst :, ,$(t))))))
 
 clean:
 	rm -rf bin out grafana-plugin/dist
