@@ -50,8 +50,9 @@ golden: ## rewrite golden report files after an intended change
 	$(GO) test -tags $(TAGS) . -run ReadmeDetectorTable -update
 
 # Each fuzz target runs FUZZTIME (make fuzz FUZZTIME=10m; make -j2 fuzz runs
-# two at a time). One worker per target: on these 2-core VMs the Go fuzz
-# coordinator stalls for seconds at a time when its workers fill both cores.
+# two at a time). One worker with one P per target: on these 2-core VMs the
+# Go fuzz coordinator hears from busy workers only in bursts, and not at all
+# for minutes when a worker's runtime has two Ps.
 FUZZTIME ?= 60s
 FUZZ_TARGETS := ingest/kineto:FuzzKineto ingest/nsys:FuzzNsys ingest/memsnap:FuzzMemsnap ingest/script:FuzzScript \
 	sql/flightsrv:FuzzCheckReadOnly detectors:FuzzMarkdownToHTML stream:FuzzDecode ingest:FuzzConsume
@@ -61,7 +62,7 @@ fuzz: $(foreach t,$(FUZZ_TARGETS),$(word 2,$(subst :, ,$(t)))) ## fuzz every rea
 define fuzz_rule
 .PHONY: $(2)
 $(2):
-	$$(GO) test -tags $$(TAGS) ./$(1) -run '^$$$$' -fuzz '^$(2)$$$$' -fuzztime $$(FUZZTIME) -parallel 1
+	GOMAXPROCS=1 $$(GO) test -tags $$(TAGS) ./$(1) -run '^$$$$' -fuzz '^$(2)$$$$' -fuzztime $$(FUZZTIME) -parallel 1
 endef
 $(foreach t,$(FUZZ_TARGETS),$(eval $(call fuzz_rule,$(word 1,$(subst :, ,$(t))),$(word 2,$(subst :, ,$(t))))))
 
