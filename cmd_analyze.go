@@ -32,8 +32,10 @@ Metrics, Findings and Recommendations, grouped in PerfTracker's sections.
 
 By default every ProfilerStep but the last is analysed (the last one is often
 cut short), as Holistic Trace Analysis does. Hosts come from --host or from
-tensorboard_trace_handler file names (<host>_<pid>.<ms>.pt.trace.json); they
-place ranks on nodes for slow_host and for the collectives' transport.
+a trace's own host_name metadata, never from a file name (tensorboard's
+<worker>_<pid>.<ms> names a worker, not a machine); they place ranks on
+nodes for slow_host and for the collectives' transport, which is
+"unknown" while a host is.
 
 Examples:
   trainscope analyze traces/                       # a folder of rank traces

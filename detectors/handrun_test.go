@@ -404,20 +404,19 @@ func TestCommTransport(t *testing.T) {
 		t.Run(c.want+" "+c.gpu, func(t *testing.T) {
 			dir := handRun(t)
 			for rank, host := range c.hosts {
-				// tensorboard_trace_handler's <host>_<pid>.<ms>.pt.trace.json
-				from := filepath.Join(dir, fmt.Sprintf("rank-%d.pt.trace.json", rank))
-				to := filepath.Join(dir, fmt.Sprintf("%s_%d.1700000000000.pt.trace.json", host, 100+rank))
-				raw, err := os.ReadFile(from)
+				// the host comes from the trace's host_name metadata
+				path := filepath.Join(dir, fmt.Sprintf("rank-%d.pt.trace.json", rank))
+				raw, err := os.ReadFile(path)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if c.gpu != "" {
 					raw = bytes.ReplaceAll(raw, []byte("NVIDIA H100 80GB HBM3"), []byte(c.gpu))
 				}
-				if err := os.WriteFile(to, raw, 0o644); err != nil {
+				raw = bytes.Replace(raw, []byte("{"), []byte(`{"host_name": "`+host+`",`), 1)
+				if err := os.WriteFile(path, raw, 0o644); err != nil {
 					t.Fatal(err)
 				}
-				os.Remove(from)
 			}
 			st, _ := analyzeDir(t, dir, "hand", detectors.Window{})
 			for rank := range 2 {

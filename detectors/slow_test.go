@@ -12,8 +12,9 @@ import (
 	"github.com/trainscope/trainscope/detectors"
 )
 
-// slowRun writes world ranks named the way tensorboard_trace_handler names
-// them (<host>_<pid>.<ms>.pt.trace.json), rank r on hosts[r]. Every rank
+// slowRun writes world ranks, rank r on hosts[r] (its trace's host_name
+// metadata; the file name is a tensorboard_trace_handler one, which must
+// not be read as a host). Every rank
 // runs three steps of three GEMMs and an allreduce; a rank's GEMMs take
 // gemmUS[r] µs.
 func slowRun(t *testing.T, hosts []string, gemmUS []int64) string {
@@ -21,6 +22,7 @@ func slowRun(t *testing.T, hosts []string, gemmUS []int64) string {
 	world := len(hosts)
 	for r := range world {
 		b := newTrace(r, world)
+		b.host = hosts[r]
 		for s := range 3 {
 			base := int64(s) * 5000
 			b.step(s+1, base, 5000)
@@ -32,7 +34,7 @@ func slowRun(t *testing.T, hosts []string, gemmUS []int64) string {
 			b.launch("cudaLaunchKernel", at, 10, "kernel", allReduce, 20, 3000+base, 200, ncclArgs)
 		}
 		path := b.write(t, dir)
-		name := fmt.Sprintf("%s_%d.1700000000%03d.pt.trace.json", hosts[r], 100+r, r)
+		name := fmt.Sprintf("worker%d_step_%d.1700000000%03d.pt.trace.json", r, 100+r, r)
 		if err := os.Rename(path, filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
 		}

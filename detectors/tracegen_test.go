@@ -13,7 +13,8 @@ import (
 // hand. Times are microseconds from the builder's origin.
 type traceBuilder struct {
 	rank, world int
-	origin      int64 // µs since the epoch of time 0
+	host        string // the trace's host_name metadata, when set
+	origin      int64  // µs since the epoch of time 0
 	events      []map[string]any
 	corr        int
 }
@@ -59,6 +60,9 @@ func (b *traceBuilder) write(t *testing.T, dir string) string {
 		"deviceProperties": []map[string]any{{"id": 0, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85_000_000_000,
 			"computeMajor": 9, "computeMinor": 0, "numSms": 132}},
 		"traceEvents": b.events,
+	}
+	if b.host != "" {
+		doc["host_name"] = b.host
 	}
 	raw, err := json.MarshalIndent(doc, "", " ")
 	if err != nil {

@@ -336,7 +336,7 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 	slices.Sort(snapOrder)
 	for _, rank := range snapOrder {
 		snap := snapRanks[rank]
-		bs, err := SnapshotBatches(snap, opt.RunID, hostOf(opt, snap.Path), rank)
+		bs, err := SnapshotBatches(snap, opt.RunID, hostOf(opt, ""), rank)
 		if err != nil {
 			return nil, &InputError{err}
 		}

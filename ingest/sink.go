@@ -20,7 +20,7 @@ func insertTrace(ctx context.Context, sink Sink, opt Options, tr *kineto.Trace, 
 	if opt.GPU != "" && tr.GPUName() == "" {
 		tr.Devices = append(tr.Devices, kineto.DeviceProps{Name: opt.GPU})
 	}
-	if err := Send(ctx, sink, tr.Path, TraceBatches(tr, opt.RunID, hostOf(opt, tr.Path)), opt.warn); err != nil {
+	if err := Send(ctx, sink, tr.Path, TraceBatches(tr, opt.RunID, hostOf(opt, tr.Host)), opt.warn); err != nil {
 		return err
 	}
 	stats.Slices += int64(tr.Slices.Len())
@@ -28,11 +28,13 @@ func insertTrace(ctx context.Context, sink Sink, opt Options, tr *kineto.Trace, 
 }
 
 // hostOf is the host a file's rows are recorded under: --host when given,
-// else the host name in a tensorboard_trace_handler file name, else "".
-func hostOf(opt Options, path string) string {
+// else the host the trace itself names (its metadata), else "" (unknown).
+// A file name is never taken for a host: tensorboard_trace_handler's
+// <worker>_<pid>.<ms>.pt.trace.json names a worker, and "worker5_step_12"
+// read as a host made eight GPUs of one machine eight hosts apart.
+func hostOf(opt Options, traceHost string) string {
 	if opt.Host != "" {
 		return opt.Host
 	}
-	h, _ := kineto.HostFromName(path)
-	return h
+	return traceHost
 }

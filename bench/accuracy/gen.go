@@ -339,8 +339,9 @@ func (s *sim) run() {
 }
 
 // write puts one trace per rank into dir, named as tensorboard_trace_handler
-// names them (<host>_<pid>.<unix ms>.pt.trace.json) so that the loader
-// places each rank on its host.
+// names them (<worker>_<pid>.<unix ms>.pt.trace.json), each with its host in
+// the host_name metadata some profiler wrappers add (the loader takes
+// hosts from there, never from a file name).
 func (s *sim) write(dir string) error {
 	for _, r := range s.ranks {
 		for _, ev := range r.events {
@@ -355,6 +356,7 @@ func (s *sim) write(dir string) error {
 			"distributedInfo": map[string]any{"backend": "nccl", "rank": r.rank, "world_size": s.t.ranks},
 			"deviceProperties": []map[string]any{{"id": 0, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85_000_000_000,
 				"computeMajor": 9, "computeMinor": 0, "numSms": 132}},
+			"host_name":   hostName(r.rank / s.t.perHost),
 			"traceEvents": r.events,
 		}
 		raw, err := json.Marshal(doc)

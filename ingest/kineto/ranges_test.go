@@ -75,3 +75,17 @@ func TestReadRepairsInvalidUTF8(t *testing.T) {
 		t.Errorf("notes %q; want 2 names, the first ending at byte %d", tr.Notes, firstEnd)
 	}
 }
+
+// A trace's host is its host_name metadata (as Meta's Kineto writes it),
+// never a file name: tensorboard_trace_handler's "worker5_step_12.<ms>"
+// names a worker, and was once read as host "worker5_step".
+func TestHostFromMetadataOnly(t *testing.T) {
+	tr := mustRead(t, "worker5_step_12.1694128201556.pt.trace.json", `{"traceEvents":[]}`)
+	if tr.Host != "" {
+		t.Errorf("host %q from a file name", tr.Host)
+	}
+	tr = mustRead(t, "x.json", `{"host_name": "twshared39868.02.pnb3", "traceEvents":[]}`)
+	if tr.Host != "twshared39868.02.pnb3" {
+		t.Errorf("host %q, want the host_name metadata", tr.Host)
+	}
+}

@@ -360,6 +360,10 @@ func (p *parser) topValue(c cursor, key string) {
 	case "traceName":
 		raw := c.strOrSkip()
 		t.TraceName = jsonscan.Text(raw)
+	case "host_name", "hostname":
+		// trace metadata some profiler wrappers add (Kineto's addMetadata)
+		raw := c.strOrSkip()
+		t.Host = strings.TrimSpace(jsonscan.Text(raw))
 	case "nodes":
 		if c.WS() != '[' {
 			c.Skip()
@@ -388,21 +392,6 @@ func RankFromName(path string) (int, bool) {
 	}
 	n, err := strconv.Atoi(m[1])
 	return n, err == nil
-}
-
-// hostInName matches tensorboard_trace_handler's file names,
-// <worker>.<unix ms>.pt.trace.json[.gz], whose default worker name is
-// <hostname>_<pid>.
-var hostInName = regexp.MustCompile(`^(.+)_\d+\.\d{10,}\.pt\.trace\.json(\.gz)?$`)
-
-// HostFromName is the host name in a tensorboard_trace_handler file name,
-// if the file has one.
-func HostFromName(path string) (string, bool) {
-	m := hostInName.FindStringSubmatch(filepath.Base(path))
-	if m == nil {
-		return "", false
-	}
-	return m[1], true
 }
 
 const snapshotMsg = "this is a CUDA memory snapshot (torch.cuda.memory._snapshot), not a profiler trace"
