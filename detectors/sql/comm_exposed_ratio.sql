@@ -31,9 +31,9 @@ SELECT m.run_id, m.rank,
               m.rank, m.exposed_pct, fmt_ns(m.exposed_ns), fmt_ns(m.comm_ns), m.overlap_pct) AS message,
        CASE
            WHEN t.main_coll IN ('sendrecv', 'send', 'recv') THEN
-               'most exposed time is point-to-point (pipeline-parallel sends and receives): shrink the pipeline bubble with more micro-batches per step or an interleaved (virtual pipeline) schedule, and check that sends are not waiting on a slower stage'
+               'most exposed time is point-to-point NCCL send/receive, which is pipeline-parallel stage traffic or an all-to-all the trace does not name (no record_param_comms or c10d operator over the kernels): for a pipeline, shrink the bubble with more micro-batches per step or an interleaved (virtual pipeline) schedule and check that sends do not wait on a slower stage; for an all-to-all, balance what each rank sends and overlap it with compute'
            WHEN t.main_coll = 'alltoall' THEN
-               'most exposed time is all-to-all (expert-parallel token dispatch): overlap dispatch with expert compute, balance tokens across experts (capacity factor, load-balancing loss), or keep expert parallelism inside a node'
+               'most exposed time is all-to-all (MoE token dispatch, or sharded embedding lookups in a recommendation model): overlap it with compute, balance what each rank sends (capacity factor or load-balancing loss for experts, table placement for embeddings), or keep the exchange inside a node'
            WHEN t.main_coll IN ('allgather', 'reducescatter') THEN
                'most exposed time is all-gather / reduce-scatter (sharded data parallel): prefetch the next layer''s parameters (FSDP forward_prefetch / backward_prefetch, ZeRO overlap_comm), use larger shard groups per all-gather, or shard within a node (hybrid sharding)'
            WHEN t.main_coll IN ('allreduce', 'reduce', 'broadcast') THEN

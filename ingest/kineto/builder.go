@@ -3,6 +3,7 @@ package kineto
 import (
 	"bytes"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -43,6 +44,106 @@ type builder struct {
 
 	longNames   int   // distinct names cut to MaxNameBytes
 	longNamesAt int64 // where the first of them is
+
+	opColl     map[int64]int32 // external id -> the collective its host operator issued
+	kernelColl []collRef       // communication kernels named only by NCCL
+}
+
+// runtimeByCorrelation maps correlation ids to runtime call rows.
+func (b *builder) runtimeByCorrelation() map[int64]int {
+	s := b.s
+	rt := b.kinds[stream.KindRuntime]
+	out := map[int64]int{}
+	for i := range s.Len() {
+		if s.Kind.V[i] == rt && s.Correlation.Valid(i) {
+			out[s.Correlation.V[i]] = i
+		}
+	}
+	return out
+}
+
+// stackCollective is the collective a c10d:: or nccl: operator enclosing
+// the runtime call that launched kernel row names.
+func (b *builder) stackCollective(byCorr map[int64]int, row int) (int32, bool) {
+	s := b.s
+	if !s.Correlation.Valid(row) {
+		return 0, false
+	}
+	rt, ok := byCorr[s.Correlation.V[row]]
+	if !ok || !s.StackID.Valid(rt) {
+		return 0, false
+	}
+	for id := s.StackID.V[rt]; id >= 0; id = s.Stacks[id].Parent {
+		name := b.str.Get(s.Stacks[id].Name)
+		for _, p := range []string{"c10d::", "nccl:"} {
+			if rest, ok := strings.CutPrefix(name, p); ok {
+				if c := gpu.NormalizeCollective(rest); c != "" {
+					return b.str.ID(c), true
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
+// collRef is a communication kernel whose collective may be named better
+// by the host operator that launched it.
+type collRef struct {
+	row int
+	ext int64
+	had bool // the kernel name gave a collective (a CollName entry exists)
+}
+
+// nameCollectives gives communication kernels the collective of the host
+// operator with their External id: an all_to_all that NCCL runs as
+// SendRecv kernels is an all-to-all, not pipeline-parallel sends.
+//
+// Older traces number kernels apart from their operators (a kernel's
+// External id is its correlation id); there the collective comes from the
+// c10d:: or nccl: operator that encloses the launching runtime call on its
+// thread (its call stack, which AssignSelfTimes has built).
+func (b *builder) nameCollectives() {
+	if len(b.kernelColl) == 0 {
+		return
+	}
+	col := &b.s.CollName
+	var add []collRef
+	var byCorr map[int64]int // runtime call rows by correlation id, on demand
+	for _, k := range b.kernelColl {
+		c, ok := b.opColl[k.ext]
+		if !ok {
+			if byCorr == nil {
+				byCorr = b.runtimeByCorrelation()
+			}
+			c, ok = b.stackCollective(byCorr, k.row)
+		}
+		if !ok {
+			continue
+		}
+		if !k.had {
+			add = append(add, collRef{row: k.row, ext: int64(c)})
+			continue
+		}
+		i := sort.Search(len(col.Rows), func(i int) bool { return int(col.Rows[i]) >= k.row })
+		if i < len(col.Rows) && int(col.Rows[i]) == k.row {
+			col.Vals[i] = c
+		}
+	}
+	if len(add) == 0 {
+		return
+	}
+	sort.Slice(add, func(i, j int) bool { return add[i].row < add[j].row })
+	// kernels the name said nothing of get an entry, keeping rows in order
+	rows, vals := make([]int32, 0, len(col.Rows)+len(add)), make([]int32, 0, len(col.Rows)+len(add))
+	i := 0
+	for _, a := range add {
+		for i < len(col.Rows) && int(col.Rows[i]) < a.row {
+			rows, vals = append(rows, col.Rows[i]), append(vals, col.Vals[i])
+			i++
+		}
+		rows, vals = append(rows, int32(a.row)), append(vals, int32(a.ext))
+	}
+	col.Rows, col.Vals = append(rows, col.Rows[i:]...), append(vals, col.Vals[i:]...)
 }
 
 // MaxNameBytes bounds a name or category (the longest real kernel names,
@@ -191,6 +292,15 @@ func (b *builder) nameInfo(id int32, kind string) nameInfo {
 	ni.recParams = name == "record_param_comms"
 	if kind == stream.KindCPUOp {
 		ni.flopOp = gpu.FlopOp(name)
+	}
+	if kind == stream.KindCPUOp || kind == stream.KindAnnotation {
+		// c10d's operators and NCCL's record_function ranges name the
+		// collective the job called: c10d::alltoall_, nccl:all_to_all
+		for _, p := range []string{"c10d::", "nccl:"} {
+			if rest, ok := strings.CutPrefix(name, p); ok {
+				ni.coll = b.optID(gpu.NormalizeCollective(rest))
+			}
+		}
 	}
 	if kind == stream.KindKernel && gpu.IsCollectiveKernel(name) {
 		ni.comm = true
@@ -434,6 +544,20 @@ func (b *builder) sliceIDs(e *event, catID, nameID int32, ts, dur int64) {
 	}
 	if coll != 0 {
 		s.CollName.Set(row, coll)
+	}
+	if a.has&aExternalID != 0 {
+		switch {
+		case !gpuSide && coll != 0:
+			// the operator that issued a collective names it the way the
+			// job called it (record_param_comms, c10d::alltoall_)
+			if b.opColl == nil {
+				b.opColl = map[int64]int32{}
+			}
+			b.opColl[a.externalID] = coll
+		case kind == stream.KindComm && a.has&aCollName == 0:
+			// the kernel's own name is NCCL's: all-to-all runs as SendRecv
+			b.kernelColl = append(b.kernelColl, collRef{row: row, ext: a.externalID, had: coll != 0})
+		}
 	}
 	if a.has&aInElems != 0 {
 		s.CollInElems.Set(row, a.inElems)

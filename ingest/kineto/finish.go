@@ -68,6 +68,7 @@ func (b *builder) finish(opt Options) error {
 	b.bindFlows()
 	b.assignSteps(n)
 	b.assignSelfTimes(n)
+	b.nameCollectives()
 
 	t.StartNS, t.EndNS = 0, 0
 	other := b.kinds[stream.KindOther]

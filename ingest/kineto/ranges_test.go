@@ -89,3 +89,26 @@ func TestHostFromMetadataOnly(t *testing.T) {
 		t.Errorf("host %q, want the host_name metadata", tr.Host)
 	}
 }
+
+// An all_to_all that NCCL runs as SendRecv kernels is an all-to-all: the
+// collective comes from the operator that issued the kernel (its External
+// id), and a SendRecv with no such operator stays point-to-point.
+func TestCollectiveFromIssuingOperator(t *testing.T) {
+	doc := `{"traceEvents":[
+ {"ph":"X","cat":"cpu_op","name":"record_param_comms","pid":1,"tid":1,"ts":10,"dur":50,"args":{"External id":7,"Collective name":"all_to_allv","dtype":"Float","In msg nelems":1024}},
+ {"ph":"X","cat":"cpu_op","name":"c10d::allgather_","pid":1,"tid":1,"ts":100,"dur":50,"args":{"External id":8}},
+ {"ph":"X","cat":"kernel","name":"ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)","pid":0,"tid":20,"ts":20,"dur":30,"args":{"External id":7,"stream":20,"device":0}},
+ {"ph":"X","cat":"kernel","name":"ncclDevKernel_Generic(ncclDevComm*, unsigned long, ncclWork*)","pid":0,"tid":20,"ts":110,"dur":30,"args":{"External id":8,"stream":20,"device":0}},
+ {"ph":"X","cat":"kernel","name":"ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)","pid":0,"tid":20,"ts":200,"dur":30,"args":{"External id":9,"stream":20,"device":0}}]}`
+	tr := mustRead(t, "a2a.json", doc)
+	want := map[int64]string{20_000: "alltoall", 110_000: "allgather", 200_000: "sendrecv"}
+	for i := range tr.Slices.Len() {
+		if kindOf(tr, i) != "comm" {
+			continue
+		}
+		got := dictAt(tr, &tr.Slices.CollName, i)
+		if w := want[tr.Slices.TS.V[i]]; got != w {
+			t.Errorf("kernel at %d ns: collective %q, want %q", tr.Slices.TS.V[i], got, w)
+		}
+	}
+}
