@@ -46,8 +46,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(&b, "; steps analysed: %s; %d events from %d file(s).\n\n", run.Steps, run.Events, run.Sources)
 		for _, key := range run.GPUSpecs {
 			if s, ok := gpu.Lookup(key); ok {
-				fmt.Fprintf(&b, "GPU %s: %s dense BF16 %s TFLOP/s (FP8 %s), %s GiB at %s GB/s, GPU links %s GB/s.\n\n",
-					s.Key, s.Name, formatFloat(s.BF16), formatFloat(s.FP8), formatFloat(s.MemGiB), formatFloat(s.HBMGBs), formatFloat(s.LinkGBs))
+				fmt.Fprintf(&b, "GPU %s: %s.\n\n", s.Key, gpuLine(s, run.Dtypes))
 			}
 		}
 		for _, s := range r.Summary {
@@ -161,6 +160,38 @@ func writeMetricTable(b *strings.Builder, t MetricTable) {
 		fmt.Fprintf(b, "\n%d more rows: `SELECT * FROM metrics WHERE detector = '%s'` (trainscope sql), or the JSON report.\n", len(t.Rows)-len(rows), t.Detector)
 	}
 	b.WriteString("\n")
+}
+
+// gpuLine states a GPU's peaks for the dtypes it has (a V100 has no BF16
+// or FP8: printing "0 TFLOP/s" for them misleads), the job's own matmul
+// dtypes first when the trace says them.
+func gpuLine(s gpu.Spec, jobDtypes []string) string {
+	peaks := []struct {
+		name string
+		v    float64
+	}{{"bf16", s.BF16}, {"fp16", s.FP16}, {"fp8", s.FP8}, {"tf32", s.TF32}, {"fp32", s.FP32}}
+	var have, missing []string
+	for _, p := range peaks {
+		if p.v > 0 {
+			have = append(have, fmt.Sprintf("%s %s", strings.ToUpper(p.name), formatFloat(p.v)))
+		} else {
+			missing = append(missing, strings.ToUpper(p.name))
+		}
+	}
+	line := s.Name + ", dense peak " + strings.Join(have, ", ") + " TFLOP/s"
+	if len(missing) > 0 {
+		line += " (no " + strings.Join(missing, " or ") + ")"
+	}
+	if len(jobDtypes) > 0 {
+		line += "; the job's matmuls ran in " + strings.ToUpper(strings.Join(jobDtypes, ", "))
+	}
+	line += fmt.Sprintf("; %s GiB at %s GB/s", formatFloat(s.MemGiB), formatFloat(s.HBMGBs))
+	if s.LinkGBs > 0 {
+		line += fmt.Sprintf(", GPU links %s GB/s", formatFloat(s.LinkGBs))
+	} else {
+		line += ", no GPU links (PCIe)"
+	}
+	return line
 }
 
 func rankList(ranks []int) string {

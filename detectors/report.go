@@ -65,7 +65,8 @@ type RunInfo struct {
 	Ranks     []int    `json:"ranks"`
 	WorldSize int      `json:"world_size"`
 	GPUs      []string `json:"gpus"`
-	GPUSpecs  []string `json:"gpu_specs,omitempty"` // catalog keys of the GPUs, where known
+	GPUSpecs  []string `json:"gpu_specs,omitempty"`     // catalog keys of the GPUs, where known
+	Dtypes    []string `json:"matmul_dtypes,omitempty"` // dtypes of the matmul and attention operators the trace recorded
 	Steps     string   `json:"steps_analysed"`
 	Events    int64    `json:"events"`
 	Sources   int      `json:"sources"`
@@ -165,7 +166,8 @@ func (r *Report) loadRuns(ctx context.Context, st *duck.Store) error {
 	rows, err := st.Query(ctx, `
 SELECT k.run_id, list(k.rank ORDER BY k.rank), max(k.world_size), list(DISTINCT k.gpu_name ORDER BY k.gpu_name) FILTER (WHERE k.gpu_name <> ''),
        sum(k.events)::BIGINT, count(*),
-       (SELECT coalesce(min(step_lo)::VARCHAR || '-' || max(step_hi)::VARCHAR, 'all') FROM analysis_window w WHERE w.run_id = k.run_id)
+       (SELECT coalesce(min(step_lo)::VARCHAR || '-' || max(step_hi)::VARCHAR, 'all') FROM analysis_window w WHERE w.run_id = k.run_id),
+       (SELECT list(DISTINCT lower(flops_dtype) ORDER BY lower(flops_dtype)) FROM slices_detail d WHERE d.run_id = k.run_id AND d.flops_dtype IS NOT NULL)
 FROM ranks k GROUP BY k.run_id ORDER BY k.run_id`)
 	if err != nil {
 		return err
@@ -173,10 +175,15 @@ FROM ranks k GROUP BY k.run_id ORDER BY k.run_id`)
 	defer rows.Close()
 	for rows.Next() {
 		var ri RunInfo
-		var ranks, gpus any
+		var ranks, gpus, dtypes any
 		var world sql.NullInt64
-		if err := rows.Scan(&ri.RunID, &ranks, &world, &gpus, &ri.Events, &ri.Sources, &ri.Steps); err != nil {
+		if err := rows.Scan(&ri.RunID, &ranks, &world, &gpus, &ri.Events, &ri.Sources, &ri.Steps, &dtypes); err != nil {
 			return err
+		}
+		for _, v := range asList(dtypes) {
+			if s, ok := v.(string); ok {
+				ri.Dtypes = append(ri.Dtypes, s)
+			}
 		}
 		for _, v := range asList(ranks) {
 			ri.Ranks = append(ri.Ranks, int(toInt(v)))
