@@ -194,6 +194,28 @@ func (s *Sparse[T]) Set(row int, v T) {
 	s.Vals = append(s.Vals, v)
 }
 
+// Fill gives each of rows (increasing) its value in vals unless the row
+// already has one, keeping the rows in order.
+func (s *Sparse[T]) Fill(rows []int32, vals []T) {
+	if len(rows) == 0 {
+		return
+	}
+	outR := make([]int32, 0, len(s.Rows)+len(rows))
+	outV := make([]T, 0, len(s.Rows)+len(rows))
+	i := 0
+	for j, r := range rows {
+		for i < len(s.Rows) && s.Rows[i] < r {
+			outR, outV = append(outR, s.Rows[i]), append(outV, s.Vals[i])
+			i++
+		}
+		if i < len(s.Rows) && s.Rows[i] == r {
+			continue
+		}
+		outR, outV = append(outR, r), append(outV, vals[j])
+	}
+	s.Rows, s.Vals = append(outR, s.Rows[i:]...), append(outV, s.Vals[i:]...)
+}
+
 // Dense materialises the column for n rows.
 func (s *Sparse[T]) Dense(n int) Num[T] {
 	c := Nulls[T](n)

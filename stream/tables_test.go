@@ -2,6 +2,7 @@ package stream
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -453,5 +454,26 @@ func TestSplitRecords(t *testing.T) {
 	dev := col(core, "device").(*array.Int32)
 	if dev.NullN() != 2 {
 		t.Errorf("core device %v", dev)
+	}
+}
+
+func TestSparseFill(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		rows, fill     []int32
+		vals, fillVals []int64
+		wantRows       []int32
+		wantVals       []int64
+	}{
+		{"empty", nil, []int32{1, 3}, nil, []int64{10, 30}, []int32{1, 3}, []int64{10, 30}},
+		{"existing wins", []int32{1, 2}, []int32{1, 3}, []int64{5, 6}, []int64{10, 30}, []int32{1, 2, 3}, []int64{5, 6, 30}},
+		{"interleaved", []int32{0, 4, 9}, []int32{2, 5, 10}, []int64{1, 2, 3}, []int64{7, 8, 9}, []int32{0, 2, 4, 5, 9, 10}, []int64{1, 7, 2, 8, 3, 9}},
+		{"nothing to fill", []int32{0}, nil, []int64{1}, nil, []int32{0}, []int64{1}},
+	} {
+		s := Sparse[int64]{Rows: tc.rows, Vals: tc.vals}
+		s.Fill(tc.fill, tc.fillVals)
+		if !slices.Equal(s.Rows, tc.wantRows) || !slices.Equal(s.Vals, tc.wantVals) {
+			t.Errorf("%s: rows %v vals %v, want %v %v", tc.name, s.Rows, s.Vals, tc.wantRows, tc.wantVals)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package kineto
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -45,8 +46,8 @@ type builder struct {
 	longNames   int   // distinct names cut to MaxNameBytes
 	longNamesAt int64 // where the first of them is
 
-	opColl     map[int64]int32 // external id -> the collective its host operator issued
-	kernelColl []collRef       // communication kernels named only by NCCL
+	opColl     map[int64]opColl // external id -> the collective its host operator issued
+	kernelColl []collRef        // communication kernels named only by NCCL
 }
 
 // runtimeByCorrelation maps correlation ids to runtime call rows.
@@ -94,6 +95,14 @@ type collRef struct {
 	had bool // the kernel name gave a collective (a CollName entry exists)
 }
 
+// opColl is what a host operator that issued a collective says of it:
+// its name and, where record_param_comms gives them, its message size.
+type opColl struct {
+	coll          int32
+	in, out       int64 // -1 when not given
+	dtype, groups int32 // 0 when not given
+}
+
 // nameCollectives gives communication kernels the collective of the host
 // operator with their External id: an all_to_all that NCCL runs as
 // SendRecv kernels is an all-to-all, not pipeline-parallel sends.
@@ -106,44 +115,95 @@ func (b *builder) nameCollectives() {
 	if len(b.kernelColl) == 0 {
 		return
 	}
-	col := &b.s.CollName
-	var add []collRef
+	var add sparseFill[int32]
+	var in, out sparseFill[int64]
+	var dtype, groups sparseFill[int32]
 	var byCorr map[int64]int // runtime call rows by correlation id, on demand
+	col := &b.s.CollName
 	for _, k := range b.kernelColl {
-		c, ok := b.opColl[k.ext]
-		if !ok {
+		op, ok := b.opColl[k.ext]
+		if ok {
+			// the kernel carries no message size of its own: take the
+			// operator's, so bandwidth is known where the trace has it
+			row := int32(k.row)
+			in.add(row, op.in, op.in >= 0)
+			out.add(row, op.out, op.out >= 0)
+			dtype.add(row, op.dtype, op.dtype != 0)
+			groups.add(row, op.groups, op.groups != 0)
+		} else {
 			if byCorr == nil {
 				byCorr = b.runtimeByCorrelation()
 			}
-			c, ok = b.stackCollective(byCorr, k.row)
+			op.coll, ok = b.stackCollective(byCorr, k.row)
 		}
 		if !ok {
 			continue
 		}
 		if !k.had {
-			add = append(add, collRef{row: k.row, ext: int64(c)})
+			add.add(int32(k.row), op.coll, true)
 			continue
 		}
 		i := sort.Search(len(col.Rows), func(i int) bool { return int(col.Rows[i]) >= k.row })
 		if i < len(col.Rows) && int(col.Rows[i]) == k.row {
-			col.Vals[i] = c
+			col.Vals[i] = op.coll
 		}
 	}
-	if len(add) == 0 {
-		return
+	add.into(&col.Sparse)
+	in.into(&b.s.CollInElems)
+	out.into(&b.s.CollOutElems)
+	dtype.into(&b.s.CollDtype.Sparse)
+	groups.into(&b.s.CollGroupSize)
+}
+
+// firstTensor is the element count and type of an operator's first input
+// from its Input Dims and Input type arguments.
+func firstTensor(dimsJSON, typesJSON []byte) (int64, string, bool) {
+	var dims [][]int64
+	if json.Unmarshal(dimsJSON, &dims) != nil || len(dims) == 0 || len(dims[0]) == 0 {
+		return 0, "", false
 	}
-	sort.Slice(add, func(i, j int) bool { return add[i].row < add[j].row })
-	// kernels the name said nothing of get an entry, keeping rows in order
-	rows, vals := make([]int32, 0, len(col.Rows)+len(add)), make([]int32, 0, len(col.Rows)+len(add))
-	i := 0
-	for _, a := range add {
-		for i < len(col.Rows) && int(col.Rows[i]) < a.row {
-			rows, vals = append(rows, col.Rows[i]), append(vals, col.Vals[i])
-			i++
+	n := int64(1)
+	for _, d := range dims[0] {
+		if d < 0 || d > 1<<40 || n > (1<<62)/max(d, 1) {
+			return 0, "", false
 		}
-		rows, vals = append(rows, int32(a.row)), append(vals, int32(a.ext))
+		n *= d
 	}
-	col.Rows, col.Vals = append(rows, col.Rows[i:]...), append(vals, col.Vals[i:]...)
+	var types []string
+	dt := ""
+	if json.Unmarshal(typesJSON, &types) == nil && len(types) > 0 {
+		dt = types[0]
+	}
+	return n, dt, true
+}
+
+// sparseFill gathers values for rows of a sparse column, to merge in once.
+type sparseFill[T int32 | int64] struct {
+	rows []int32
+	vals []T
+}
+
+func (f *sparseFill[T]) add(row int32, v T, ok bool) {
+	if ok {
+		f.rows, f.vals = append(f.rows, row), append(f.vals, v)
+	}
+}
+
+// into fills the rows that have no value yet (kernelColl is in row order).
+func (f *sparseFill[T]) into(col *stream.Sparse[T]) {
+	if !sort.SliceIsSorted(f.rows, func(i, j int) bool { return f.rows[i] < f.rows[j] }) {
+		idx := make([]int, len(f.rows))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.Slice(idx, func(i, j int) bool { return f.rows[idx[i]] < f.rows[idx[j]] })
+		rows, vals := make([]int32, len(idx)), make([]T, len(idx))
+		for i, k := range idx {
+			rows[i], vals[i] = f.rows[k], f.vals[k]
+		}
+		f.rows, f.vals = rows, vals
+	}
+	col.Fill(f.rows, f.vals)
 }
 
 // MaxNameBytes bounds a name or category (the longest real kernel names,
@@ -551,9 +611,31 @@ func (b *builder) sliceIDs(e *event, catID, nameID int32, ts, dur int64) {
 			// the operator that issued a collective names it the way the
 			// job called it (record_param_comms, c10d::alltoall_)
 			if b.opColl == nil {
-				b.opColl = map[int64]int32{}
+				b.opColl = map[int64]opColl{}
 			}
-			b.opColl[a.externalID] = coll
+			op := opColl{coll: coll, in: -1, out: -1}
+			if a.has&aInElems != 0 {
+				op.in = a.inElems
+			}
+			if a.has&aOutElems != 0 {
+				op.out = a.outElems
+			}
+			if a.has&aDtype != 0 && len(a.dtype) > 0 {
+				op.dtype = b.intern(a.dtype)
+			}
+			if op.in < 0 && a.has&aInputDims != 0 {
+				// c10d and nccl: operators give their tensor's shape
+				if n, dt, ok := firstTensor(a.inputDims, a.inputType); ok {
+					op.in = n
+					if op.dtype == 0 && dt != "" {
+						op.dtype = b.str.ID(dt)
+					}
+				}
+			}
+			if a.has&aGroupSize != 0 {
+				op.groups = int32(a.groupSize)
+			}
+			b.opColl[a.externalID] = op
 		case kind == stream.KindComm && a.has&aCollName == 0:
 			// the kernel's own name is NCCL's: all-to-all runs as SendRecv
 			b.kernelColl = append(b.kernelColl, collRef{row: row, ext: a.externalID, had: coll != 0})

@@ -110,5 +110,14 @@ func TestCollectiveFromIssuingOperator(t *testing.T) {
 		if w := want[tr.Slices.TS.V[i]]; got != w {
 			t.Errorf("kernel at %d ns: collective %q, want %q", tr.Slices.TS.V[i], got, w)
 		}
+		// the message size comes from the issuing operator too
+		n, ok := sparseAt(&tr.Slices.CollInElems, i)
+		dt := dictAt(tr, &tr.Slices.CollDtype, i)
+		if tr.Slices.TS.V[i] == 20_000 && (!ok || n != 1024 || dt != "Float") {
+			t.Errorf("all_to_all kernel: %v %d elements of %q, want 1024 of Float", ok, n, dt)
+		}
+		if tr.Slices.TS.V[i] != 20_000 && ok {
+			t.Errorf("kernel at %d ns has %d elements from nowhere", tr.Slices.TS.V[i], n)
+		}
 	}
 }

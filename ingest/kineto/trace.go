@@ -46,8 +46,8 @@ type Trace struct {
 	DisplayTimeUnit string
 	// Host is the machine the trace says it ran on (a top-level host_name
 	// or hostname key), or "": a file name is not taken for one.
-	Host string
-	Complete        bool // saw the final "Record Window End" instant
+	Host     string
+	Complete bool // saw the final "Record Window End" instant
 
 	Str      *stream.Strings
 	Slices   *stream.SliceTable
