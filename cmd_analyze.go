@@ -27,8 +27,11 @@ const analyzeHelp = `Usage: trainscope analyze DIR_OR_FILES... [flags]
 Reads PyTorch profiler (Kineto) traces, one file per rank (.json or .json.gz),
 Nsight Systems SQLite exports (one trace per GPU), CUDA memory snapshots
 (JSON) and launch scripts (.sh, for the config audit), loads them into
-DuckDB, runs the built-in detectors and prints a report with Summary,
-Metrics, Findings and Recommendations, grouped in PerfTracker's sections.
+DuckDB, runs the built-in detectors and prints a report that fits one
+screen: the verdict (the root cause that costs the most step time, with its
+evidence), the root causes, the findings one line per detector in
+PerfTracker's sections, and the top recommendations. --full adds every
+metric table; the JSON and HTML reports (with charts) always hold them.
 
 By default every ProfilerStep but the last is analysed (the last one is often
 cut short), as Holistic Trace Analysis does. Hosts come from --host or from
@@ -76,7 +79,7 @@ func parseFlags(fs *pflag.FlagSet, args []string, out io.Writer) error {
 type analyzeFlags struct {
 	format, db, parquet, steps, ranks, run, host, out, config, gpu string
 	rank, workers                                                  int
-	quiet, timing                                                  bool
+	quiet, timing, full                                            bool
 	detectorDirs                                                   []string
 }
 
@@ -84,6 +87,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	var f analyzeFlags
 	fs := flagSet("analyze", analyzeHelp, errOut)
 	fs.StringVar(&f.format, "format", "md", "report format: md, json or html (one self-contained page)")
+	fs.BoolVar(&f.full, "full", false, fullHelp)
 	fs.StringVar(&f.db, "db", "", "write the DuckDB database to this file (default: in memory, discarded)")
 	fs.StringVar(&f.parquet, "parquet", "", "also export every table to this folder as hive-partitioned Parquet")
 	fs.StringVar(&f.steps, "steps", "", "analyse these ProfilerSteps only, e.g. 3-7 or 5")
@@ -176,7 +180,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 			return err
 		}
 	}
-	if err := writeReport(rep, f.format, f.out, out); err != nil {
+	if err := writeReport(rep, f.format, f.full, f.out, out); err != nil {
 		return err
 	}
 	if f.timing {

@@ -37,6 +37,7 @@ func runProfile(ctx context.Context, args []string, out, errOut io.Writer) error
 	memPath := fs.String("memory", "", "memory snapshot (JSON or JSON.gz)")
 	tracePath := fs.String("trace", "", "PyTorch profiler trace of the same rank")
 	format := fs.String("format", "md", "report format: md, json or html (one self-contained page)")
+	full := fs.Bool("full", false, fullHelp)
 	outPath := fs.StringP("out", "o", "", "write the report to this file instead of stdout")
 	db := fs.String("db", "", "write the DuckDB database to this file")
 	run := fs.String("run", "", "run id (default: the snapshot's file name)")
@@ -126,5 +127,5 @@ func runProfile(ctx context.Context, args []string, out, errOut io.Writer) error
 	if err != nil {
 		return err
 	}
-	return writeReport(rep, *format, *outPath, out)
+	return writeReport(rep, *format, *full, *outPath, out)
 }

@@ -24,6 +24,7 @@ func runReport(ctx context.Context, args []string, out, errOut io.Writer) error 
 	fs := flagSet("report", reportHelp, errOut)
 	db := fs.String("db", "", "database written by analyze --db (required)")
 	format := fs.String("format", "md", "report format: md, json or html (one self-contained page)")
+	full := fs.Bool("full", false, fullHelp)
 	steps := fs.String("steps", "", "analyse these ProfilerSteps only, e.g. 3-7")
 	outPath := fs.StringP("out", "o", "", "write the report to this file instead of stdout")
 	config := fs.String("config", "", "config file (YAML, TOML or JSON); also TRAINSCOPE_CONFIG")
@@ -68,7 +69,7 @@ func runReport(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if err != nil {
 		return err
 	}
-	return writeReport(rep, *format, *outPath, out)
+	return writeReport(rep, *format, *full, *outPath, out)
 }
 
 // hostRowsWithoutDerived counts host slices that lack the columns readers

@@ -18,7 +18,7 @@ func TestAnalyzeRepairsInvalidUTF8(t *testing.T) {
 	trace := strings.Replace(smallTrace, `"name": "gemm"`, "\"name\": \"gemm<\xff\xfe>\"", 1)
 	trace = strings.Replace(trace, `"traceEvents": [`, "\"traceEvents\": [\n {\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 1, \"tid\": 1, \"args\": {\"name\": \"main\xc3\"}},", 1)
 	path := writeFile(t, dir, "rank-0.pt.trace.json", []byte(trace))
-	code, out, errOut := trainscope(t, "analyze", "-q", "--run", "u", path)
+	code, out, errOut := trainscope(t, "analyze", "-q", "--full", "--run", "u", path)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}

@@ -28,6 +28,7 @@ var commands = map[string]command{
 	"analyze":  {runAnalyze, "read PyTorch profiler traces, run the detectors, print a report"},
 	"audit":    {runAudit, "check training launch scripts for slow or memory-wasting flags (perf-doctor)"},
 	"diff":     {runDiff, "compare the kernels and operators of two runs or step windows"},
+	"export":   {runExport, "write the analysed window as a Perfetto trace with the findings marked"},
 	"profile":  {runProfile, "report on a CUDA memory snapshot (and a trace of the same rank)"},
 	"publish":  {runPublish, "publish traces and memory snapshots to JetStream for a running server"},
 	"report":   {runReport, "run the detectors again on a saved database and print the report"},

@@ -51,11 +51,11 @@ func TestAnalyzeAndSQL(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "rank-0.pt.trace.json", []byte(smallTrace))
 	db := filepath.Join(t.TempDir(), "run.duckdb")
-	code, out, errOut := trainscope(t, "analyze", dir, "--db", db, "--run", "r1")
+	code, out, errOut := trainscope(t, "analyze", dir, "--db", db, "--run", "r1", "--full")
 	if code != 0 {
 		t.Fatalf("analyze exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"## Summary", "## Metrics", "## Findings", "## Recommendations", "Run `r1`: 1 rank(s) (0)"} {
+	for _, want := range []string{"## Verdict", "## Findings", "## Recommendations", "## Appendix", "### Metrics", "Run `r1`: 1 rank(s) (0)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -169,12 +169,15 @@ func TestUsageErrors(t *testing.T) {
 		{"analyze", ".", "--ranks", "a"},
 		{"analyze", ".", "--bogus"},
 		{"sql", "SELECT 1"},
+		{"export", "."},
+		{"export", "--perfetto", "x.json"},
+		{"export", "--perfetto", "x.json", "--db", "a.duckdb", "."},
 	} {
 		if code, _, errOut := trainscope(t, args...); code != 2 || errOut == "" {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and a message", args, code, errOut)
 		}
 	}
-	for _, cmd := range []string{"analyze", "diff", "profile", "report", "sql", "validate", "version"} {
+	for _, cmd := range []string{"analyze", "diff", "export", "profile", "report", "sql", "validate", "version"} {
 		code, out, _ := trainscope(t, cmd, "--help")
 		if code != 0 || !strings.Contains(out, "Usage: trainscope "+cmd) {
 			t.Errorf("%s --help: exit %d, %q", cmd, code, out)
@@ -306,7 +309,7 @@ func TestProfileMemory(t *testing.T) {
 	// markdown: the summary line and the OOM finding
 	code, out, _ = trainscope(t, "profile", "--memory", snap, "-q")
 	if code != 0 || !strings.Contains(out, "memory, rank 2 device 0: 2.0 MiB reserved, 1.0 KiB allocated (100% of reserved unused)") ||
-		!strings.Contains(out, "[CRITICAL] mem_oom") || !strings.Contains(out, "asked for 2.00 GiB with 0.00 GiB free") {
+		!strings.Contains(out, "[critical] mem_oom") || !strings.Contains(out, "asked for 2.00 GiB with 0.00 GiB free") {
 		t.Errorf("markdown report:\n%s", out)
 	}
 }
@@ -407,14 +410,14 @@ func TestAnalyzeTraceWithSnapshot(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "rank-0.pt.trace.json", []byte(smallTrace))
 	writeFile(t, dir, "rank-0.snapshot.json", []byte(smallSnapshot))
-	code, out, errOut := trainscope(t, "analyze", dir)
+	code, out, errOut := trainscope(t, "analyze", dir, "--full")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	if !strings.Contains(errOut, "rank-0.snapshot.json: memory_snapshot, rank 0") {
 		t.Errorf("progress: %s", errOut)
 	}
-	for _, want := range []string{"Run `", "1 rank(s) (0)", "memory, rank 0 device 0: 2.0 MiB reserved", "### GPU compute\n\n#### temporal_breakdown", "[CRITICAL] mem_oom"} {
+	for _, want := range []string{"Run `", "1 rank(s) (0)", "memory, rank 0 device 0: 2.0 MiB reserved", "#### GPU compute\n\n##### temporal_breakdown", "[CRITICAL] mem_oom", "[critical] mem_oom"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -503,5 +506,44 @@ func TestReportFromDatabase(t *testing.T) {
 	st.Close()
 	if code, _, errOut := trainscope(t, "report", "--db", db); code != 0 || !strings.Contains(errOut, "written by an older trainscope") {
 		t.Errorf("old database: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// export writes a Chrome trace of the analysed window, from traces or
+// from a database analyze wrote, and says what it holds.
+func TestExportCommand(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "rank-0.pt.trace.json", []byte(smallTrace))
+	out := filepath.Join(t.TempDir(), "run.json")
+	db := filepath.Join(t.TempDir(), "run.duckdb")
+	if code, _, errOut := trainscope(t, "analyze", dir, "--db", db, "-q"); code != 0 {
+		t.Fatalf("analyze: %d %s", code, errOut)
+	}
+	for _, args := range [][]string{{dir}, {"--db", db}} {
+		code, _, errOut := trainscope(t, append([]string{"export", "--perfetto", out}, args...)...)
+		if code != 0 || !strings.Contains(errOut, "perfetto: "+out+": ") {
+			t.Fatalf("export %v: exit %d: %s", args, code, errOut)
+		}
+		data, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			TraceEvents []map[string]any `json:"traceEvents"`
+		}
+		if err := json.Unmarshal(data, &doc); err != nil {
+			t.Fatalf("export %v is not JSON: %v", args, err)
+		}
+		names := map[string]bool{}
+		for _, e := range doc.TraceEvents {
+			if e["ph"] == "X" {
+				names[e["name"].(string)] = true
+			}
+		}
+		// the trace's only step is its last, which the window keeps when
+		// it is the only one
+		if !names["gemm"] || !names["cudaLaunchKernel"] {
+			t.Errorf("export %v: slices %v, want the kernel and its launch", args, names)
+		}
 	}
 }

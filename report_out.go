@@ -52,19 +52,25 @@ func checkReportFormat(cmd, format string) error {
 	return &usageError{fmt.Sprintf("%s: --format %q: want %s", cmd, format, reportFormats)}
 }
 
-// writeReport writes rep as markdown, JSON or HTML to path, or to out when
-// path is empty.
-func writeReport(rep *detectors.Report, format, path string, out io.Writer) error {
+// writeReport writes rep as markdown (one screen, or with every table
+// and finding when full), JSON or HTML to path, or to out when path is
+// empty.
+func writeReport(rep *detectors.Report, format string, full bool, path string, out io.Writer) error {
 	return writeTo(path, out, func(w io.Writer) error {
-		switch format {
-		case "json":
+		switch {
+		case format == "json":
 			return rep.WriteJSON(w)
-		case "html":
+		case format == "html":
 			return rep.WriteHTML(w)
+		case full:
+			return rep.WriteMarkdownFull(w)
 		}
 		return rep.WriteMarkdown(w)
 	})
 }
+
+// fullHelp is the --full flag's help.
+const fullHelp = "markdown: append every metric table and every finding in full (JSON and HTML always have them)"
 
 // writeTo runs write on the file at path (created or truncated), or on out
 // when path is empty; a failed close (a full disk) is an error too.

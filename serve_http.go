@@ -50,7 +50,11 @@ func (s *server) report(w http.ResponseWriter, _ *http.Request, run, format stri
 		return
 	case "html":
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, detectors.HTMLPage(string(rr.md)))
+		if len(rr.html) == 0 { // a report kept by a build before HTML pages were
+			io.WriteString(w, detectors.HTMLPage(string(rr.md)))
+			return
+		}
+		w.Write(rr.html)
 		return
 	}
 	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")

@@ -70,14 +70,14 @@ type pendingRun struct {
 
 // liveReport is the latest analysis of a run.
 type liveReport struct {
-	Run      string               `json:"run_id"`
-	At       time.Time            `json:"analyzed_at"`
-	StepLo   *int                 `json:"step_lo,omitempty"`
-	StepHi   *int                 `json:"step_hi,omitempty"`
-	Findings int                  `json:"findings"`
-	Partial  bool                 `json:"partial"`
-	Status   *detectors.RunStatus `json:"status,omitempty"`
-	md, json []byte
+	Run            string               `json:"run_id"`
+	At             time.Time            `json:"analyzed_at"`
+	StepLo         *int                 `json:"step_lo,omitempty"`
+	StepHi         *int                 `json:"step_hi,omitempty"`
+	Findings       int                  `json:"findings"`
+	Partial        bool                 `json:"partial"`
+	Status         *detectors.RunStatus `json:"status,omitempty"`
+	md, json, html []byte
 }
 
 func newScheduler(st *duck.Store, mu *sync.Mutex, set *detectors.Set, cfg ServeConfig, dcfg DuckDBConfig, logf func(string, ...any)) *scheduler {
@@ -227,14 +227,17 @@ func (s *scheduler) analyze(ctx context.Context, run, why string) (bool, error) 
 		rr.StepLo, rr.StepHi = &window.StepLo, &window.StepHi
 	}
 	rr.Findings = len(rep.Findings)
-	var md, js bytes.Buffer
+	var md, js, page bytes.Buffer
 	if err := rep.WriteMarkdown(&md); err != nil {
 		return false, err
 	}
 	if err := rep.WriteJSON(&js); err != nil {
 		return false, err
 	}
-	rr.md, rr.json = md.Bytes(), js.Bytes()
+	if err := rep.WriteHTML(&page); err != nil {
+		return false, err
+	}
+	rr.md, rr.json, rr.html = md.Bytes(), js.Bytes(), page.Bytes()
 
 	took := time.Since(t0)
 	var statusText any
@@ -349,7 +352,7 @@ func (s *scheduler) save(rr *liveReport) error {
 		return err
 	}
 	name := fileToken(rr.Run)
-	for ext, b := range map[string][]byte{".md": rr.md, ".json": rr.json} {
+	for ext, b := range map[string][]byte{".md": rr.md, ".json": rr.json, ".html": rr.html} {
 		tmp := filepath.Join(dir, "."+name+ext+".tmp")
 		if err := os.WriteFile(tmp, b, 0o644); err != nil {
 			return err
@@ -497,9 +500,10 @@ func (s *scheduler) recover(ctx context.Context) error {
 		dir := filepath.Join(s.cfg.DataDir, "reports")
 		md, err1 := os.ReadFile(filepath.Join(dir, fileToken(run)+".md"))
 		js, err2 := os.ReadFile(filepath.Join(dir, fileToken(run)+".json"))
+		page, _ := os.ReadFile(filepath.Join(dir, fileToken(run)+".html"))
 		if err1 == nil && err2 == nil {
 			rr := &liveReport{Run: run, At: time.Unix(0, *at).UTC(), StepLo: lo, StepHi: hi,
-				Findings: deref(findings), Partial: wasPartial, md: md, json: js}
+				Findings: deref(findings), Partial: wasPartial, md: md, json: js, html: page}
 			if wasPartial && status != nil {
 				rr.Status = &detectors.RunStatus{Partial: true, Reasons: []string{*status}}
 			}

@@ -82,14 +82,24 @@ func TestHandRunMetrics(t *testing.T) {
 		{"temporal_breakdown", 1, nil, "idle_ns", 700 * us},
 		{"temporal_breakdown", 1, nil, "compute_ns", 740 * us},
 		{"temporal_breakdown", 1, nil, "non_compute_ns", 320 * us},
-		// comm on rank 0: 250 µs a step, 50 µs of it under K2
-		{"comm_comp_overlap", 0, nil, "comm_ns", 500 * us},
-		{"comm_comp_overlap", 0, nil, "overlap_ns", 100 * us},
-		{"comm_comp_overlap", 0, nil, "overlap_pct", 20},
-		{"comm_comp_overlap", 0, nil, "exposed_comm_ns", 400 * us},
-		{"comm_comp_overlap", 0, nil, "exposed_comm_pct", 100 * 400.0 / 1760},
+		// rank 0 is in the all-reduce 250 µs a step: it waits 100 µs for
+		// rank 1 (350-450, 50 µs of it under K2), then both transfer for
+		// 150 µs (450-600), with no compute beside it
+		{"temporal_breakdown", 0, nil, "transfer_ns", 300 * us},
+		{"temporal_breakdown", 0, nil, "wait_ns", 100 * us},
+		{"temporal_breakdown", 1, nil, "wait_ns", 0},
+		{"comm_comp_overlap", 0, nil, "comm_ns", 300 * us},
+		{"comm_comp_overlap", 0, nil, "overlap_ns", 0},
+		{"comm_comp_overlap", 0, nil, "overlap_pct", 0},
+		{"comm_comp_overlap", 0, nil, "exposed_comm_ns", 300 * us},
+		{"comm_comp_overlap", 0, nil, "exposed_comm_pct", 100 * 300.0 / 1760},
+		{"comm_comp_overlap", 0, nil, "wait_ns", 100 * us},
 		{"comm_comp_overlap", 1, nil, "overlap_ns", 0},
 		{"comm_comp_overlap", 1, nil, "exposed_comm_ns", 300 * us},
+		{"coll_wait", 0, "default_pg allreduce", "wait_ns", 100 * us},
+		{"coll_wait", 0, "default_pg allreduce", "transfer_ns", 150 * us},
+		{"coll_wait", 1, "default_pg allreduce", "wait_ns", 0},
+		{"coll_wait", 1, "default_pg allreduce", "block_ns", 100 * us},
 		// stream 7 gaps: 10 (kernel wait) 320 50 (host wait) per step, 240 between steps
 		{"idle_breakdown", 0, "stream 7", "gaps", 7},
 		{"idle_breakdown", 0, "stream 7", "kernel_wait_ns", 20 * us},
@@ -105,8 +115,9 @@ func TestHandRunMetrics(t *testing.T) {
 		{"kernel_launch_stats", 0, nil, "launch_delay_outliers", 2},
 		// exclusive overlap classes, summed over both ranks
 		{"kernel_type_breakdown", nil, "COMP", "time_ns", 1380 * us},
-		{"kernel_type_breakdown", nil, "COMM", "time_ns", 700 * us},
-		{"kernel_type_breakdown", nil, "COMP+COMM", "time_ns", 100 * us},
+		{"kernel_type_breakdown", nil, "COMM", "time_ns", 600 * us},
+		{"kernel_type_breakdown", nil, "COMP+WAIT", "time_ns", 100 * us},
+		{"kernel_type_breakdown", nil, "WAIT", "time_ns", 100 * us},
 		{"kernel_type_breakdown", nil, "MEM", "time_ns", 40 * us},
 		// rank 1 is last at both all-reduces, 100 µs late each time
 		{"straggler", 1, nil, "instances", 2},
@@ -121,14 +132,16 @@ func TestHandRunMetrics(t *testing.T) {
 		// 800 µs of the two ranks' 2 × 1760 µs spans
 		{"top_kernels", nil, "COMP | gemm_k1", "bottleneck_pct", 100.0 * 800 / 3520},
 		// the all-reduce of 1 Mi floats (4 MiB) in default_pg: rank 0 runs
-		// 250 µs twice, 50 µs of each under the elementwise kernel;
-		// 4,194,304 B / 250 µs = 16.78 GB/s, bus factor 2(n-1)/n = 1 for n = 2
+		// 250 µs twice, the first 100 µs of each waiting for rank 1; over
+		// the 150 µs transfer, 4,194,304 B / 150 µs = 27.96 GB/s, bus factor
+		// 2(n-1)/n = 1 for n = 2, the same on both ranks
 		{"comm_groups", 0, "default_pg allreduce RING/LL via unknown transport", "calls", 2},
 		{"comm_groups", 0, "default_pg allreduce RING/LL via unknown transport", "gpu_ns", 500 * us},
-		{"comm_groups", 0, "default_pg allreduce RING/LL via unknown transport", "exposed_ns", 400 * us},
+		{"comm_groups", 0, "default_pg allreduce RING/LL via unknown transport", "wait_ns", 200 * us},
+		{"comm_groups", 0, "default_pg allreduce RING/LL via unknown transport", "exposed_ns", 300 * us},
 		{"comm_groups", 0, "default_pg allreduce RING/LL via unknown transport", "bytes_per_call", 4194304},
-		{"comm_groups", 0, "default_pg allreduce RING/LL via unknown transport", "algbw_gbps", 16.78},
-		{"comm_groups", 0, "default_pg allreduce RING/LL via unknown transport", "busbw_gbps", 16.78},
+		{"comm_groups", 0, "default_pg allreduce RING/LL via unknown transport", "algbw_gbps", 27.96},
+		{"comm_groups", 0, "default_pg allreduce RING/LL via unknown transport", "busbw_gbps", 27.96},
 		{"comm_groups", 1, "default_pg allreduce RING/LL via unknown transport", "busbw_gbps", 27.96},
 		{"comm_groups", 1, "default_pg allreduce RING/LL via unknown transport", "exposed_ns", 300 * us},
 		// ProfilerStep#1 on rank 0: self time 1000 - 45 µs of launch calls;
@@ -180,13 +193,14 @@ func TestHandRunFindings(t *testing.T) {
 		}
 		got[det+"/"+sev+"/"+string(rune('0'+rank+1))] = v
 	}
-	// exposed comm: rank 0 400/1760 = 22.7% (>= 2 x 10%: critical), rank 1 300/1760 = 17.0% (warn)
+	// exposed comm (transfer only: rank 0's wait for rank 1 is not its
+	// communication): 300/1760 = 17.0% on both ranks (warn)
 	want := map[string]float64{
-		"comm_exposed_ratio/critical/1": 0.2273,
-		"comm_exposed_ratio/warn/2":     0.1705,
-		"gpu_idle/warn/1":               0.3409,
-		"gpu_idle/warn/2":               0.3977,
-		"bottleneck_class/info/0":       0.2273,
+		"comm_exposed_ratio/warn/1": 0.1705,
+		"comm_exposed_ratio/warn/2": 0.1705,
+		"gpu_idle/warn/1":           0.3409,
+		"gpu_idle/warn/2":           0.3977,
+		"bottleneck_class/info/0":   0.1705,
 		// the exposed self time of the stack ProfilerStep#* (both steps) over
 		// the 1760 µs span: rank 0 2 × 955 × 420/1000 µs, rank 1
 		// 2 × 955 × 470/1000 µs (its all-reduce starts later)
@@ -334,19 +348,32 @@ func TestGPUTimeUtil(t *testing.T) {
 	}
 }
 
+// The what-if follows the critical path through the collectives: every
+// rank's steps take the same time (the all-reduce evens them out), yet in
+// step 1 rank 2 reaches the all-reduce 300 µs after the others, and the
+// step would have been 300 µs shorter without that.
 func TestStragglerWhatIf(t *testing.T) {
 	dir := t.TempDir()
-	// three ranks, two steps in the window; rank 2's step 1 takes 1300 µs
+	args := map[string]any{}
+	for k, v := range ncclArgs {
+		args[k] = v
+	}
+	args["Group size"], args["Process Group Ranks"] = 3, "[0, 1, 2]"
 	for rank := range 3 {
 		b := newTrace(rank, 3)
 		for s := range 3 {
-			dur := int64(1000)
-			if rank == 2 && s == 0 {
-				dur = 1300
-			}
 			o := int64(s) * 2000
-			b.step(s+1, o, dur)
-			b.launch("cudaLaunchKernel", o+10, 5, "kernel", "k", 7, o+100, 100, nil)
+			kdur, slowest := int64(100), int64(100)
+			if s == 0 {
+				slowest = 400
+				if rank == 2 {
+					kdur = 400
+				}
+			}
+			b.step(s+1, o, 1000)
+			b.launch("cudaLaunchKernel", o+10, 5, "kernel", "k", 7, o+100, kdur, nil)
+			arrive, end := o+100+kdur+10, o+100+slowest+10+50
+			b.launch("cudaLaunchKernel", o+20, 5, "kernel", allReduce, 20, arrive, end-arrive, args)
 		}
 		b.write(t, dir)
 	}
@@ -359,11 +386,22 @@ func TestStragglerWhatIf(t *testing.T) {
 		}
 		return v
 	}
-	if get(1, "slowest_rank") != 2 || get(1, "slowest_ns") != 1300*us || get(1, "median_ns") != 1000*us || get(1, "whatif_saving_ns") != 300*us {
-		t.Errorf("step 1: slowest %v %v median %v saving %v", get(1, "slowest_rank"), get(1, "slowest_ns"), get(1, "median_ns"), get(1, "whatif_saving_ns"))
+	if get(1, "costliest_rank") != 2 || get(1, "whatif_saving_ns") != 300*us || get(1, "slowest_ns") != get(1, "median_ns") {
+		t.Errorf("step 1: costliest %v saving %v; step times %v and %v", get(1, "costliest_rank"), get(1, "whatif_saving_ns"), get(1, "slowest_ns"), get(1, "median_ns"))
 	}
 	if get(2, "whatif_saving_ns") != 0 {
 		t.Errorf("step 2 saving %v, want 0", get(2, "whatif_saving_ns"))
+	}
+	// the ranks that waited for rank 2 waited 300 µs each; their transfer
+	// is the 50 µs after it arrived
+	var wait, transfer float64
+	if err := st.Conn().QueryRowContext(context.Background(),
+		`SELECT max(value) FILTER (WHERE metric = 'wait_ns'), max(value) FILTER (WHERE metric = 'transfer_ns')
+		 FROM metrics WHERE detector = 'coll_wait' AND rank = 0 AND step_lo = 1`).Scan(&wait, &transfer); err != nil {
+		t.Fatal(err)
+	}
+	if wait != 300*us || transfer != 50*us {
+		t.Errorf("rank 0 in step 1: wait %v transfer %v, want 300 µs and 50 µs", wait, transfer)
 	}
 }
 

@@ -13,8 +13,17 @@ import (
 // markdown report's sections, tables and findings, styled, with a table of
 // contents and each finding coloured by severity. It renders the markdown
 // report, so the two always say the same.
+//
+// After the verdict come charts drawn as inline SVG: each rank's GPU time
+// split into compute, transfer, wait and idle, a timeline of one step with
+// the late arrivals marked, and the top kernels.
 func (r *Report) WriteHTML(w io.Writer) error {
-	return WriteHTMLOf(w, r.WriteMarkdown)
+	var md strings.Builder
+	if err := r.WriteMarkdownFull(&md); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, htmlPage(md.String(), r.chartsHTML()))
+	return err
 }
 
 // WriteHTMLOf writes as an HTML page (HTMLPage) the markdown that
@@ -30,16 +39,50 @@ func WriteHTMLOf(w io.Writer, writeMarkdown func(io.Writer) error) error {
 
 // HTMLPage renders a markdown report (WriteMarkdown's output) as the HTML
 // page WriteHTML writes; serve uses it on the reports it keeps.
-func HTMLPage(md string) string {
+func HTMLPage(md string) string { return htmlPage(md, "") }
+
+// htmlPage renders md with charts (HTML) as a section of their own after
+// the first one (the verdict).
+func htmlPage(md, charts string) string {
 	var b strings.Builder
 	b.WriteString(htmlHead)
 	body, toc := markdownToHTML(md)
+	if charts != "" {
+		charts = "<h2 id=\"charts\">Charts</h2>\n" + charts
+		if i := nthIndex(body, "<h2 ", 2); i >= 0 {
+			body = body[:i] + charts + body[i:]
+		} else {
+			body += charts
+		}
+		entry := "<li class=\"l2\"><a href=\"#charts\">Charts</a></li>\n"
+		if i := nthIndex(toc, "<li class=\"l2\"", 2); i >= 0 {
+			toc = toc[:i] + entry + toc[i:]
+		} else {
+			toc += entry
+		}
+	}
 	b.WriteString("<nav><strong>Contents</strong><ul>\n")
 	b.WriteString(toc)
 	b.WriteString("</ul></nav>\n<main>\n")
 	b.WriteString(body)
 	b.WriteString("</main>\n</body>\n</html>\n")
 	return b.String()
+}
+
+// nthIndex is the index of the nth (from 1) occurrence of sub in s, or -1.
+func nthIndex(s, sub string, n int) int {
+	at := 0
+	for ; n > 0; n-- {
+		i := strings.Index(s[at:], sub)
+		if i < 0 {
+			return -1
+		}
+		if n == 1 {
+			return at + i
+		}
+		at += i + len(sub)
+	}
+	return -1
 }
 
 const htmlHead = `<!DOCTYPE html>
@@ -59,9 +102,10 @@ h1 { margin-top: 0; }
 h2 { border-bottom: 2px solid #d0d4dc; padding-bottom: 0.2rem; margin-top: 2rem; }
 h3 { margin-top: 1.6rem; color: #2c4a80; }
 h4 { margin: 1.2rem 0 0.4rem; }
-h4.critical { border-left: 5px solid #c62828; padding-left: 0.5rem; }
-h4.warn { border-left: 5px solid #ef8f00; padding-left: 0.5rem; }
-h4.info { border-left: 5px solid #1e88e5; padding-left: 0.5rem; }
+h5 { margin: 1rem 0 0.3rem; font-size: 14px; }
+h4.critical, h5.critical { border-left: 5px solid #c62828; padding-left: 0.5rem; }
+h4.warn, h5.warn { border-left: 5px solid #ef8f00; padding-left: 0.5rem; }
+h4.info, h5.info { border-left: 5px solid #1e88e5; padding-left: 0.5rem; }
 .table { overflow-x: auto; }
 table { border-collapse: collapse; margin: 0.4rem 0 0.8rem; font-size: 13px; }
 th, td { border: 1px solid #d0d4dc; padding: 0.2rem 0.5rem; text-align: left; vertical-align: top; }
@@ -69,16 +113,23 @@ th { background: #eef0f4; position: sticky; top: 0; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 code { font: 12px ui-monospace, SFMono-Regular, Menlo, monospace; background: #f1f2f5; padding: 0 0.2rem; border-radius: 3px; }
 li { margin: 0.15rem 0; }
+figure.chart { margin: 0.8rem 0 1.6rem; max-width: 64rem; }
+figure.chart figcaption { font-weight: 600; margin-bottom: 0.3rem; }
+figure.chart svg { display: block; }
+figure.chart text { font: 11px system-ui, sans-serif; fill: #1d2330; }
+figure.chart text.val { fill: #555; }
+.legend { font-size: 12px; margin-bottom: 0.3rem; }
+.legend span { margin-right: 1rem; white-space: nowrap; }
+.legend i { display: inline-block; width: 0.8rem; height: 0.8rem; margin-right: 0.3rem; vertical-align: -0.1rem; }
 </style>
 </head>
 <body>
 `
 
 var (
-	mdHeader   = regexp.MustCompile(`^(#{1,4}) (.*)$`)
+	mdHeader   = regexp.MustCompile(`^(#{1,5}) (.*)$`)
 	mdSeverity = regexp.MustCompile(`^\[(CRITICAL|WARN|INFO)\]`)
 	mdNumbered = regexp.MustCompile(`^(\d+)\. (.*)$`)
-	mdBold     = regexp.MustCompile(`\*\*([^*]+)\*\*`)
 	mdNumber   = regexp.MustCompile(`^-?[0-9][0-9.,]*( ?(ns|us|µs|ms|s|B|KiB|MiB|GiB|TiB|%))?$`)
 )
 
@@ -136,6 +187,13 @@ func markdownToHTML(md string) (body, toc string) {
 			}
 			i--
 			writeHTMLTable(&b, rows)
+		case inOrdered && strings.HasPrefix(line, "   ") && !strings.HasPrefix(line, "   - "):
+			// a numbered item's continuation line (after a "  " break)
+			if inSub {
+				b.WriteString("</ul>")
+				inSub = false
+			}
+			b.WriteString("<br>" + inline(strings.TrimSpace(line)))
 		case strings.HasPrefix(line, "   - ") && inOrdered:
 			if !inSub {
 				b.WriteString("<ul>")
@@ -221,10 +279,11 @@ func splitRow(row string) []string {
 }
 
 // inline escapes text and turns `code` spans into <code> and **bold**
-// outside them into <strong>.
+// (which may hold code spans) into <strong>.
 func inline(s string) string {
 	parts := strings.Split(s, "`")
 	var b strings.Builder
+	bold := false
 	for i, p := range parts {
 		if i%2 == 1 && i < len(parts)-1 {
 			b.WriteString("<code>" + html.EscapeString(p) + "</code>")
@@ -233,7 +292,24 @@ func inline(s string) string {
 		if i%2 == 1 { // an unmatched backtick
 			b.WriteString("`")
 		}
-		b.WriteString(mdBold.ReplaceAllString(html.EscapeString(p), "<strong>$1</strong>"))
+		for {
+			j := strings.Index(p, "**")
+			if j < 0 {
+				break
+			}
+			b.WriteString(html.EscapeString(p[:j]))
+			if bold {
+				b.WriteString("</strong>")
+			} else {
+				b.WriteString("<strong>")
+			}
+			bold = !bold
+			p = p[j+2:]
+		}
+		b.WriteString(html.EscapeString(p))
+	}
+	if bold {
+		b.WriteString("</strong>")
 	}
 	return b.String()
 }

@@ -21,52 +21,11 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// WriteMarkdown writes the report as markdown: Summary, Metrics, Findings,
-// Recommendations.
-func (r *Report) WriteMarkdown(w io.Writer) error {
-	var b strings.Builder
-	b.WriteString("# trainscope report\n\n")
-	if st := r.Status; st != nil {
-		if st.Partial {
-			fmt.Fprintf(&b, "> **Partial report**: %s. It will be replaced once the rest has arrived; alerts on this run wait until then.\n\n", strings.Join(st.Reasons, "; "))
-		}
-		if len(st.Missing) > 0 {
-			fmt.Fprintf(&b, "> **Incomplete data**: %s. The report covers the rest.\n\n", strings.Join(st.Missing, "; "))
-		}
-	}
-	b.WriteString("## Summary\n\n")
-	for _, run := range r.Runs {
-		fmt.Fprintf(&b, "Run `%s`: %d rank(s) %s", run.RunID, len(run.Ranks), rankList(run.Ranks))
-		if run.WorldSize > 0 {
-			fmt.Fprintf(&b, " of world size %d", run.WorldSize)
-		}
-		if len(run.GPUs) > 0 {
-			fmt.Fprintf(&b, ", %s", strings.Join(run.GPUs, ", "))
-		}
-		fmt.Fprintf(&b, "; steps analysed: %s; %d events from %d file(s).\n\n", run.Steps, run.Events, run.Sources)
-		for _, key := range run.GPUSpecs {
-			if s, ok := gpu.Lookup(key); ok {
-				fmt.Fprintf(&b, "GPU %s: %s.\n\n", s.Key, gpuLine(s, run.Dtypes))
-			}
-		}
-		for _, s := range r.Summary {
-			if s.RunID == run.RunID {
-				fmt.Fprintf(&b, "- %s\n", s.Text)
-			}
-		}
-		b.WriteString("\n")
-	}
-
-	if len(r.Failed) > 0 {
-		b.WriteString("## Detectors that failed\n\n")
-		fmt.Fprintf(&b, "%d detector(s) failed; their results are missing from this report, and everything else in it is complete:\n\n", len(r.Failed))
-		for _, f := range r.Failed {
-			fmt.Fprintf(&b, "- `%s` (%s): %s\n", f.Detector, f.Kind, strings.Join(strings.Fields(f.Error), " "))
-		}
-		b.WriteString("\n")
-	}
-
-	b.WriteString("## Metrics\n\n")
+// writeDetails writes the report's appendix: every metric table (at most
+// MaxTableRows rows each) and every finding in full, under PerfTracker's
+// sections.
+func (r *Report) writeDetails(b *strings.Builder) {
+	b.WriteString("### Metrics\n\n")
 	var empty []string
 	for _, t := range r.Metrics {
 		if len(t.Rows) == 0 {
@@ -80,18 +39,18 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		for _, t := range r.Metrics {
 			if len(t.Rows) > 0 && SectionOf(Finding{Detector: t.Detector, Category: t.Category}) == sec {
 				if !header {
-					fmt.Fprintf(&b, "### %s\n\n", sec)
+					fmt.Fprintf(b, "#### %s\n\n", sec)
 					header = true
 				}
-				writeMetricTable(&b, t)
+				writeMetricTable(b, t)
 			}
 		}
 	}
 	if len(empty) > 0 {
-		fmt.Fprintf(&b, "No data for: %s.\n\n", strings.Join(empty, ", "))
+		fmt.Fprintf(b, "No data for: %s.\n\n", strings.Join(empty, ", "))
 	}
 
-	b.WriteString("## Findings\n\n")
+	b.WriteString("### Findings in full\n\n")
 	n := 0
 	for _, sec := range Sections {
 		var in []Finding
@@ -103,7 +62,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		if len(in) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "### %s\n\n", sec)
+		fmt.Fprintf(b, "#### %s\n\n", sec)
 		// a detector firing on many ranks is one entry: how many, the
 		// spread of its value, and its worst cases in full
 		count := map[string]int{}
@@ -115,42 +74,26 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			key := f.Detector + "\x00" + f.Severity
 			n++
 			if count[key] <= GroupAbove {
-				writeFinding(&b, f)
+				writeFinding(b, f)
 				continue
 			}
 			if grouped[key] {
 				continue
 			}
 			grouped[key] = true
-			writeGroup(&b, f.Detector, f.Severity, in)
+			writeGroup(b, f.Detector, f.Severity, in)
 		}
 	}
 	if n == 0 {
 		b.WriteString("No finding crossed its threshold.\n\n")
 	}
 
-	b.WriteString("## Recommendations\n\n")
-	if len(r.Recommendations) == 0 {
-		b.WriteString("None: no finding calls for a change.\n")
-	}
-	for i, rec := range r.Recommendations {
-		kind := ""
-		if rec.Hypothesis {
-			kind = " (hypothesis)"
-		}
-		fmt.Fprintf(&b, "%d. [%s]%s %s\n   - because: %s\n", i+1, rec.Severity, kind, rec.Fix, compactBecause(rec.Because))
-		writeCapped(&b, "expected impact", rec.Impact)
-		writeCapped(&b, "validate", rec.Validation)
-		writeCapped(&b, "to confirm", rec.Needs)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // writeMetricTable writes one detector's metric table, at most
 // MaxTableRows rows of it.
 func writeMetricTable(b *strings.Builder, t MetricTable) {
-	fmt.Fprintf(b, "#### %s\n\n%s.\n\n", t.Detector, t.Description)
+	fmt.Fprintf(b, "##### %s\n\n%s.\n\n", t.Detector, t.Description)
 	rows := t.Rows
 	if len(rows) > MaxTableRows {
 		rows = rows[:MaxTableRows]
@@ -316,7 +259,7 @@ func writeFinding(b *strings.Builder, f Finding) {
 	if f.Subject != "" {
 		scope += " — " + f.Subject
 	}
-	fmt.Fprintf(b, "#### [%s] %s%s\n\n%s\n\n", strings.ToUpper(f.Severity), f.Detector, scope, f.Message)
+	fmt.Fprintf(b, "##### [%s] %s%s\n\n%s\n\n", strings.ToUpper(f.Severity), f.Detector, scope, f.Message)
 	if f.Value != nil {
 		fmt.Fprintf(b, "- %s: %s", f.Metric, formatFloat(*f.Value))
 		if f.Threshold != nil {
@@ -375,7 +318,7 @@ func writeGroup(b *strings.Builder, detector, severity string, all []Finding) {
 	}
 	sort.Ints(ranks)
 	sort.Float64s(vals)
-	fmt.Fprintf(b, "#### [%s] %s — %d findings", strings.ToUpper(severity), detector, len(fs))
+	fmt.Fprintf(b, "##### [%s] %s — %d findings", strings.ToUpper(severity), detector, len(fs))
 	if len(ranks) > 0 {
 		fmt.Fprintf(b, " on %d ranks (%s)", len(ranks), RankRanges(ranks))
 	}

@@ -24,10 +24,16 @@ type Report struct {
 	// Failed lists the detectors whose query failed: their results are
 	// missing from this report, the rest is complete.
 	Failed []DetectorFailure `json:"detector_failures,omitempty"`
+	// Causes are the root causes of lost step time, costliest first.
+	Causes []Cause `json:"root_causes,omitempty"`
 	// Status is set on a report of a run served live whose data is not
 	// all in: a partial report (more will come) or an incomplete one
 	// (some batches were rejected and never will). Nil on a final report.
 	Status *RunStatus `json:"status,omitempty"`
+
+	costs      map[string]map[int]float64 // per run and rank: the step time it held up (a typical step)
+	medianStep map[string]float64         // per run: the median step time
+	charts     map[string]*Charts         // per run: what the HTML report draws
 }
 
 // RunStatus says why a report does not cover all of a run's data.
@@ -88,8 +94,12 @@ type MetricTable struct {
 	Rows        [][]any  `json:"rows"`
 }
 
-// Finding is one row of the findings table.
+// Finding is one row of the findings table, with its place in the cause
+// graph: the root causes it shows (Shows) or is explained by (CausedBy).
 type Finding struct {
+	ID         string   `json:"id"`
+	CausedBy   []string `json:"caused_by,omitempty"`
+	Shows      []string `json:"shows,omitempty"`
 	RunID      string   `json:"run_id"`
 	Detector   string   `json:"detector"`
 	Category   string   `json:"category"`
@@ -133,7 +143,11 @@ func severityRank(s string) int {
 }
 
 // BuildReport reads findings from the store and metric tables from results.
+//
+// It reads the shared views Run left computed and drops them when done
+// (ReleaseShared).
 func BuildReport(ctx context.Context, st *duck.Store, results []Result) (*Report, error) {
+	defer ReleaseShared(context.WithoutCancel(ctx), st)
 	r := &Report{}
 	if err := r.loadRuns(ctx, st); err != nil {
 		return nil, err
@@ -155,6 +169,12 @@ func BuildReport(ctx context.Context, st *duck.Store, results []Result) (*Report
 		r.Metrics = append(r.Metrics, t)
 	}
 	if err := r.loadFindings(ctx, st); err != nil {
+		return nil, err
+	}
+	if err := r.buildCauses(ctx, st); err != nil {
+		return nil, err
+	}
+	if err := r.buildCharts(ctx, st); err != nil {
 		return nil, err
 	}
 	r.buildSummary()

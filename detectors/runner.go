@@ -71,8 +71,13 @@ func (s *Set) Run(ctx context.Context, st *duck.Store) ([]Result, error) {
 	if err := materialize(ctx, st, s.Timed); err != nil {
 		return nil, err
 	}
-	defer dropMaterialized(context.WithoutCancel(ctx), st)
-	return s.runKinds(ctx, st, KindMetric, KindFinding)
+	// the shared views stay computed for BuildReport, which drops them
+	// (ReleaseShared); a failed pass drops them here
+	res, err := s.runKinds(ctx, st, KindMetric, KindFinding)
+	if err != nil {
+		ReleaseShared(context.WithoutCancel(ctx), st)
+	}
+	return res, err
 }
 
 // runKinds runs the set's detectors of each kind in turn (metrics before
@@ -136,8 +141,9 @@ func recordGPUSpecs(ctx context.Context, st *duck.Store) error {
 
 // sharedViews are views several detectors read. Run computes each once into
 // a temporary table of the same name, which DuckDB resolves before the view
-// (also inside other views), and drops them afterwards.
-var sharedViews = []string{"gpu_window", "gpu_span", "gpu_class_time", "gpu_busy", "collective_instances", "collective_waits", "host_op_time", "step_memory_peaks"}
+// (also inside other views); BuildReport reads them too and drops them
+// afterwards.
+var sharedViews = []string{"gpu_window", "gpu_span", "collective_instances", "collective_waits", "gpu_class_time", "gpu_busy", "host_op_time", "step_memory_peaks"}
 
 func materialize(ctx context.Context, st *duck.Store, timed func(string, time.Duration)) error {
 	dropMaterialized(ctx, st)
@@ -152,6 +158,12 @@ func materialize(ctx context.Context, st *duck.Store, timed func(string, time.Du
 	}
 	return nil
 }
+
+// ReleaseShared drops the shared views' tables that Run computed, so the
+// views read the store again. BuildReport calls it when it is done; call
+// it after a Run whose results are not made into a report before the
+// store changes.
+func ReleaseShared(ctx context.Context, st *duck.Store) { dropMaterialized(ctx, st) }
 
 func dropMaterialized(ctx context.Context, st *duck.Store) {
 	for i := len(sharedViews) - 1; i >= 0; i-- {

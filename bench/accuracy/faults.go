@@ -71,7 +71,10 @@ func draw(ft FaultType, t topology, rng *rand.Rand) Fault {
 		f.Calls = rng.IntN(2)
 		f.StallUs = uniform(2e6, 22e6)
 	case LaunchBound:
-		f.Calls = 60 + rng.IntN(241)
+		// an unfused per-parameter optimizer loop: a few hundred
+		// parameters, a few tiny kernels each, more launch time than the
+		// step has GPU work to hide it behind
+		f.Calls = 600 + rng.IntN(1201)
 		if rng.IntN(3) == 0 {
 			f.Rank = -1
 		}
@@ -110,7 +113,7 @@ func weaken(f Fault, t topology, rng *rand.Rand) Fault {
 	case Hang:
 		f.StallUs = uniform(0.2e6, 2e6)
 	case LaunchBound:
-		f.Calls, f.Step = 10+rng.IntN(51), anyStep
+		f.Calls, f.Step = 10+rng.IntN(291), anyStep
 	}
 	return f
 }

@@ -125,7 +125,8 @@ func (s *sim) slowdown(rank, step int) float64 {
 
 // maybeSync inserts the injected host synchronisation: the call holds the
 // host until every stream has drained, as cudaDeviceSynchronize or a
-// cudaStreamSynchronize on the busy stream does.
+// cudaStreamSynchronize on the busy stream does, and then the host works
+// on what it read while the GPU waits for its next launch.
 func (s *sim) maybeSync(r *rankSim, step int) {
 	f := s.f
 	if f.Type != SyncAPI || r.rank != f.Rank || step < f.Step || s.rng.Float64() >= f.Rate {
@@ -141,12 +142,19 @@ func (s *sim) maybeSync(r *rankSim, step int) {
 	}
 	r.add(map[string]any{"ph": "X", "cat": "cuda_runtime", "name": api, "pid": 1000 + r.rank, "tid": 1000 + r.rank,
 		"ts": r.host, "dur": end - r.host, "args": map[string]any{}})
-	r.host = end + 5
+	// what a step synchronizes for: the host reads the value and acts on
+	// it (logs it, checks it for NaN, branches on it) while the drained
+	// GPU has nothing queued
+	work := 200 + 800*s.rng.Float64()
+	r.add(map[string]any{"ph": "X", "cat": "python_function", "name": "train.py(212): log_metrics", "pid": 1000 + r.rank, "tid": 1000 + r.rank,
+		"ts": end + 5, "dur": work})
+	r.host = end + 5 + work + 5
 }
 
 // collective runs one all-reduce on every group of members: each member
-// launches it when its host gets there, and it ends when the last member
-// has arrived plus the transfer time. Compute waits for it (the next layer
+// launches it when its host gets there, it starts once the member's compute
+// before it is done, and it ends when the last member has arrived plus the
+// transfer time. Compute waits for it (the next layer
 // needs its output). hangAt, when a member is hung, ends every waiting
 // member's kernel at that time instead.
 func (s *sim) collective(step int, groups [][]int, bytes int, busGBps float64, desc string, slowGroup int, hangEnd float64) {
@@ -177,6 +185,11 @@ func (s *sim) collective(step int, groups [][]int, bytes int, busGBps float64, d
 				hung = true
 				continue
 			}
+			// ProcessGroupNCCL makes its stream wait for the compute
+			// stream's work (an event) before the collective: a rank
+			// arrives when its layer's compute is done, not when its host
+			// launched the collective
+			r.gpu[commStream] = math.Max(r.gpu[commStream], r.gpu[compStream])
 			start, _ := s.launch(r, "cudaLaunchKernel", "kernel", kAllReduc, commStream, 0, args)
 			started = append(started, st{r, start, len(r.events) - 1})
 			last = math.Max(last, start)

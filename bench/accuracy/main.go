@@ -74,6 +74,9 @@ func main() {
 	wall := time.Since(start)
 	var b strings.Builder
 	writeTable(&b, res)
+	fmt.Fprintln(&b, "\nHeadline (the report's first root cause: place and type):")
+	fmt.Fprintln(&b)
+	writeHeadlines(&b, res.outs)
 	var rr *realResult
 	if c.real != "" {
 		set, err := detectors.NewSet(detectors.Config{})
@@ -163,6 +166,7 @@ func run(ctx context.Context, c config, log io.Writer, verbose, keep bool) (*res
 	close(next)
 	wg.Wait()
 	res, weak := newResults(), newResults()
+	res.outs, weak.outs = nil, nil
 	for i, o := range outs {
 		if errs[i] != nil {
 			return nil, nil, errs[i]
@@ -175,7 +179,7 @@ func run(ctx context.Context, c config, log io.Writer, verbose, keep bool) (*res
 			continue
 		}
 		res.add(o)
-		if verbose || (!o.hit && o.f.Type != Clean) || len(o.wrong) > 0 {
+		if verbose || (!o.hit && o.f.Type != Clean) || len(o.wrong) > 0 || !o.headline.right {
 			fmt.Fprintf(log, "%3d %s\n", i, describe(o))
 		}
 	}

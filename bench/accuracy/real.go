@@ -127,7 +127,7 @@ func runReal(ctx context.Context, set *detectors.Set, base string, t topology, n
 		err = writeScaled(dir, bases, t, f.Rank, f.Factor)
 		var fds []finding
 		if err == nil {
-			fds, err = analyze(ctx, set, dir)
+			fds, _, err = analyze(ctx, set, dir)
 		}
 		os.RemoveAll(dir)
 		if err != nil {

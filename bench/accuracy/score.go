@@ -20,39 +20,44 @@ type finding struct {
 // analyze loads dir into a fresh in-memory store and runs every built-in
 // detector with its default thresholds over the default window (every
 // step but the last), as `trainscope analyze` does.
-func analyze(ctx context.Context, set *detectors.Set, dir string) ([]finding, error) {
+func analyze(ctx context.Context, set *detectors.Set, dir string) ([]finding, []detectors.Cause, error) {
 	st, err := duck.Open(ctx, "", duck.Options{Threads: 1})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer st.Close()
 	files, err := ingest.Discover([]string{dir})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := ingest.Load(ctx, st, files, ingest.Options{RunID: "acc", Rank: -1}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := detectors.SetWindow(ctx, st, detectors.Window{}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if _, err := set.Run(ctx, st); err != nil {
-		return nil, err
+	results, err := set.Run(ctx, st)
+	if err != nil {
+		return nil, nil, err
+	}
+	rep, err := detectors.BuildReport(ctx, st, results)
+	if err != nil {
+		return nil, nil, err
 	}
 	rows, err := st.Query(ctx, `SELECT detector, coalesce(rank, -1), coalesce(host, ''), coalesce(subject, '') FROM findings ORDER BY ALL`)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rows.Close()
 	var out []finding
 	for rows.Next() {
 		var f finding
 		if err := rows.Scan(&f.detector, &f.rank, &f.host, &f.subject); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out = append(out, f)
 	}
-	return out, rows.Err()
+	return out, rep.Causes, rows.Err()
 }
 
 // scored reports whether a detector's findings count for or against a
@@ -76,6 +81,8 @@ type outcome struct {
 	wrong    map[string]bool // fault-type detectors that fired somewhere wrong
 	symptoms map[string]int  // unscored findings by detector
 	findings []finding
+	causes   []detectors.Cause
+	headline headline
 }
 
 func score(t topology, f Fault, fds []finding) outcome {
@@ -133,6 +140,7 @@ type results struct {
 	symptomsFault map[string]int
 	faultRuns     int
 	misses        []outcome // FN or FP scenarios, for the log
+	outs          []outcome // every scenario, for the headline table
 }
 
 func newResults() *results {
@@ -144,6 +152,7 @@ func newResults() *results {
 }
 
 func (r *results) add(o outcome) {
+	r.outs = append(r.outs, o)
 	if o.f.Type == Clean {
 		r.cleanRuns++
 		if len(o.wrong) > 0 {
@@ -196,6 +205,9 @@ func (r *results) overall() tally {
 // describe writes one missed or wrong scenario for the log.
 func describe(o outcome) string {
 	s := fmt.Sprintf("%s: %s;", o.f.Type, o.f)
+	if !o.headline.right {
+		s += fmt.Sprintf(" headline wrong (claims %s: %s);", o.headline.claims, o.headline.text)
+	}
 	if o.f.Type != Clean && !o.hit {
 		s += " missed;"
 	}
@@ -228,9 +240,12 @@ func runScenario(ctx context.Context, set *detectors.Set, t topology, f Fault, s
 	if err := Generate(dir, t, f, seed); err != nil {
 		return outcome{}, err
 	}
-	fds, err := analyze(ctx, set, dir)
+	fds, causes, err := analyze(ctx, set, dir)
 	if err != nil {
 		return outcome{}, fmt.Errorf("%s (%s): %w", f.Type, dir, err)
 	}
-	return score(t, f, fds), nil
+	o := score(t, f, fds)
+	o.causes = causes
+	o.headline = f.headlineClaim(t, causes)
+	return o, nil
 }

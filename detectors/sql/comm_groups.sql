@@ -1,17 +1,22 @@
 -- name: comm_groups
 -- category: communication
 -- kind: metric
--- description: per rank, process group (pg_desc from pg_config, e.g. TP/PP/DP groups, else the group's number and ranks, else the stream), collective, NCCL algorithm/protocol (from the kernel name: RING, TREE, NVLS, ... / LL, LL128, SIMPLE) and transport: calls, GPU time, the part not hidden under compute on that GPU, its bottleneck ratio (exposed time / GPU span), bytes per call, and the achieved algorithm and bus bandwidth (NCCL's formulas) with their spread over calls (p10 and p90 of bus bandwidth). Transport is inferred from where the group's ranks run: ranks on more than one host talk over the network; all on one host over NVLink when the GPU has it (gpu/ catalog), else PCIe; unknown when a member's host is not known
-WITH c AS (
-    SELECT run_id, rank, ts, end_ts, dur,
-           coalesce(nullif(pg_desc, 'undefined'), 'pg ' || pg_name || coalesce(' ' || pg_ranks, ''), 'stream ' || stream) AS grp,
+-- description: per rank, process group (pg_desc from pg_config, e.g. TP/PP/DP groups, else the group's number and ranks, else the stream), collective, NCCL algorithm/protocol (from the kernel name: RING, TREE, NVLS, ... / LL, LL128, SIMPLE) and transport: calls, GPU time and how much of it was waiting for a late member (wait_ns, matched across ranks), the transfer part not hidden under compute on that GPU, its bottleneck ratio (exposed time / GPU span), bytes per call, and the achieved algorithm and bus bandwidth (NCCL's formulas, over transfer time: waiting is not slow bandwidth) with their spread over calls (p10 and p90 of bus bandwidth). Transport is inferred from where the group's ranks run: ranks on more than one host talk over the network; all on one host over NVLink when the GPU has it (gpu/ catalog), else PCIe; unknown when a member's host is not known
+WITH ci AS (
+    SELECT run_id, rank, stream, ts, wait_ns FROM collective_instances WHERE wait_ns > 0
+), c AS (
+    -- each collective from its last member's arrival: its transfer
+    SELECT g.run_id, g.rank, g.ts + coalesce(ci.wait_ns, 0) AS ts, g.end_ts, g.dur - coalesce(ci.wait_ns, 0) AS dur,
+           coalesce(ci.wait_ns, 0) AS wait_ns,
+           coalesce(nullif(pg_desc, 'undefined'), 'pg ' || pg_name || coalesce(' ' || pg_ranks, ''), 'stream ' || g.stream) AS grp,
            pg_ranks,
            coalesce(coll_name, name) || coalesce(' ' || coll_algo || coalesce('/' || coll_proto, ''), '') AS coll,
            greatest(coalesce(coll_in_elems, 0), coalesce(coll_out_elems, 0)) * dtype_bytes(coll_dtype) AS bytes,
            coll_group_size AS n,
            coll_name AS base
-    FROM gpu_window
-    WHERE class = 'COMM'
+    FROM gpu_window g
+    LEFT JOIN ci ON ci.run_id = g.run_id AND ci.rank = g.rank AND ci.stream IS NOT DISTINCT FROM g.stream AND ci.ts = g.ts
+    WHERE g.class = 'COMM'
 ), rk AS (
     SELECT run_id, rank, nullif(host, '') AS host, gpu_name FROM ranks
 ), whole AS (
@@ -53,7 +58,7 @@ WITH c AS (
 ), x AS (
     SELECT k.run_id, k.rank, k.grp, k.coll, e.exposed_ns FROM exposed_time(a, b) e JOIN keys k ON k.kid = e.g
 ), t AS (
-    SELECT run_id, rank, grp, coll, count(*) AS calls, sum(dur) AS gpu_ns, avg(bytes) AS bytes_per_call,
+    SELECT run_id, rank, grp, coll, count(*) AS calls, sum(dur + wait_ns) AS gpu_ns, sum(wait_ns) AS wait_ns, avg(bytes) AS bytes_per_call,
            sum(bytes) / nullif(sum(dur), 0) AS algbw_gbps,
            sum(bytes) / nullif(sum(dur), 0) * bus_factor(any_value(base), any_value(n)) AS busbw_gbps,
            quantile_cont(bytes / nullif(dur, 0) * bus_factor(base, n), 0.1) AS busbw_p10_gbps,
@@ -61,7 +66,7 @@ WITH c AS (
     FROM c GROUP BY run_id, rank, grp, coll
 )
 SELECT t.run_id, t.rank, t.grp || ' ' || t.coll || ' via ' || coalesce(tr.transport, 'unknown transport') AS subject,
-       t.calls, t.gpu_ns,
+       t.calls, t.gpu_ns, t.wait_ns,
        coalesce(x.exposed_ns, 0) AS exposed_ns,
        pct(coalesce(x.exposed_ns, 0), sp.span_ns) AS bottleneck_pct,
        round(t.bytes_per_call) AS bytes_per_call,

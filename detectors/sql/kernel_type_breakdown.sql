@@ -1,11 +1,12 @@
 -- name: kernel_type_breakdown
 -- category: kernels
 -- kind: metric
--- description: per run, GPU busy time split into exclusive overlap classes of computation (COMP), communication (COMM) and memory (MEM) work, summed over ranks, with each class's share of busy time (HTA's kernel type breakdown)
+-- description: per run, GPU busy time split into exclusive overlap classes of computation (COMP), communication (COMM: a collective's transfer), waiting in a collective for a late member (WAIT) and memory (MEM) work, summed over ranks, with each class's share of busy time (HTA's kernel type breakdown, with its COMM split into transfer and wait)
 WITH classes AS (
     SELECT run_id,
            concat_ws('+', CASE WHEN comp_active(state) THEN 'COMP' END,
                           CASE WHEN comm_active(state) THEN 'COMM' END,
+                          CASE WHEN wait_active(state) THEN 'WAIT' END,
                           CASE WHEN mem_active(state) THEN 'MEM' END) AS subject,
            sum(ns) AS time_ns
     FROM gpu_class_time

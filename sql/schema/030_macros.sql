@@ -87,7 +87,10 @@ CREATE OR REPLACE MACRO metric_value(det, r, m) AS (
 -- Readers of gpu_class_time's state: is any activity of the class running.
 CREATE OR REPLACE MACRO comp_active(state) AS state % 1048576 > 0;
 CREATE OR REPLACE MACRO comm_active(state) AS (state // 1048576) % 1048576 > 0;
-CREATE OR REPLACE MACRO mem_active(state) AS state // 1099511627776 > 0;
+CREATE OR REPLACE MACRO mem_active(state) AS (state // 1099511627776) % 1024 > 0;
+-- the part of a collective a rank spent waiting for its last peer
+-- (gpu_class_time's WAIT class, weight 2^50)
+CREATE OR REPLACE MACRO wait_active(state) AS state // 1125899906842624 > 0;
 
 -- fmt_bytes: a byte count for people (B, KiB, MiB, GiB).
 CREATE OR REPLACE MACRO fmt_bytes(n) AS
@@ -104,12 +107,13 @@ CREATE OR REPLACE MACRO peak_tflops(s, dtype) AS
                       WHEN 'tf32' THEN s.tf32_tflops WHEN 'fp32' THEN s.fp32_tflops END, 0);
 
 -- dtype_bytes: bytes per element of a collective's dtype as Kineto names
--- it (Float, BFloat16, Half, Double, Int, Long, Byte, Char, Bool, Float8_*).
+-- it (Float, BFloat16, Half, Double, Int, Long, Byte, Char, Bool, Float8_*)
+-- or as an operator's Input type gives it (float, c10::BFloat16, long int).
 CREATE OR REPLACE MACRO dtype_bytes(dtype) AS
-    CASE WHEN dtype IN ('Double', 'Long', 'ComplexFloat') THEN 8
+    CASE WHEN dtype IN ('Double', 'Long', 'ComplexFloat', 'double', 'long int', 'c10::complex<float>') THEN 8
          WHEN dtype IN ('Float', 'Int', 'float', 'int') THEN 4
-         WHEN dtype IN ('BFloat16', 'Half', 'Short') THEN 2
-         WHEN dtype IN ('Byte', 'Char', 'Bool') OR dtype LIKE 'Float8%' THEN 1 END;
+         WHEN dtype IN ('BFloat16', 'Half', 'Short', 'c10::BFloat16', 'c10::Half', 'short int') THEN 2
+         WHEN dtype IN ('Byte', 'Char', 'Bool', 'bool', 'unsigned char', 'signed char') OR dtype LIKE '%Float8%' THEN 1 END;
 
 -- bus_factor: NCCL's bus bandwidth over algorithm bandwidth for a
 -- collective of n ranks (nccl-tests' PERFORMANCE.md): all-reduce 2(n-1)/n,

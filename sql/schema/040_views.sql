@@ -44,9 +44,20 @@ GROUP BY run_id, rank;
 -- Rank clocks are aligned on collective ends (the ends of one collective
 -- agree across ranks; the starts differ by the time ranks waited), so
 -- arrival times compare across hosts whose clocks are skewed.
+--
+-- Each rank's time in the collective splits into wait_ns, from its own
+-- arrival to the last member's (it could not start moving data before),
+-- and transfer_ns, the rest. The last to arrive (is_last) held the
+-- instance up by block_ns: its arrival less the one before it, at most
+-- that one's time in the collective (a peer cannot wait longer than its
+-- kernel ran; aligned clocks that say otherwise are off). Summed over
+-- a step, that is the step time the whole job would save had it not been
+-- late: the critical path runs through the last arrival of every
+-- collective, whatever the ranks' step times say (synchronous collectives
+-- even those out).
 CREATE OR REPLACE VIEW collective_instances AS
 WITH c AS (
-    SELECT run_id, rank, host, step, name, coll_name, ts, end_ts, coll_in_elems, coll_dtype,
+    SELECT run_id, rank, host, step, stream, name, coll_name, ts, end_ts, coll_in_elems, coll_dtype,
            coalesce(pg_ranks, pg_name, 'stream ' || stream) AS comm,
            row_number() OVER (PARTITION BY run_id, rank, coalesce(pg_ranks, pg_name, 'stream ' || stream), coalesce(step, -1)
                               ORDER BY ts, end_ts) AS seq
@@ -61,33 +72,67 @@ WITH c AS (
     SELECT c.run_id, c.rank, quantile_disc(c.end_ts - i.med_end, 0.5) AS clock_offset_ns
     FROM c JOIN inst i ON i.run_id = c.run_id AND i.comm = c.comm AND i.step_key = coalesce(c.step, -1) AND i.seq = c.seq
     GROUP BY c.run_id, c.rank
+), a AS (
+    SELECT c.run_id, c.comm, c.step, c.seq, c.rank, c.host, c.stream, c.name, c.coll_name, i.members,
+           c.ts, c.end_ts, o.clock_offset_ns,
+           c.ts - o.clock_offset_ns AS arrival_ns,
+           c.end_ts - o.clock_offset_ns AS aligned_end_ns
+    FROM c
+    JOIN inst i ON i.run_id = c.run_id AND i.comm = c.comm AND i.step_key = coalesce(c.step, -1) AND i.seq = c.seq
+    JOIN off o ON o.run_id = c.run_id AND o.rank = c.rank
+), r AS (
+    SELECT *,
+           max(arrival_ns) OVER inst AS last_arrival_ns,
+           row_number() OVER (PARTITION BY run_id, comm, step, seq ORDER BY arrival_ns DESC, rank) AS arrival_order,
+           nth_value(arrival_ns, 2) OVER last2 AS second_arrival_ns,
+           nth_value(end_ts - ts, 2) OVER last2 AS second_dur_ns
+    FROM a
+    WINDOW inst AS (PARTITION BY run_id, comm, step, seq),
+           last2 AS (PARTITION BY run_id, comm, step, seq ORDER BY arrival_ns DESC, rank
+                     ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
 )
-SELECT c.run_id, c.comm, c.step, c.seq, c.rank, c.host, c.name, c.coll_name, i.members,
-       c.ts, c.end_ts, o.clock_offset_ns,
-       c.ts - o.clock_offset_ns AS arrival_ns,
-       c.end_ts - o.clock_offset_ns AS aligned_end_ns
-FROM c
-JOIN inst i ON i.run_id = c.run_id AND i.comm = c.comm AND i.step_key = coalesce(c.step, -1) AND i.seq = c.seq
-JOIN off o ON o.run_id = c.run_id AND o.rank = c.rank;
+SELECT run_id, comm, step, seq, rank, host, stream, name, coll_name, members, ts, end_ts, clock_offset_ns,
+       arrival_ns, aligned_end_ns, last_arrival_ns,
+       least(end_ts - ts, greatest(0, last_arrival_ns - arrival_ns)) AS wait_ns,
+       (end_ts - ts) - least(end_ts - ts, greatest(0, last_arrival_ns - arrival_ns)) AS transfer_ns,
+       arrival_order = 1 AS is_last,
+       CASE WHEN arrival_order = 1
+            THEN least(greatest(0, arrival_ns - coalesce(second_arrival_ns, arrival_ns)), coalesce(second_dur_ns, 0))
+            ELSE 0 END AS block_ns
+FROM r;
 
--- Per collective instance: who arrived last and how long the others waited.
 CREATE OR REPLACE VIEW collective_waits AS
 SELECT run_id, comm, step, seq, any_value(coalesce(coll_name, name)) AS collective, count(*) AS members,
        max(arrival_ns) - min(arrival_ns) AS spread_ns,
        arg_max(rank, (arrival_ns, -rank)) AS last_rank,
-       sum(max_arrival - arrival_ns) AS wait_caused_ns
-FROM (SELECT *, max(arrival_ns) OVER (PARTITION BY run_id, comm, step, seq) AS max_arrival FROM collective_instances)
+       sum(wait_ns) AS wait_caused_ns,
+       max(wait_ns) AS max_wait_ns,
+       max(block_ns) AS block_ns
+FROM collective_instances
 GROUP BY run_id, comm, step, seq;
 
 -- Per rank: how long each combination of GPU work classes ran, from one
 -- sweep over every activity in the window. state counts active COMP
--- activities in its low 20 bits, COMM in the next 20 and MEM above; use
--- the comp_active / comm_active / mem_active macros to read it.
+-- activities in its low 20 bits, COMM (collective transfer) in the next 20,
+-- MEM in the 10 above and WAIT (collectives waiting for a late member)
+-- above that; use the comp_active / comm_active / mem_active / wait_active
+-- macros to read it.
 CREATE OR REPLACE VIEW gpu_class_time AS
-WITH cls AS (
-    SELECT rk AS g, ts AS s, end_ts AS e,
+WITH ci AS (
+    SELECT run_id, rank, stream, ts, wait_ns FROM collective_instances WHERE wait_ns > 0
+), g AS (
+    SELECT g.rk, g.ts, g.end_ts, g.class, ci.wait_ns
+    FROM gpu_window g
+    LEFT JOIN ci ON g.class = 'COMM' AND ci.run_id = g.run_id AND ci.rank = g.rank
+                AND ci.stream IS NOT DISTINCT FROM g.stream AND ci.ts = g.ts
+), cls AS (
+    -- a collective's wait for its last member is WAIT (2^50), the rest of
+    -- it COMM: exposed communication is transfer, not waiting
+    SELECT rk AS g, ts + coalesce(wait_ns, 0) AS s, end_ts AS e,
            CASE class WHEN 'COMP' THEN 1 WHEN 'COMM' THEN 1048576 ELSE 1099511627776 END AS w
-    FROM gpu_window
+    FROM g
+    UNION ALL
+    SELECT rk, ts, ts + wait_ns, 1125899906842624 FROM g WHERE wait_ns > 0
 )
 SELECT w.run_id, w.rank, c.state, c.ns FROM active_time(cls) c JOIN analysis_window w ON w.rk = c.g;
 
@@ -124,3 +169,115 @@ WITH g AS (
 )
 SELECT w.run_id, w.rank, u.s AS start_ns, u.e AS end_ns, w.rk
 FROM interval_union(g) u JOIN analysis_window w ON w.rk = u.g;
+
+-- For every collective instance someone held up (block_ns > 0), each
+-- member's stretch before it: from the end of its previous collective
+-- (across steps: a step's tail, optimizer and all, leads into the next
+-- step's first collective; else the step's start) to its own arrival, on
+-- its own clock,
+-- and what its GPU and host did in it. The late member's stretch against
+-- the median of the others' tells why it came late: its kernels took longer
+-- (compute_ns), its copies did (mem_ns), or its GPU sat idle (idle_ns)
+-- while the host did something the others did not (the host operator with
+-- the most exposed self time beyond the peers', host_excess_*), called
+-- synchronizing APIs (sync_calls), or launched many more small kernels
+-- (kernels). The detectors' cause graph reads this view.
+CREATE OR REPLACE VIEW late_arrivals AS
+WITH seq AS (
+    SELECT ci.*,
+           coalesce(lag(ci.end_ts) OVER (PARTITION BY ci.run_id, ci.rank ORDER BY ci.ts, ci.end_ts), st.start_ns, ci.ts) AS prev_end
+    FROM collective_instances ci
+    LEFT JOIN steps st ON st.run_id = ci.run_id AND st.rank = ci.rank AND st.step = ci.step
+), held AS (
+    SELECT run_id, comm, step, seq, rank AS late_rank, block_ns FROM collective_instances WHERE is_last AND block_ns > 0
+), seg AS (
+    SELECT s.run_id, s.comm, s.step, s.seq, s.rank, s.host, s.coll_name, s.name, h.late_rank, h.block_ns,
+           least(s.prev_end, s.ts) AS s, s.ts AS e, w.rk
+    FROM seq s
+    JOIN held h ON h.run_id = s.run_id AND h.comm = s.comm AND h.step IS NOT DISTINCT FROM s.step AND h.seq = s.seq
+    JOIN analysis_window w ON w.run_id = s.run_id AND w.rank = s.rank
+), gpu AS (
+    SELECT g.run_id, g.comm, g.step, g.seq, g.rank,
+           coalesce(sum(least(k.end_ts, g.e) - greatest(k.ts, g.s)) FILTER (WHERE k.class = 'COMP'), 0) AS compute_ns,
+           coalesce(sum(least(k.end_ts, g.e) - greatest(k.ts, g.s)) FILTER (WHERE k.class = 'MEM'), 0) AS mem_ns,
+           count(*) FILTER (WHERE k.class = 'COMP') AS kernels,
+           coalesce(sum(k.end_ts - k.ts) FILTER (WHERE k.class = 'MEM' AND k.host_mem = 'pageable'), 0) AS pageable_ns
+    FROM seg g JOIN gpu_window k ON k.rk = g.rk AND k.end_ts > g.s AND k.ts < g.e AND k.class <> 'COMM'
+    GROUP BY ALL
+), busy AS (
+    SELECT g.run_id, g.comm, g.step, g.seq, g.rank, sum(least(b.end_ns, g.e) - greatest(b.start_ns, g.s)) AS busy_ns
+    FROM seg g JOIN gpu_busy b ON b.rk = g.rk AND b.end_ns > g.s AND b.start_ns < g.e
+    GROUP BY ALL
+), host AS (
+    -- exposed self time per host operator overlapping each stretch (its
+    -- share inside it), and the synchronizing calls that returned in it:
+    -- the host runs ahead of the GPU, so a call that drains the GPU
+    -- starts before the stretch it holds up, but ends in it
+    SELECT g.run_id, g.comm, g.step, g.seq, g.rank, h.name,
+           sum(h.self_dur * (1.0 - coalesce(h.gpu_busy_dur, 0) / h.dur)
+               * (least(h.ts + h.dur, g.e) - greatest(h.ts, g.s)) / h.dur) AS exposed_ns,
+           count(*) FILTER (WHERE h.kind IN ('runtime', 'driver') AND h.ts + h.dur >= g.s AND h.ts + h.dur < g.e
+                            AND (h.name LIKE '%Synchronize%' OR h.name IN ('cudaMemcpy', 'hipMemcpy', 'cudaMemset', 'hipMemset'))) AS sync_calls,
+           arg_max(h.stack_id, h.dur) AS stack_id
+    FROM seg g JOIN host_window h ON h.rk = g.rk AND h.ts < g.e AND h.ts + h.dur > g.s
+    WHERE h.dur > 0 AND h.self_dur > 0 AND h.name NOT LIKE 'ProfilerStep#%' -- the step itself names no cause
+    GROUP BY ALL
+), per AS (
+    SELECT g.*, g.e - g.s AS seg_ns,
+           coalesce(u.compute_ns, 0) AS compute_ns, coalesce(u.mem_ns, 0) AS mem_ns, coalesce(u.kernels, 0) AS kernels,
+           coalesce(u.pageable_ns, 0) AS pageable_ns,
+           (g.e - g.s) - coalesce(b.busy_ns, 0) AS idle_ns,
+           coalesce(y.sync_calls, 0) AS sync_calls
+    FROM seg g
+    LEFT JOIN (SELECT run_id, comm, step, seq, rank, sum(sync_calls) AS sync_calls FROM host GROUP BY ALL) y
+      ON y.run_id = g.run_id AND y.comm = g.comm AND y.step IS NOT DISTINCT FROM g.step AND y.seq = g.seq AND y.rank = g.rank
+    LEFT JOIN gpu u ON u.run_id = g.run_id AND u.comm = g.comm AND u.step IS NOT DISTINCT FROM g.step AND u.seq = g.seq AND u.rank = g.rank
+    LEFT JOIN busy b ON b.run_id = g.run_id AND b.comm = g.comm AND b.step IS NOT DISTINCT FROM g.step AND b.seq = g.seq AND b.rank = g.rank
+), peers AS (
+    SELECT run_id, comm, step, seq,
+           median(seg_ns) AS peer_seg_ns, median(compute_ns) AS peer_compute_ns, median(mem_ns) AS peer_mem_ns,
+           median(idle_ns) AS peer_idle_ns, median(kernels) AS peer_kernels, median(sync_calls) AS peer_sync_calls,
+           median(pageable_ns) AS peer_pageable_ns, count(*) AS peers
+    FROM per WHERE rank <> late_rank
+    GROUP BY run_id, comm, step, seq
+), peer_host AS (
+    -- the peers' mean exposed time per host operator (a peer without the
+    -- operator counts as zero)
+    SELECT x.run_id, x.comm, x.step, x.seq, x.name, sum(x.exposed_ns) / any_value(p.peers) AS peer_exposed_ns
+    FROM host x
+    JOIN held h ON h.run_id = x.run_id AND h.comm = x.comm AND h.step IS NOT DISTINCT FROM x.step AND h.seq = x.seq AND h.late_rank <> x.rank
+    JOIN peers p ON p.run_id = x.run_id AND p.comm = x.comm AND p.step IS NOT DISTINCT FROM x.step AND p.seq = x.seq
+    GROUP BY ALL
+), hx AS (
+    -- the late rank's host operators by exposed time beyond the peers'
+    SELECT l.run_id, l.comm, l.step, l.seq, l.name, l.stack_id, l.exposed_ns - coalesce(q.peer_exposed_ns, 0) AS excess_ns
+    FROM host l
+    JOIN held h ON h.run_id = l.run_id AND h.comm = l.comm AND h.step IS NOT DISTINCT FROM l.step AND h.seq = l.seq AND h.late_rank = l.rank
+    LEFT JOIN peer_host q ON q.run_id = l.run_id AND q.comm = l.comm AND q.step IS NOT DISTINCT FROM l.step AND q.seq = l.seq AND q.name = l.name
+), top_host AS (
+    SELECT x.run_id, x.comm, x.step, x.seq,
+           arg_max(x.name, (x.excess_ns >= 0.8 * m.best, coalesce(st.depth, 0), x.excess_ns)) AS host_op,
+           arg_max(x.stack_id, (x.excess_ns >= 0.8 * m.best, coalesce(st.depth, 0), x.excess_ns)) AS host_stack_id,
+           max(x.excess_ns) AS host_excess_ns
+    FROM hx x
+    JOIN (SELECT run_id, comm, step, seq, max(excess_ns) AS best FROM hx GROUP BY ALL) m
+      ON m.run_id = x.run_id AND m.comm = x.comm AND m.step IS NOT DISTINCT FROM x.step AND m.seq = x.seq
+    LEFT JOIN held h ON h.run_id = x.run_id AND h.comm = x.comm AND h.step IS NOT DISTINCT FROM x.step AND h.seq = x.seq
+    LEFT JOIN stacks st ON st.run_id = x.run_id AND st.rank = h.late_rank AND st.stack_id = x.stack_id
+    WHERE x.excess_ns > 0
+    GROUP BY ALL
+)
+SELECT l.run_id, l.step, l.comm, l.seq, coalesce(l.coll_name, l.name) AS collective, l.late_rank AS rank, l.host,
+       l.block_ns, l.seg_ns, p.peer_seg_ns, p.peers,
+       l.compute_ns - p.peer_compute_ns AS compute_excess_ns,
+       l.mem_ns - p.peer_mem_ns AS mem_excess_ns,
+       l.idle_ns - p.peer_idle_ns AS idle_excess_ns,
+       l.pageable_ns - p.peer_pageable_ns AS pageable_excess_ns,
+       l.kernels, p.peer_kernels,
+       l.sync_calls, p.peer_sync_calls,
+       t.host_op, t.host_stack_id, coalesce(t.host_excess_ns, 0) AS host_excess_ns,
+       l.e AS arrival_ts
+FROM per l
+JOIN peers p ON p.run_id = l.run_id AND p.comm = l.comm AND p.step IS NOT DISTINCT FROM l.step AND p.seq = l.seq
+LEFT JOIN top_host t ON t.run_id = l.run_id AND t.comm = l.comm AND t.step IS NOT DISTINCT FROM l.step AND t.seq = l.seq
+WHERE l.rank = l.late_rank;

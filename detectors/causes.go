@@ -1,0 +1,246 @@
+package detectors
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+
+	"github.com/trainscope/trainscope/sql/duck"
+)
+
+// Cause is a root cause of lost step time: what holds a run back, what it
+// costs every step, the evidence chain that names it, one fix, and the
+// findings it explains. Causes are ranked by cost; the report's headline
+// is the first.
+type Cause struct {
+	ID     string  `json:"id"`
+	RunID  string  `json:"run_id"`
+	Kind   string  `json:"kind"` // late_rank, one_off_stall, slow_host, hang, slow_link
+	Rank   *int    `json:"rank,omitempty"`
+	Ranks  []int   `json:"ranks,omitempty"`
+	Host   string  `json:"host,omitempty"`
+	Step   *int    `json:"step,omitempty"`
+	Why    string  `json:"why,omitempty"` // the late rank's own cause: data_loader, compute, sync, launch, copies, gc, checkpoint, host, unknown
+	CostNS float64 `json:"cost_ns_per_step"`
+	// AtNS is when the cause first held the others up: its rank's arrival
+	// at the first collective it delayed (in the stall's step for a
+	// one-off stall), on that rank's clock; 0 when unknown.
+	AtNS int64 `json:"at_ns,omitempty"`
+	// StallNS is a one-off stall's length in its step (CostNS spreads it
+	// over the analysed steps).
+	StallNS float64 `json:"stall_ns,omitempty"`
+	CostPct float64 `json:"cost_pct_of_step"`
+	// Headline says it in one sentence; Evidence is the chain behind it.
+	Headline string   `json:"headline"`
+	Evidence []string `json:"evidence"`
+	Fix      string   `json:"fix,omitempty"`
+	// Shown lists the findings that show this cause itself; Explains the
+	// findings it accounts for (peers' waiting, idle, exposed time).
+	Shown    []string `json:"shown_by,omitempty"`
+	Explains []string `json:"explains,omitempty"`
+	Waiters  []Waiter `json:"waiters,omitempty"`
+}
+
+// Waiter is a peer and how long it waited for a late rank.
+type Waiter struct {
+	Rank   int     `json:"rank"`
+	WaitNS float64 `json:"wait_ns"`
+}
+
+// lateInstance is one collective instance a rank held up, and what that
+// rank did before it compared with its peers (the late_arrivals view).
+type lateInstance struct {
+	run, comm, collective, host, hostOp string
+	step, seq, rank                     int
+	hostStack                           *int64
+	block, seg, peerSeg                 float64
+	compute, mem, idle, pageable, hostX float64
+	kernels, peerKernels                float64
+	sync, peerSync                      float64
+	at                                  int64 // its arrival, on its own clock
+}
+
+// Why a late rank was late, from its stretch before the collective against
+// its peers': the part of its lateness each component explains.
+var (
+	loaderRE     = regexp.MustCompile(`(?i)dataloader|data_loader|__next__|enumerate\(|_next_data|prefetch|collate|get_batch`)
+	gcRE         = regexp.MustCompile(`(?i)(^|[^a-z])gc([^a-z]|$)|garbage|gc\.collect`)
+	checkpointRE = regexp.MustCompile(`(?i)checkpoint|torch\.save|save_state|state_dict|serialization`)
+)
+
+func (l lateInstance) why() string {
+	lateness := l.block
+	switch {
+	case l.seg-l.peerSeg < 0.3*lateness:
+		// it spent no longer than its peers since its last collective: it
+		// was late because that one ended late (its lateness came from
+		// upstream), not because of anything it did
+		return "propagated"
+	case l.pageable >= 0.5*lateness || l.mem >= 0.5*lateness:
+		return "copies"
+	case l.kernels >= 1.5*l.peerKernels+20 && (l.compute+l.idle) >= 0.5*lateness:
+		// many more kernels than its peers ran in the same stretch: the
+		// cost is their launches (and their own short runs), not slower
+		// kernels
+		return "launch"
+	case l.compute >= 0.5*lateness:
+		return "compute"
+	case l.hostX >= 0.3*lateness && loaderRE.MatchString(l.hostOp):
+		return "data_loader"
+	case l.idle >= 0.3*lateness && l.sync > l.peerSync:
+		return "sync"
+	case l.hostX >= 0.3*lateness && checkpointRE.MatchString(l.hostOp):
+		return "checkpoint"
+	case l.hostX >= 0.3*lateness && gcRE.MatchString(l.hostOp):
+		return "gc"
+	case l.idle >= 0.5*lateness:
+		return "host"
+	}
+	return "unknown"
+}
+
+// whyText says a cause in words, for the headline.
+var whyText = map[string]string{
+	"data_loader": "its data loading stalls",
+	"compute":     "its kernels run slower than its peers'",
+	"sync":        "it synchronizes with the GPU where its peers do not",
+	"launch":      "it launches many more small kernels than its peers, and the GPU waits for the launches",
+	"copies":      "its host-device copies take longer (pageable memory)",
+	"gc":          "Python garbage collection stalls it",
+	"checkpoint":  "checkpointing stalls it",
+	"host":        "its host is busy while its GPU idles",
+	"unknown":     "of something its trace does not show (its stretch before the collectives is longer, but neither its kernels nor its host account for it)",
+}
+
+// whyFix is the one fix for each kind of lateness.
+var whyFix = map[string]string{
+	"data_loader": "make the input pipeline keep ahead of the GPU on this rank: more DataLoader workers, persistent_workers=True, prefetch_factor, pin_memory; check this rank's shard (larger samples) and the storage it reads from",
+	"compute":     "find why this GPU is slower than its peers: clocks, power cap and temperature (DCGM), ECC/XID errors, another process on the GPU; if it persists, drain the node",
+	"sync":        "remove the synchronizing calls from this rank's step (.item(), .cpu(), torch.cuda.synchronize(), blocking copies): record events and read them later",
+	"launch":      "launch fewer, larger kernels on this rank: fuse with torch.compile or capture the step with CUDA graphs; avoid per-element Python loops over tensors",
+	"copies":      "pin this rank's host buffers (pin_memory=True, tensor.pin_memory()) and copy with non_blocking=True",
+	"gc":          "take garbage collection off the step: gc.freeze() after setup, gc.disable() with a gc.collect() every N steps on all ranks at once",
+	"checkpoint":  "checkpoint asynchronously (torch.distributed.checkpoint async_save) or on all ranks at the same step, so that peers do not wait for one",
+	"host":        "look at this rank's host work in the stretch before its late collectives (the call stack named below): move it off the step's critical path or make it cheaper",
+	"unknown":     "compare this rank's trace with a peer's around its late collectives; check its host's CPU load and NUMA placement",
+}
+
+// buildCauses finds the root causes of each run's lost step time and links
+// the findings they explain.
+func (r *Report) buildCauses(ctx context.Context, st *duck.Store) error {
+	lates, err := loadLate(ctx, st)
+	if err != nil {
+		return err
+	}
+	steps, err := windowSteps(ctx, st)
+	if err != nil {
+		return err
+	}
+	waiters, err := loadWaiters(ctx, st)
+	if err != nil {
+		return err
+	}
+	for i := range r.Findings {
+		r.Findings[i].ID = fmt.Sprintf("f%d", i+1)
+	}
+	r.medianStep = map[string]float64{}
+	for _, run := range r.Runs {
+		sw := steps[run.RunID]
+		r.medianStep[run.RunID] = sw.medianNS
+		var causes []Cause
+		causes = append(causes, r.lateCauses(run.RunID, lates, sw, waiters)...)
+		causes = append(causes, r.findingCauses(run.RunID, sw)...)
+		causes = mergeSlowHost(r, run.RunID, causes, sw)
+		slices.SortStableFunc(causes, func(a, b Cause) int { return cmp.Compare(b.CostNS, a.CostNS) })
+		for i := range causes {
+			causes[i].ID = fmt.Sprintf("c%d", len(r.Causes)+i+1)
+		}
+		r.linkFindings(run.RunID, causes, waiters)
+		r.Causes = append(r.Causes, causes...)
+	}
+	return nil
+}
+
+// stepWindow is a run's analysed steps and their median duration.
+type stepWindow struct {
+	steps    int
+	medianNS float64
+}
+
+func windowSteps(ctx context.Context, st *duck.Store) (map[string]stepWindow, error) {
+	rows, err := st.Query(ctx, `
+		SELECT s.run_id, count(DISTINCT s.step), median(s.end_ns - s.start_ns)
+		FROM steps s JOIN analysis_window w ON w.run_id = s.run_id AND w.rank = s.rank
+		WHERE (w.step_lo IS NULL OR s.step >= w.step_lo) AND (w.step_hi IS NULL OR s.step <= w.step_hi)
+		GROUP BY s.run_id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]stepWindow{}
+	for rows.Next() {
+		var run string
+		var w stepWindow
+		if err := rows.Scan(&run, &w.steps, &w.medianNS); err != nil {
+			return nil, err
+		}
+		out[run] = w
+	}
+	return out, rows.Err()
+}
+
+func loadLate(ctx context.Context, st *duck.Store) ([]lateInstance, error) {
+	rows, err := st.Query(ctx, `
+		SELECT run_id, comm, collective, coalesce(host, ''), coalesce(host_op, ''), coalesce(step, -1), seq, rank, host_stack_id,
+		       block_ns, seg_ns, peer_seg_ns, compute_excess_ns, mem_excess_ns, idle_excess_ns, pageable_excess_ns, host_excess_ns,
+		       kernels, peer_kernels, sync_calls, peer_sync_calls, arrival_ts
+		FROM late_arrivals ORDER BY run_id, step, rank, comm, seq`)
+	if err != nil {
+		return nil, fmt.Errorf("late arrivals: %w", err)
+	}
+	defer rows.Close()
+	var out []lateInstance
+	for rows.Next() {
+		var l lateInstance
+		if err := rows.Scan(&l.run, &l.comm, &l.collective, &l.host, &l.hostOp, &l.step, &l.seq, &l.rank, &l.hostStack,
+			&l.block, &l.seg, &l.peerSeg, &l.compute, &l.mem, &l.idle, &l.pageable, &l.hostX,
+			&l.kernels, &l.peerKernels, &l.sync, &l.peerSync, &l.at); err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
+
+// waitKey is a late rank of a run.
+type waitKey struct {
+	run  string
+	rank int
+}
+
+// loadWaiters is, per late rank, how long each peer waited for it.
+func loadWaiters(ctx context.Context, st *duck.Store) (map[waitKey][]Waiter, error) {
+	rows, err := st.Query(ctx, `
+		WITH late AS (SELECT run_id, comm, step, seq, rank AS late_rank FROM collective_instances WHERE is_last AND block_ns > 0)
+		SELECT c.run_id, l.late_rank, c.rank, sum(c.wait_ns)
+		FROM collective_instances c
+		JOIN late l ON l.run_id = c.run_id AND l.comm = c.comm AND l.step IS NOT DISTINCT FROM c.step AND l.seq = c.seq
+		WHERE c.rank <> l.late_rank
+		GROUP BY ALL ORDER BY 1, 2, 4 DESC, 3`)
+	if err != nil {
+		return nil, fmt.Errorf("waiters: %w", err)
+	}
+	defer rows.Close()
+	out := map[waitKey][]Waiter{}
+	for rows.Next() {
+		var k waitKey
+		var w Waiter
+		if err := rows.Scan(&k.run, &k.rank, &w.Rank, &w.WaitNS); err != nil {
+			return nil, err
+		}
+		out[k] = append(out[k], w)
+	}
+	return out, rows.Err()
+}

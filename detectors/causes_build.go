@@ -1,0 +1,504 @@
+package detectors
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Thresholds of the cause graph: a rank is a root cause when the critical
+// path through the collectives runs on it alone for at least MinCostPct of
+// the median step (and MinCostNS); a stall is one-off when one step holds
+// OneOffShare of its cost and at least OneOffNS.
+var (
+	MinCostPct  = 5.0
+	MinCostNS   = 100e3
+	MinCostZ    = 3.0
+	OneOffShare = 0.8
+	OneOffNS    = 10e6
+)
+
+// lateAgg is what one rank of a run held up, summed over its late
+// collectives, split by why it was late.
+type lateAgg struct {
+	rank, instances int
+	host            string
+	block           float64 // held-up time it caused itself
+	propagated      float64 // held-up time it passed on from upstream
+	byWhy, byStep   map[string]float64
+	firstAt         map[string]int64   // per step: its first arrival that held the others up
+	ops             map[string]float64 // host operator -> held-up time it explains
+	colls           map[string]int
+	compute, idle   float64
+	mem, hostX      float64
+	kernels, peerK  float64
+	sync, peerSync  float64
+	stack           *int64
+}
+
+func (r *Report) lateCauses(run string, lates []lateInstance, sw stepWindow, waiters map[waitKey][]Waiter) []Cause {
+	aggs := map[int]*lateAgg{}
+	steps := map[int]bool{}
+	for _, l := range lates {
+		if l.run != run {
+			continue
+		}
+		steps[l.step] = true
+		a := aggs[l.rank]
+		if a == nil {
+			a = &lateAgg{rank: l.rank, host: l.host, byWhy: map[string]float64{}, byStep: map[string]float64{},
+				ops: map[string]float64{}, colls: map[string]int{}}
+			aggs[l.rank] = a
+		}
+		why := l.why()
+		if why == "propagated" {
+			a.propagated += l.block
+			continue
+		}
+		a.instances++
+		a.block += l.block
+		a.byWhy[why] += l.block
+		a.byStep[strconv.Itoa(l.step)] += l.block
+		if a.firstAt == nil {
+			a.firstAt = map[string]int64{}
+		}
+		if k := strconv.Itoa(l.step); a.firstAt[k] == 0 || l.at < a.firstAt[k] {
+			a.firstAt[k] = l.at
+		}
+		a.colls[l.collective]++
+		a.compute += l.compute
+		a.idle += l.idle
+		a.mem += max(l.mem, l.pageable)
+		a.kernels += l.kernels
+		a.peerK += l.peerKernels
+		a.sync += l.sync
+		a.peerSync += l.peerSync
+		if l.hostOp != "" {
+			a.ops[l.hostOp] += l.block
+			a.hostX += l.hostX
+			if a.stack == nil || l.hostOp == topKey(a.ops) {
+				a.stack = l.hostStack
+			}
+		}
+	}
+	nSteps := float64(max(sw.steps, len(steps), 1))
+	stepList := slices.Sorted(maps.Keys(steps))
+	// A rank's cost is what it holds up in a typical step from the step it
+	// started on (the median over those steps: one hiccup does not make a
+	// rank slow, and a fault that starts mid-window is not averaged away).
+	// It is a root cause when that cost stands out from the others' (robust
+	// z-score over every rank, the ones that held nothing up counting as
+	// zero): every collective has a last rank, and noise spreads small
+	// costs over all of them. A stall of OneOffNS or more at one step that
+	// holds most of a rank's cost is a one-off stall.
+	costs := map[int]float64{}
+	from := map[int]int{}
+	for rank, a := range aggs {
+		costs[rank], from[rank] = typicalCost(a, stepList)
+	}
+	all := slices.Collect(maps.Values(costs))
+	for len(all) < r.rankCount(run) {
+		all = append(all, 0)
+	}
+	med, mad := medianMAD(all)
+	floor := 0.005 * sw.medianNS
+	// with two or three ranks a z-score means nothing: there a rank must
+	// hold the others up at least twice as long as any other does
+	second := 0.0
+	if sorted := slices.Sorted(slices.Values(all)); len(sorted) >= 2 {
+		second = sorted[len(sorted)-2]
+	}
+	standsOut := func(perStep float64) bool {
+		if len(all) <= 3 {
+			return perStep >= 2*second
+		}
+		return (perStep-med)/max(1.4826*mad, floor, 1) >= MinCostZ
+	}
+	var out []Cause
+	for _, rank := range slices.Sorted(maps.Keys(aggs)) {
+		a := aggs[rank]
+		worstStep := topKey(a.byStep)
+		worst := a.byStep[worstStep]
+		c := Cause{RunID: run, Kind: "late_rank", Rank: ptr(rank), Host: a.host, Why: topKey(a.byWhy),
+			Waiters: waiters[waitKey{run, rank}]}
+		switch perStep := costs[rank]; {
+		case worst >= OneOffNS && worst >= OneOffShare*a.block && nSteps >= 2:
+			st, _ := strconv.Atoi(worstStep)
+			c.Kind, c.Step, c.CostNS, c.StallNS = "one_off_stall", ptr(st), worst/nSteps, worst
+		case perStep >= MinCostNS && 100*perStep/max(sw.medianNS, 1) >= MinCostPct && standsOut(perStep):
+			c.CostNS = perStep
+			if from[rank] > 0 && len(stepList) > 0 && from[rank] > stepList[0] {
+				c.Step = ptr(from[rank]) // from this step on
+			}
+		default:
+			continue
+		}
+		c.CostPct = 100 * c.CostNS / max(sw.medianNS, 1)
+		c.AtNS = a.firstAt[worstStep]
+		if c.Kind != "one_off_stall" {
+			for _, s := range stepList {
+				if at, ok := a.firstAt[strconv.Itoa(s)]; ok {
+					c.AtNS = at
+					break
+				}
+			}
+		}
+		c.Fix = whyFix[c.Why]
+		c.Headline, c.Evidence = lateText(c, a, nSteps, sw)
+		out = append(out, c)
+	}
+	if r.costs == nil {
+		r.costs = map[string]map[int]float64{}
+	}
+	r.costs[run] = costs
+	return out
+}
+
+// typicalCost is a rank's median held-up time per step over the steps from
+// the first where it held up a quarter of its worst step on, and that step.
+func typicalCost(a *lateAgg, steps []int) (float64, int) {
+	worst := a.byStep[topKey(a.byStep)]
+	var per []float64
+	first := 0
+	for _, s := range steps {
+		b := a.byStep[strconv.Itoa(s)]
+		if len(per) == 0 && b < 0.25*worst {
+			continue
+		}
+		if len(per) == 0 {
+			first = s
+		}
+		per = append(per, b)
+	}
+	if len(per) < 3 && len(steps) >= 3 {
+		// too few steps to tell an onset from a hiccup near the end
+		per, first = per[:0], 0
+		for _, s := range steps {
+			per = append(per, a.byStep[strconv.Itoa(s)])
+		}
+	}
+	med, _ := medianMAD(per)
+	return med, first
+}
+
+// rankCount is how many ranks a run has.
+func (r *Report) rankCount(run string) int {
+	for _, ri := range r.Runs {
+		if ri.RunID == run {
+			return len(ri.Ranks)
+		}
+	}
+	return 0
+}
+
+// medianMAD is the median of xs and their median absolute deviation.
+func medianMAD(xs []float64) (float64, float64) {
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	dev := make([]float64, len(s))
+	for i, x := range s {
+		dev[i] = math.Abs(x - med)
+	}
+	slices.Sort(dev)
+	mad := dev[len(dev)/2]
+	if len(dev)%2 == 0 {
+		mad = (dev[len(dev)/2-1] + dev[len(dev)/2]) / 2
+	}
+	return med, mad
+}
+
+// lateText is the headline and evidence chain of a late-rank cause.
+func lateText(c Cause, a *lateAgg, nSteps float64, sw stepWindow) (string, []string) {
+	// a one-off stall is told in its own step's numbers, the rest per step
+	div, per := nSteps, " a step"
+	if c.Kind == "one_off_stall" {
+		div, per = 1, ""
+	}
+	detail := ""
+	switch c.Why {
+	case "data_loader", "host", "gc", "checkpoint":
+		if op := topKey(a.ops); op != "" {
+			detail = fmt.Sprintf(" (`%s` runs %s%s longer than on its peers, with the GPU idle)", op, Duration(a.hostX/div), per)
+		}
+	case "compute":
+		detail = fmt.Sprintf(" (its kernels take %s%s longer than its peers')", Duration(a.compute/div), per)
+	case "sync":
+		detail = fmt.Sprintf(" (%.0f synchronizing calls%s where its peers make %.0f)", a.sync/div, per, a.peerSync/div)
+	case "launch":
+		detail = fmt.Sprintf(" (%.0f kernels%s against its peers' %.0f)", a.kernels/div, per, a.peerK/div)
+	case "copies":
+		detail = fmt.Sprintf(" (its copies take %s%s longer)", Duration(a.mem/div), per)
+	}
+	wait := ""
+	if len(c.Waiters) > 0 {
+		var ws []string
+		for _, w := range c.Waiters[:min(2, len(c.Waiters))] {
+			ws = append(ws, fmt.Sprintf("rank %d %s", w.Rank, Duration(w.WaitNS/div)))
+		}
+		wait = "; peers waiting longest: " + strings.Join(ws, ", ") + per
+	}
+	var head string
+	if c.Kind == "one_off_stall" {
+		stall := a.byStep[strconv.Itoa(*c.Step)]
+		share := fmt.Sprintf("%.1f%% of the median step", 100*stall/max(sw.medianNS, 1))
+		if stall > sw.medianNS && sw.medianNS > 0 {
+			share = fmt.Sprintf("%.1f times the median step", stall/sw.medianNS)
+		}
+		head = fmt.Sprintf("rank %d stalled for %s in step %d (%s), holding up %d collective(s): %s%s%s",
+			*c.Rank, Duration(stall), *c.Step, share, a.instances, whyText[c.Why], detail, wait)
+	} else {
+		when := "every step"
+		if c.Step != nil {
+			when = fmt.Sprintf("every step from step %d on", *c.Step)
+		}
+		head = fmt.Sprintf("rank %d delays %s by %s (%.1f%%): it reaches %d collective(s) last and holds the others up, because %s%s%s",
+			*c.Rank, when, Duration(c.CostNS), c.CostPct, a.instances, whyText[c.Why], detail, wait)
+	}
+	ev := []string{
+		fmt.Sprintf("critical path: held up %d collective(s) (%s) for %s in all over %.0f step(s)",
+			a.instances, countList(a.colls), Duration(a.block), nSteps),
+		fmt.Sprintf("its stretch before them against its peers': compute %s, GPU idle %s, copies %s",
+			signed(a.compute), signed(a.idle), signed(a.mem)),
+	}
+	if op := topKey(a.ops); op != "" && a.hostX > 0 {
+		ev = append(ev, fmt.Sprintf("host: `%s` exposed %s more than its peers'", op, Duration(a.hostX)))
+	}
+	if a.propagated > 0 {
+		ev = append(ev, fmt.Sprintf("it also passed on %s of lateness it received from earlier collectives", Duration(a.propagated)))
+	}
+	return head, ev
+}
+
+// findingCauses are the causes that findings name outright: a hang, a slow
+// link, a slow host.
+func (r *Report) findingCauses(run string, sw stepWindow) []Cause {
+	nSteps := float64(max(sw.steps, 1))
+	var out []Cause
+	for _, f := range r.Findings {
+		if f.RunID != run {
+			continue
+		}
+		ev := evidenceMap(f.Evidence)
+		switch f.Detector {
+		case "hang":
+			if f.Rank == nil {
+				continue
+			}
+			wait := ev["peers_wait_ns"]
+			out = append(out, Cause{RunID: run, Kind: "hang", Rank: ptr(int(*f.Rank)), Host: f.Host,
+				CostNS: max(wait, 1e12), CostPct: 100, Fix: f.Fix,
+				Headline: fmt.Sprintf("rank %d hung: %s; everything its peers did after that is waiting for it", *f.Rank, f.Message),
+				Evidence: []string{f.Message}})
+		case "slow_link":
+			bw, med, xfer := ev["busbw_gbps"], ev["median_gbps"], ev["transfer_ns"]
+			extra := 0.0
+			if med > 0 && bw > 0 {
+				extra = xfer * (1 - bw/med) / nSteps
+			}
+			out = append(out, Cause{RunID: run, Kind: "slow_link", Ranks: ranksOf(f.Subject), CostNS: extra,
+				CostPct: 100 * extra / max(sw.medianNS, 1), Fix: f.Fix,
+				Headline: fmt.Sprintf("a slow link under %s costs %s a step (%.1f%%): %s", f.Subject, Duration(extra), 100*extra/max(sw.medianNS, 1), f.Message),
+				Evidence: []string{f.Message}})
+		}
+	}
+	return out
+}
+
+// mergeSlowHost turns the late ranks of a host the slow_host detector names
+// into one cause: the host, not each of its GPUs.
+func mergeSlowHost(r *Report, run string, causes []Cause, sw stepWindow) []Cause {
+	for _, f := range r.Findings {
+		if f.RunID != run || f.Detector != "slow_host" {
+			continue
+		}
+		var members []int
+		if ev, ok := f.Evidence.(map[string]any); ok {
+			members = ranksOf(fmt.Sprint(ev["ranks"]))
+		}
+		in := map[int]bool{}
+		for _, m := range members {
+			in[m] = true
+		}
+		host := Cause{RunID: run, Kind: "slow_host", Host: f.Host, Ranks: members, Why: "compute", Fix: f.Fix}
+		// what all its ranks held the others up, whether or not one of them
+		// stood out alone: they share the blame between them
+		for _, m := range members {
+			host.CostNS += r.costs[run][m]
+		}
+		host.CostPct = 100 * host.CostNS / max(sw.medianNS, 1)
+		var kept []Cause
+		for _, c := range causes {
+			if c.Rank != nil && in[*c.Rank] && (c.Kind == "late_rank" || c.Kind == "one_off_stall") {
+				host.Waiters = append(host.Waiters, c.Waiters...)
+				continue
+			}
+			kept = append(kept, c)
+		}
+		name := f.Host
+		if name == "" {
+			name = f.Subject
+		}
+		host.Headline = fmt.Sprintf("host %s delays every step by %s (%.1f%%): %s", name, Duration(host.CostNS), host.CostPct, f.Message)
+		host.Evidence = []string{f.Message}
+		causes = append(kept, host)
+	}
+	return causes
+}
+
+// symptoms are the detectors whose findings on a rank that waited, or on
+// every rank of a hung run, are what a cause looks like from the outside.
+var symptoms = map[string]bool{"comm_exposed_ratio": true, "gpu_idle": true, "gpu_gaps": true, "gpu_time_util": true,
+	"abnormal_util": true, "low_mfu": true, "straggler_rank": true}
+
+// shows are, per kind of lateness, the detectors whose finding on the late
+// rank itself is that lateness seen directly.
+var shows = map[string][]string{
+	"data_loader": {"data_stall", "host_exposed_ops"},
+	"compute":     {"slow_rank", "kernel_speed"},
+	"sync":        {"sync_api", "sync_memcpy"},
+	"launch":      {"launch_overhead"},
+	"copies":      {"pageable_memcpy", "sync_memcpy"},
+	"gc":          {"host_exposed_ops"},
+	"checkpoint":  {"host_exposed_ops"},
+	"host":        {"host_exposed_ops", "data_stall"},
+}
+
+// linkFindings marks which findings each cause shows itself in and which
+// it explains, both ways.
+func (r *Report) linkFindings(run string, causes []Cause, waiters map[waitKey][]Waiter) {
+	for ci := range causes {
+		c := &causes[ci]
+		waited := map[int]bool{}
+		for _, w := range c.Waiters {
+			waited[w.Rank] = true
+		}
+		own := map[int]bool{}
+		if c.Rank != nil {
+			own[*c.Rank] = true
+		}
+		for _, m := range c.Ranks {
+			own[m] = true
+		}
+		for fi := range r.Findings {
+			f := &r.Findings[fi]
+			if f.RunID != run || f.Category == "summary" {
+				continue
+			}
+			rank := -1
+			if f.Rank != nil {
+				rank = int(*f.Rank)
+			}
+			isShow := false
+			switch c.Kind {
+			case "hang":
+				isShow = f.Detector == "hang" && own[rank]
+			case "slow_link":
+				isShow = f.Detector == "slow_link"
+			case "slow_host":
+				isShow = f.Detector == "slow_host" || own[rank] && (f.Detector == "slow_rank" || f.Detector == "straggler_rank")
+			default:
+				isShow = own[rank] && (f.Detector == "straggler_rank" || slices.Contains(shows[c.Why], f.Detector))
+			}
+			if isShow {
+				c.Shown = append(c.Shown, f.ID)
+				f.Shows = appendNew(f.Shows, c.ID)
+				continue
+			}
+			if !symptoms[f.Detector] {
+				continue
+			}
+			explained := false
+			switch c.Kind {
+			case "hang":
+				explained = !own[rank]
+			case "slow_link":
+				explained = own[rank] && f.Detector == "comm_exposed_ratio"
+			default:
+				// what peers that waited for it show (not their exposed
+				// communication: that is transfer, their waits are set
+				// apart); and its own idle GPU when it was late for a
+				// host-side reason
+				explained = f.Detector != "comm_exposed_ratio" && (waited[rank] && !own[rank] ||
+					own[rank] && c.Why != "compute" && f.Detector != "straggler_rank")
+			}
+			if explained {
+				c.Explains = append(c.Explains, f.ID)
+				f.CausedBy = appendNew(f.CausedBy, c.ID)
+			}
+		}
+	}
+}
+
+func evidenceMap(ev any) map[string]float64 {
+	out := map[string]float64{}
+	m, ok := ev.(map[string]any)
+	if !ok {
+		if s, ok := ev.(string); ok {
+			json.Unmarshal([]byte(s), &m)
+		}
+	}
+	for k, v := range m {
+		switch x := v.(type) {
+		case float64:
+			out[k] = x
+		case json.Number:
+			out[k], _ = x.Float64()
+		}
+	}
+	return out
+}
+
+// ranksOf reads the rank numbers of a text such as "[0, 1, 2, 3]" or
+// "tp [4, 5]": every run of digits inside its last brackets, else all.
+func ranksOf(s string) []int {
+	if i, j := strings.LastIndex(s, "["), strings.LastIndex(s, "]"); i >= 0 && j > i {
+		s = s[i+1 : j]
+	}
+	var out []int
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r < '0' || r > '9' }) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func topKey(m map[string]float64) string {
+	best, bestV := "", -1.0
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if m[k] > bestV {
+			best, bestV = k, m[k]
+		}
+	}
+	return best
+}
+
+func countList(m map[string]int) string {
+	keys := slices.SortedFunc(maps.Keys(m), func(a, b string) int { return cmp.Or(cmp.Compare(m[b], m[a]), cmp.Compare(a, b)) })
+	var parts []string
+	for _, k := range keys[:min(3, len(keys))] {
+		parts = append(parts, fmt.Sprintf("%s x%d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// signed is a duration with its sign: +1.2 ms, -300 ns.
+func signed(ns float64) string {
+	if ns >= 0 {
+		return "+" + Duration(ns)
+	}
+	return Duration(ns)
+}

@@ -1,0 +1,381 @@
+package detectors
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/trainscope/trainscope/sql/duck"
+)
+
+// Charts are what the HTML report draws for one run: where each rank's
+// time goes, a timeline of one step with the collectives and the late
+// arrivals, and the kernels that take the most GPU time.
+type Charts struct {
+	RunID string
+	// Ranks is each rank's GPU time split as compute, collective
+	// transfer, collective wait, other non-compute work (copies) and idle;
+	// per step when PerStep, else over the analysed window.
+	Ranks   []RankTime
+	PerStep bool
+	// Timeline is one step of the run (nil without GPU work).
+	Timeline *Timeline
+	// Kernels are the kernels with the most GPU time, over all ranks.
+	Kernels []KernelTime
+}
+
+// RankTime is one rank's GPU time by what the GPU did.
+type RankTime struct {
+	Rank                                 int
+	Compute, Transfer, Wait, Other, Idle float64
+}
+
+// KernelTime is one kernel's total GPU time.
+type KernelTime struct {
+	Name, Class string
+	Count       int64
+	TotalNS     float64
+}
+
+// Timeline is one step of a run on aligned clocks: per rank, how busy its
+// GPU computed in each of Buckets equal slices, and its collectives.
+type Timeline struct {
+	Step       *int
+	Why        string // why this step was chosen
+	StartNS    int64
+	EndNS      int64
+	Buckets    int
+	Lanes      []Lane
+	TotalRanks int // ranks in the run (Lanes may show fewer)
+}
+
+// Lane is one rank's row of the timeline.
+type Lane struct {
+	Rank    int
+	Compute []float64 // share of each bucket with a compute kernel running
+	Colls   []CollBar
+}
+
+// CollBar is one collective on a rank: it arrived at StartNS, waited for
+// the last member until WaitEndNS and moved data until EndNS. Last marks
+// the member that arrived last and held the others up for BlockNS.
+type CollBar struct {
+	Name                    string
+	StartNS, WaitEndNS, End int64
+	Last                    bool
+	BlockNS                 int64
+}
+
+// MaxTimelineLanes bounds the ranks drawn on the timeline: the root
+// causes' ranks and those that waited for them first, then the lowest.
+const MaxTimelineLanes = 32
+
+const timelineBuckets = 400
+
+// buildCharts gathers the charts of every run: the per-rank split and the
+// top kernels from the metric tables, the timeline from the store.
+func (r *Report) buildCharts(ctx context.Context, st *duck.Store) error {
+	r.charts = map[string]*Charts{}
+	for _, run := range r.Runs {
+		c := &Charts{RunID: run.RunID}
+		c.Ranks, c.PerStep = r.rankTimes(run.RunID)
+		c.Kernels = r.topKernels(run.RunID, 12)
+		tl, err := r.loadTimeline(ctx, st, run)
+		if err != nil {
+			return fmt.Errorf("charts of run %s: %w", run.RunID, err)
+		}
+		c.Timeline = tl
+		r.charts[run.RunID] = c
+	}
+	return nil
+}
+
+// metricRows returns a metric table's rows of one run as column maps.
+func (r *Report) metricRows(detector, run string) []map[string]any {
+	var out []map[string]any
+	for _, t := range r.Metrics {
+		if t.Detector != detector {
+			continue
+		}
+		for _, row := range t.Rows {
+			m := map[string]any{}
+			for i, c := range t.Columns {
+				if i < len(row) {
+					m[c] = row[i]
+				}
+			}
+			if m["run_id"] == run {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+func num(v any) float64 {
+	switch x := v.(type) {
+	case int64:
+		return float64(x)
+	case int32:
+		return float64(x)
+	case int:
+		return float64(x)
+	case float64:
+		return x
+	case float32:
+		return float64(x)
+	}
+	return 0
+}
+
+func (r *Report) rankTimes(run string) ([]RankTime, bool) {
+	steps := map[int]float64{}
+	for _, m := range r.metricRows("step_time", run) {
+		steps[int(num(m["rank"]))] = num(m["steps"])
+	}
+	perStep := len(steps) > 0
+	var out []RankTime
+	for _, m := range r.metricRows("temporal_breakdown", run) {
+		rank := int(num(m["rank"]))
+		n := 1.0
+		if perStep {
+			if steps[rank] == 0 {
+				perStep = false
+			} else {
+				n = steps[rank]
+			}
+		}
+		nc, tr, wt := num(m["non_compute_ns"]), num(m["transfer_ns"]), num(m["wait_ns"])
+		out = append(out, RankTime{Rank: rank, Compute: num(m["compute_ns"]) / n, Transfer: tr / n, Wait: wt / n,
+			Other: max(0, nc-tr-wt) / n, Idle: num(m["idle_ns"]) / n})
+	}
+	if !perStep && len(steps) > 0 {
+		// some rank has no steps: show every rank over the window alike
+		for i := range out {
+			n := steps[out[i].Rank]
+			if n > 0 {
+				out[i] = RankTime{Rank: out[i].Rank, Compute: out[i].Compute * n, Transfer: out[i].Transfer * n,
+					Wait: out[i].Wait * n, Other: out[i].Other * n, Idle: out[i].Idle * n}
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b RankTime) int { return a.Rank - b.Rank })
+	return out, perStep
+}
+
+func (r *Report) topKernels(run string, n int) []KernelTime {
+	var out []KernelTime
+	for _, m := range r.metricRows("top_kernels", run) {
+		name, _ := m["name"].(string)
+		class, _ := m["class"].(string)
+		out = append(out, KernelTime{Name: name, Class: class, Count: int64(num(m["count"])), TotalNS: num(m["sum_ns"])})
+	}
+	slices.SortStableFunc(out, func(a, b KernelTime) int {
+		switch {
+		case a.TotalNS > b.TotalNS:
+			return -1
+		case a.TotalNS < b.TotalNS:
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+// timelineStep picks the step to draw: a one-off stall's, else the step
+// where the top cause's rank (or, with no cause, any rank) held the
+// others up longest, else the first analysed step.
+func (r *Report) timelineStep(ctx context.Context, st *duck.Store, run string) (*int, string, bool, error) {
+	var top *Cause
+	for i := range r.Causes {
+		if r.Causes[i].RunID == run {
+			top = &r.Causes[i]
+			break
+		}
+	}
+	if top != nil && top.Step != nil {
+		return top.Step, fmt.Sprintf("step %d, the one-off stall's", *top.Step), true, nil
+	}
+	rankFilter, who := "", "any rank"
+	if top != nil && top.Rank != nil {
+		rankFilter = fmt.Sprintf(" AND rank = %d", *top.Rank)
+		who = fmt.Sprintf("rank %d", *top.Rank)
+	}
+	var step sql.NullInt64
+	var block sql.NullInt64
+	rows, err := st.Query(ctx, `SELECT step, sum(block_ns)::BIGINT FROM collective_instances
+		WHERE run_id = ? AND is_last AND block_ns > 0`+rankFilter+`
+		GROUP BY step ORDER BY 2 DESC, step LIMIT 1`, run)
+	if err != nil {
+		return nil, "", false, err
+	}
+	found := rows.Next()
+	if found {
+		err = rows.Scan(&step, &block)
+	}
+	rows.Close()
+	if err != nil {
+		return nil, "", false, err
+	}
+	if found && step.Valid {
+		s := int(step.Int64)
+		return &s, fmt.Sprintf("step %d, where %s held the others up longest (%s)", s, who, Duration(float64(block.Int64))), true, nil
+	}
+	rows, err = st.Query(ctx, `SELECT min(step) FROM gpu_window WHERE run_id = ?`, run)
+	if err != nil {
+		return nil, "", false, err
+	}
+	defer rows.Close()
+	if rows.Next() {
+		if err := rows.Scan(&step); err != nil {
+			return nil, "", false, err
+		}
+	}
+	if step.Valid {
+		s := int(step.Int64)
+		return &s, fmt.Sprintf("step %d, the first analysed", s), true, nil
+	}
+	return nil, "the analysed window (the trace has no profiler steps)", true, rows.Err()
+}
+
+// timelineRanks chooses the lanes: the run's causes' ranks and their
+// waiters first, then the lowest ranks, at most MaxTimelineLanes.
+func (r *Report) timelineRanks(run string) ([]int, int) {
+	var all []int
+	for _, ri := range r.Runs {
+		if ri.RunID == run {
+			for _, rk := range ri.Ranks {
+				all = append(all, int(rk))
+			}
+		}
+	}
+	if len(all) <= MaxTimelineLanes {
+		return all, len(all)
+	}
+	var pick []int
+	add := func(rk int) {
+		if len(pick) < MaxTimelineLanes && slices.Contains(all, rk) && !slices.Contains(pick, rk) {
+			pick = append(pick, rk)
+		}
+	}
+	for _, c := range r.Causes {
+		if c.RunID != run {
+			continue
+		}
+		if c.Rank != nil {
+			add(*c.Rank)
+		}
+		for _, rk := range c.Ranks {
+			add(rk)
+		}
+		for i, w := range c.Waiters {
+			if i < 4 {
+				add(w.Rank)
+			}
+		}
+	}
+	for _, rk := range all {
+		add(rk)
+	}
+	slices.Sort(pick)
+	return pick, len(all)
+}
+
+func (r *Report) loadTimeline(ctx context.Context, st *duck.Store, run RunInfo) (*Timeline, error) {
+	step, why, ok, err := r.timelineStep(ctx, st, run.RunID)
+	if err != nil || !ok {
+		return nil, err
+	}
+	ranks, total := r.timelineRanks(run.RunID)
+	if len(ranks) == 0 {
+		return nil, nil
+	}
+	inList := make([]string, len(ranks))
+	for i, rk := range ranks {
+		inList[i] = fmt.Sprint(rk)
+	}
+	// work on each rank's clock shifted by its offset from the others
+	// (collective_instances aligns them on collective ends)
+	base := `WITH off AS (SELECT rank, any_value(clock_offset_ns) AS o FROM collective_instances WHERE run_id = $run GROUP BY rank),
+k AS (
+    SELECT g.rank, g.class, g.ts - coalesce(off.o, 0) AS s, g.end_ts - coalesce(off.o, 0) AS e
+    FROM gpu_window g LEFT JOIN off ON off.rank = g.rank
+    WHERE g.run_id = $run AND g.step IS NOT DISTINCT FROM $step AND g.rank IN (` + strings.Join(inList, ",") + `)
+)`
+	args := []any{sql.Named("run", run.RunID), sql.Named("step", step)}
+	tl := &Timeline{Step: step, Why: why, Buckets: timelineBuckets, TotalRanks: total}
+	var lo, hi sql.NullInt64
+	rows, err := st.Query(ctx, base+" SELECT min(s), max(e) FROM k", args...)
+	if err != nil {
+		return nil, err
+	}
+	if rows.Next() {
+		err = rows.Scan(&lo, &hi)
+	}
+	rows.Close()
+	if err != nil || !lo.Valid || hi.Int64 <= lo.Int64 {
+		return nil, err
+	}
+	tl.StartNS, tl.EndNS = lo.Int64, hi.Int64
+	bw := max(1, (tl.EndNS-tl.StartNS+int64(timelineBuckets)-1)/int64(timelineBuckets))
+	lanes := map[int]*Lane{}
+	for _, rk := range ranks {
+		l := &Lane{Rank: rk, Compute: make([]float64, timelineBuckets)}
+		lanes[rk] = l
+		tl.Lanes = append(tl.Lanes, *l)
+	}
+	args = append(args, sql.Named("t0", tl.StartNS), sql.Named("bw", bw))
+	rows, err = st.Query(ctx, base+`, b AS (
+    SELECT rank, s, e, unnest(range((s - $t0) // $bw, (greatest(e - 1, s) - $t0) // $bw + 1)) AS b FROM k WHERE class = 'COMP'
+)
+SELECT rank, b, sum(least(e, $t0 + (b + 1) * $bw) - greatest(s, $t0 + b * $bw))::DOUBLE FROM b GROUP BY rank, b`, args...)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var rk, b int
+		var ns float64
+		if err := rows.Scan(&rk, &b, &ns); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if l := lanes[rk]; l != nil && b >= 0 && b < timelineBuckets {
+			l.Compute[b] = min(1, ns/float64(bw))
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows, err = st.Query(ctx, `SELECT rank, coalesce(coll_name, name), arrival_ns, arrival_ns + wait_ns, aligned_end_ns, is_last AND block_ns > 0, block_ns
+		FROM collective_instances
+		WHERE run_id = $run AND step IS NOT DISTINCT FROM $step AND rank IN (`+strings.Join(inList, ",")+`)
+		ORDER BY rank, arrival_ns`, args[:2]...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var rk int
+		var c CollBar
+		if err := rows.Scan(&rk, &c.Name, &c.StartNS, &c.WaitEndNS, &c.End, &c.Last, &c.BlockNS); err != nil {
+			return nil, err
+		}
+		if l := lanes[rk]; l != nil {
+			l.Colls = append(l.Colls, c)
+		}
+	}
+	for i := range tl.Lanes {
+		tl.Lanes[i] = *lanes[tl.Lanes[i].Rank]
+	}
+	return tl, rows.Err()
+}
+
+// Charts returns what the HTML report draws for a run (nil for a run the
+// report does not hold).
+func (r *Report) Charts(run string) *Charts { return r.charts[run] }

@@ -1,0 +1,419 @@
+package detectors
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/trainscope/trainscope/gpu"
+)
+
+// WriteMarkdown writes the report as one screen of markdown: the verdict
+// (the root cause that costs the most step time, with its evidence), the
+// root causes ranked by cost with the findings each explains, the other
+// findings one line per detector, and the top recommendations. The metric
+// tables and every finding in full are in WriteMarkdownFull, the JSON and
+// the HTML report.
+func (r *Report) WriteMarkdown(w io.Writer) error {
+	var b strings.Builder
+	r.writeBrief(&b)
+	fmt.Fprintf(&b, "## Tables\n\n%d metric tables and every finding in full are in the JSON and HTML reports, and in markdown with --full.\n", len(r.Metrics))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteMarkdownFull writes the one-screen report followed by an appendix
+// with every metric table and every finding in full.
+func (r *Report) WriteMarkdownFull(w io.Writer) error {
+	var b strings.Builder
+	r.writeBrief(&b)
+	b.WriteString("## Appendix\n\n")
+	r.writeDetails(&b)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// MaxRecommendations is how many recommendations the one-screen report
+// lists (the JSON report keeps them all).
+const MaxRecommendations = 5
+
+func (r *Report) writeBrief(b *strings.Builder) {
+	b.WriteString("# trainscope report\n\n")
+	if st := r.Status; st != nil {
+		if st.Partial {
+			fmt.Fprintf(b, "> **Partial report**: %s. It will be replaced once the rest has arrived; alerts on this run wait until then.\n\n", strings.Join(st.Reasons, "; "))
+		}
+		if len(st.Missing) > 0 {
+			fmt.Fprintf(b, "> **Incomplete data**: %s. The report covers the rest.\n\n", strings.Join(st.Missing, "; "))
+		}
+	}
+	b.WriteString("## Verdict\n\n")
+	for _, run := range r.Runs {
+		r.writeVerdict(b, run)
+	}
+	if len(r.Failed) > 0 {
+		b.WriteString("## Detectors that failed\n\n")
+		fmt.Fprintf(b, "%d detector(s) failed; their results are missing from this report, and everything else in it is complete:\n\n", len(r.Failed))
+		for _, f := range r.Failed {
+			fmt.Fprintf(b, "- `%s` (%s): %s\n", f.Detector, f.Kind, strings.Join(strings.Fields(f.Error), " "))
+		}
+		b.WriteString("\n")
+	}
+	if len(r.Causes) > 0 {
+		b.WriteString("## Root causes\n\n")
+		for i, c := range r.Causes {
+			r.writeCause(b, i+1, c)
+		}
+	}
+	r.writeFindingLines(b)
+	r.writeTopRecommendations(b)
+}
+
+func (r *Report) writeVerdict(b *strings.Builder, run RunInfo) {
+	fmt.Fprintf(b, "Run `%s`: %d rank(s) %s", run.RunID, len(run.Ranks), rankList(run.Ranks))
+	if run.WorldSize > 0 {
+		fmt.Fprintf(b, " of world size %d", run.WorldSize)
+	}
+	if len(run.GPUs) > 0 {
+		fmt.Fprintf(b, ", %s", strings.Join(run.GPUs, ", "))
+	}
+	fmt.Fprintf(b, "; steps analysed: %s; %d events from %d file(s).\n\n", run.Steps, run.Events, run.Sources)
+	for _, key := range run.GPUSpecs {
+		if s, ok := gpu.Lookup(key); ok {
+			fmt.Fprintf(b, "GPU %s: %s.\n\n", s.Key, gpuLine(s, run.Dtypes))
+		}
+	}
+	var top *Cause
+	for i := range r.Causes {
+		if r.Causes[i].RunID == run.RunID {
+			top = &r.Causes[i]
+			break
+		}
+	}
+	limiter := ""
+	for _, f := range r.Findings {
+		if f.RunID == run.RunID && f.Detector == "bottleneck_class" {
+			limiter = f.Message
+		}
+	}
+	switch {
+	case top != nil:
+		fmt.Fprintf(b, "**%s.**\n\n", upperFirst(top.Headline))
+		if limiter != "" {
+			fmt.Fprintf(b, "- once waits for late ranks are set aside, %s\n", limiter)
+		}
+	default:
+		if len(run.Ranks) > 1 {
+			rank, cost := r.costliest(run.RunID)
+			pct := 0.0
+			if r.medianStep[run.RunID] > 0 {
+				pct = 100 * cost / r.medianStep[run.RunID]
+			}
+			if rank >= 0 && pct >= MinCostPct {
+				fmt.Fprintf(b, "**No single rank stands out: the ranks take turns holding each other up (the most, rank %d, %s a step, %.1f%%); what holds them back is what they share.**\n\n", rank, Duration(cost), pct)
+			} else {
+				b.WriteString("**Balanced: no rank holds the others up by a noticeable share of the step")
+				if rank >= 0 {
+					fmt.Fprintf(b, " (the most, rank %d, %s a step, %.1f%%)", rank, Duration(cost), pct)
+				}
+				b.WriteString(".**\n\n")
+			}
+		}
+		if limiter != "" {
+			fmt.Fprintf(b, "- the limiter: %s\n", limiter)
+		}
+	}
+	if !r.hasCollectives(run.RunID) && len(run.Ranks) < 2 {
+		b.WriteString("- one rank only: no collective is matched with a peer, so its communication cannot be split into waiting and transfer, nor a late rank named\n")
+	}
+	for _, s := range r.Summary {
+		if s.RunID == run.RunID && s.Detector != "bottleneck_class" {
+			fmt.Fprintf(b, "- %s\n", s.Text)
+		}
+	}
+	b.WriteString("\n")
+}
+
+// costliest is the rank that held the others up longest, and how long a
+// step (-1 when none did).
+func (r *Report) costliest(run string) (int, float64) {
+	best, bestV := -1, 0.0
+	for rank, v := range r.costs[run] {
+		if v > bestV || v == bestV && rank < best {
+			best, bestV = rank, v
+		}
+	}
+	return best, bestV
+}
+
+func (r *Report) hasCollectives(run string) bool {
+	for _, t := range r.Metrics {
+		if t.Detector == "coll_wait" {
+			for _, row := range t.Rows {
+				if len(row) > 0 && row[0] == run {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+var causeTitle = map[string]string{"late_rank": "late rank", "one_off_stall": "one-off stall", "slow_host": "slow host",
+	"hang": "hang", "slow_link": "slow link"}
+
+func (r *Report) writeCause(b *strings.Builder, n int, c Cause) {
+	where := ""
+	switch {
+	case c.Rank != nil:
+		where = fmt.Sprintf("rank %d", *c.Rank)
+	case c.Host != "":
+		where = "host " + c.Host
+	case len(c.Ranks) > 0:
+		where = "ranks " + RankRanges(slices.Sorted(slices.Values(c.Ranks)))
+	}
+	why := ""
+	if c.Why != "" && c.Kind != "hang" && c.Kind != "slow_link" {
+		why = ", " + strings.ReplaceAll(c.Why, "_", " ")
+	}
+	cost := fmt.Sprintf("costs %s a step (%.1f%%)", Duration(c.CostNS), c.CostPct)
+	switch {
+	case c.StallNS > 0 && c.Step != nil:
+		cost = fmt.Sprintf("costs %s once, in step %d (%s a step over the window, %.1f%%)", Duration(c.StallNS), *c.Step, Duration(c.CostNS), c.CostPct)
+	case c.Kind == "hang":
+		cost = "stops the run"
+	}
+	fmt.Fprintf(b, "%d. **%s: %s%s** — %s  \n   %s\n", n, causeTitle[c.Kind], where, why, cost, upperFirst(c.Headline))
+	for _, e := range c.Evidence {
+		fmt.Fprintf(b, "   - evidence: %s\n", e)
+	}
+	if len(c.Shown) > 0 {
+		fmt.Fprintf(b, "   - shown by: %s\n", r.findingList(c.Shown))
+	}
+	if len(c.Explains) > 0 {
+		fmt.Fprintf(b, "   - explains: %s\n", r.findingList(c.Explains))
+	}
+	if c.Fix != "" {
+		fmt.Fprintf(b, "   - fix: %s\n", c.Fix)
+	}
+	b.WriteString("\n")
+}
+
+// findingList names findings compactly: each detector with its ranks.
+func (r *Report) findingList(ids []string) string {
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	var order []string
+	ranks := map[string][]int{}
+	for _, f := range r.Findings {
+		if !want[f.ID] {
+			continue
+		}
+		if _, ok := ranks[f.Detector]; !ok {
+			order = append(order, f.Detector)
+			ranks[f.Detector] = nil
+		}
+		if f.Rank != nil {
+			ranks[f.Detector] = append(ranks[f.Detector], int(*f.Rank))
+		}
+	}
+	parts := make([]string, 0, len(order))
+	for _, d := range order {
+		rs := slices.Compact(slices.Sorted(slices.Values(ranks[d])))
+		switch len(rs) {
+		case 0:
+			parts = append(parts, d)
+		case 1:
+			parts = append(parts, fmt.Sprintf("%s (rank %d)", d, rs[0]))
+		default:
+			parts = append(parts, fmt.Sprintf("%s (ranks %s)", d, RankRanges(rs)))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writeFindingLines lists the findings, one line per detector and
+// severity, under PerfTracker's sections: the ranks, the spread of the
+// value, the worst message, and which root cause explains them.
+func (r *Report) writeFindingLines(b *strings.Builder) {
+	b.WriteString("## Findings\n\n")
+	n := 0
+	for _, sec := range Sections {
+		type key struct{ detector, severity string }
+		groups := map[key][]Finding{}
+		var order []key
+		for _, f := range r.Findings {
+			if f.Category == "summary" || SectionOf(f) != sec {
+				continue
+			}
+			k := key{f.Detector, f.Severity}
+			if _, ok := groups[k]; !ok {
+				order = append(order, k)
+			}
+			groups[k] = append(groups[k], f)
+		}
+		if len(order) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "### %s\n\n", sec)
+		for _, k := range order {
+			n++
+			b.WriteString(findingLine(k.detector, k.severity, groups[k]) + "\n")
+		}
+		b.WriteString("\n")
+	}
+	if n == 0 {
+		b.WriteString("No finding crossed its threshold.\n\n")
+	}
+}
+
+func findingLine(detector, severity string, fs []Finding) string {
+	var ranks []int
+	var vals []float64
+	causes := map[string][]int{} // cause -> the ranks whose finding it explains or shows
+	for _, f := range fs {
+		if f.Rank != nil {
+			ranks = append(ranks, int(*f.Rank))
+		}
+		if f.Value != nil {
+			vals = append(vals, *f.Value)
+		}
+		for _, c := range slices.Concat(f.CausedBy, f.Shows) {
+			if f.Rank != nil {
+				causes[c] = append(causes[c], int(*f.Rank))
+			} else if _, ok := causes[c]; !ok {
+				causes[c] = nil
+			}
+		}
+	}
+	sort.Ints(ranks)
+	ranks = slices.Compact(ranks)
+	sort.Float64s(vals)
+	line := fmt.Sprintf("- [%s] %s", severity, detector)
+	if subjects := distinctSubjects(fs); len(ranks) == 0 && len(subjects) > 0 && len(subjects) <= 3 {
+		line += " (" + strings.Join(subjects, ", ") + ")"
+	}
+	switch {
+	case len(ranks) == 1:
+		line += fmt.Sprintf(" on rank %d", ranks[0])
+	case len(ranks) > 1:
+		line += " on ranks " + RankRanges(ranks)
+	}
+	if len(vals) > 1 && vals[0] != vals[len(vals)-1] {
+		line += fmt.Sprintf(" (%s %s to %s)", fs[0].Metric, formatFloat(vals[0]), formatFloat(vals[len(vals)-1]))
+	} else if len(vals) > 0 {
+		line += fmt.Sprintf(" (%s %s)", fs[0].Metric, formatFloat(vals[0]))
+	}
+	worst := fs[0]
+	for _, f := range fs {
+		if f.Value != nil && worst.Value != nil && *f.Value > *worst.Value {
+			worst = f
+		}
+	}
+	msg := worst.Message
+	if len(msg) > 220 {
+		msg = msg[:strings.LastIndex(msg[:220], " ")] + " …"
+	}
+	line += ": " + msg
+	if len(causes) > 0 {
+		// name the ranks a cause accounts for when it is not all of them
+		var refs []string
+		for _, id := range slices.Sorted(maps.Keys(causes)) {
+			rs := slices.Compact(slices.Sorted(slices.Values(causes[id])))
+			if len(rs) > 0 && len(rs) < len(ranks) {
+				refs = append(refs, fmt.Sprintf("%s (%s)", id, rankWord(rs)))
+			} else {
+				refs = append(refs, id)
+			}
+		}
+		line += " — see root cause " + strings.Join(refs, ", ")
+	}
+	return line
+}
+
+func rankWord(rs []int) string {
+	if len(rs) == 1 {
+		return fmt.Sprintf("rank %d", rs[0])
+	}
+	return "ranks " + RankRanges(rs)
+}
+
+// distinctSubjects is the findings' subjects (an audit rule's id, a
+// tensor, a link) in first-seen order.
+func distinctSubjects(fs []Finding) []string {
+	var out []string
+	for _, f := range fs {
+		if f.Subject != "" && !slices.Contains(out, f.Subject) {
+			out = append(out, f.Subject)
+		}
+	}
+	return out
+}
+
+// writeTopRecommendations lists the fixes: the root causes' first, then
+// the findings' that no root cause accounts for, at most
+// MaxRecommendations (all in the JSON report).
+func (r *Report) writeTopRecommendations(b *strings.Builder) {
+	b.WriteString("## Recommendations\n\n")
+	n := 0
+	for _, c := range r.Causes {
+		if c.Fix == "" || n == MaxRecommendations {
+			continue
+		}
+		n++
+		fmt.Fprintf(b, "%d. %s  \n   for root cause %s: %s\n", n, upperFirst(c.Fix), c.ID, firstClause(c.Headline))
+	}
+	explained := map[string]bool{}
+	for _, f := range r.Findings {
+		if len(f.CausedBy) > 0 || len(f.Shows) > 0 {
+			explained[f.Detector+"\x00"+f.Fix] = true
+		}
+	}
+	for _, rec := range r.Recommendations {
+		if n == MaxRecommendations {
+			break
+		}
+		skip := false
+		for _, f := range r.Findings {
+			if f.Fix == rec.Fix && explained[f.Detector+"\x00"+f.Fix] {
+				skip = true
+				break
+			}
+		}
+		if skip {
+			continue
+		}
+		n++
+		kind := ""
+		if rec.Hypothesis {
+			kind = " (hypothesis)"
+		}
+		fmt.Fprintf(b, "%d. [%s]%s %s  \n   because: %s\n", n, rec.Severity, kind, rec.Fix, compactBecause(rec.Because))
+	}
+	if n == 0 {
+		b.WriteString("None: no finding calls for a change.\n")
+	}
+	if more := len(r.Recommendations) + len(r.Causes) - n; more > 0 {
+		fmt.Fprintf(b, "\n%d more in the JSON report.\n", more)
+	}
+	b.WriteString("\n")
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+func firstClause(s string) string {
+	if i := strings.Index(s, ":"); i > 0 {
+		return s[:i]
+	}
+	return s
+}
