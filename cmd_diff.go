@@ -12,11 +12,18 @@ import (
 
 const diffHelp = `Usage: trainscope diff BASELINE NEW [flags]
 
-Compares two runs, or two step windows of one run: which GPU kernels and
-host operators were added or removed, got slower or faster, or ran more or
-less often, per step of each run's analysis window, ordered by the time per
-step they moved. BASELINE and NEW are each a trace file or a folder of rank
-traces.
+Compares two runs, or two step windows of one run. First a verdict: which
+run is slower per iteration, by how much, and which part of an iteration
+moved (GPU compute, communication transfer, waiting for late ranks, memory
+copies, GPU idle, host operators). Then the GPU kernels and host operators
+that were added or removed, got slower or faster, or ran more or less
+often, per iteration and rank, ordered by the time they moved.
+
+An iteration is a ProfilerStep where the traces have them; otherwise the
+NVTX range or compute kernel that repeats at the steadiest, longest period
+(the same one in both runs where they share one), so that captures of
+different lengths compare by the work done, not by the capture's time.
+BASELINE and NEW are each a trace file or a folder of rank traces.
 
 Examples:
   trainscope diff before/ after/
@@ -85,19 +92,16 @@ func runDiff(ctx context.Context, args []string, out, errOut io.Writer) error {
 			}
 		}
 	}
-	rows, err := detectors.Diff(ctx, st, "base", "new", detectors.DiffOptions{MinRatio: *minRatio, MinDeltaNS: *minDelta * 1000, Top: *top})
+	res, err := detectors.CompareRuns(ctx, st, "base", "new", detectors.DiffOptions{MinRatio: *minRatio, MinDeltaNS: *minDelta * 1000, Top: *top})
 	if err != nil {
 		return err
 	}
 	if *format == "json" {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		if rows == nil {
-			rows = []detectors.DiffRow{}
-		}
-		return enc.Encode(map[string]any{"base": fs.Arg(0), "new": fs.Arg(1), "changes": rows})
+		return enc.Encode(map[string]any{"base": fs.Arg(0), "new": fs.Arg(1), "verdict": res.Verdict, "changes": res.Changes})
 	}
-	writeMD := func(w io.Writer) error { return detectors.WriteDiffMarkdown(w, fs.Arg(0), fs.Arg(1), rows) }
+	writeMD := func(w io.Writer) error { return detectors.WriteDiffMarkdown(w, fs.Arg(0), fs.Arg(1), res) }
 	if *format == "html" {
 		return detectors.WriteHTMLOf(out, writeMD)
 	}

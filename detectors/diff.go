@@ -13,7 +13,8 @@ import (
 //go:embed diff.sql
 var diffSQL string
 
-// DiffRow compares one kernel or operator between two runs, per step.
+// DiffRow compares one kernel or operator between two runs, per iteration
+// and rank (the JSON names keep "per_step" for readers of older reports).
 type DiffRow struct {
 	Kind        string  `json:"kind"`
 	Name        string  `json:"name"`
@@ -30,13 +31,42 @@ type DiffOptions struct {
 	MinRatio   float64 // a mean duration or call rate changed by at least this factor (default 1.1)
 	MinDeltaNS float64 // and moved at least this much time per step (default 10 us)
 	Top        int     // rows kept (default 30)
+	// BaseUnits and NewUnits divide each run's totals: iterations times
+	// ranks (CountIterations). Zero counts them.
+	BaseUnits, NewUnits float64
+}
+
+// DiffResult is a diff's verdict and its kernel and operator rows.
+type DiffResult struct {
+	Verdict DiffVerdict `json:"verdict"`
+	Changes []DiffRow   `json:"changes"`
+}
+
+// CompareRuns cuts both runs into iterations (CountIterations), compares
+// their kernels and operators per iteration and rank (Diff), and says which
+// run is slower and what moved (Verdict).
+func CompareRuns(ctx context.Context, st *duck.Store, baseRun, newRun string, opt DiffOptions) (DiffResult, error) {
+	its, err := CountIterations(ctx, st, baseRun, newRun)
+	if err != nil {
+		return DiffResult{}, err
+	}
+	b, n := its[baseRun], its[newRun]
+	opt.BaseUnits, opt.NewUnits = b.Count*float64(max(b.Ranks, 1)), n.Count*float64(max(n.Ranks, 1))
+	rows, err := Diff(ctx, st, baseRun, newRun, opt)
+	if err != nil {
+		return DiffResult{}, err
+	}
+	if rows == nil {
+		rows = []DiffRow{}
+	}
+	return DiffResult{Verdict: Verdict(*b, *n, rows), Changes: rows}, nil
 }
 
 // Diff compares the GPU kernels and host operators of two runs already
-// loaded in st (over each run's analysis window, per step so that windows
-// of different lengths compare): what was added, removed, got slower or
-// faster, or ran more or less often. Rows are ordered by the time per step
-// they moved.
+// loaded in st (over each run's analysis window, per iteration and rank so
+// that windows of different lengths and jobs of different sizes compare):
+// what was added, removed, got slower or faster, or ran more or less
+// often. Rows are ordered by the time per iteration they moved.
 func Diff(ctx context.Context, st *duck.Store, baseRun, newRun string, opt DiffOptions) ([]DiffRow, error) {
 	if opt.MinRatio <= 1 {
 		opt.MinRatio = 1.1
@@ -47,8 +77,17 @@ func Diff(ctx context.Context, st *duck.Store, baseRun, newRun string, opt DiffO
 	if opt.Top <= 0 {
 		opt.Top = 30
 	}
+	if opt.BaseUnits <= 0 || opt.NewUnits <= 0 {
+		its, err := CountIterations(ctx, st, baseRun, newRun)
+		if err != nil {
+			return nil, err
+		}
+		b, n := its[baseRun], its[newRun]
+		opt.BaseUnits, opt.NewUnits = b.Count*float64(max(b.Ranks, 1)), n.Count*float64(max(n.Ranks, 1))
+	}
 	q := strings.NewReplacer("$base", "'"+strings.ReplaceAll(baseRun, "'", "''")+"'",
 		"$new", "'"+strings.ReplaceAll(newRun, "'", "''")+"'",
+		"$n_base", fmt.Sprint(opt.BaseUnits), "$n_new", fmt.Sprint(opt.NewUnits),
 		"$min_ratio", fmt.Sprint(opt.MinRatio), "$min_delta_ns", fmt.Sprint(opt.MinDeltaNS),
 		"$top", fmt.Sprint(opt.Top)).Replace(diffSQL)
 	rows, err := st.Query(ctx, q)
@@ -69,17 +108,31 @@ func Diff(ctx context.Context, st *duck.Store, baseRun, newRun string, opt DiffO
 	return out, rows.Err()
 }
 
-// WriteDiffMarkdown renders diff rows as a table.
-func WriteDiffMarkdown(w io.Writer, baseRun, newRun string, rows []DiffRow) error {
+// WriteDiffMarkdown renders a diff: the verdict, how each run was cut
+// into iterations, what moved, and the kernel and operator rows.
+func WriteDiffMarkdown(w io.Writer, baseRun, newRun string, res DiffResult) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# trainscope diff: `%s` -> `%s`\n\n", baseRun, newRun)
-	if len(rows) == 0 {
+	v := res.Verdict
+	fmt.Fprintf(&b, "# trainscope diff: `%s` -> `%s`\n\n## Verdict\n\n**%s**\n\n", baseRun, newRun, v.Text)
+	b.WriteString(iterationLine("baseline", v.Base) + "\n")
+	b.WriteString(iterationLine("new", v.New) + "\n\n")
+	if len(v.Moved) > 0 {
+		b.WriteString("## Where an iteration's time went\n\nPer iteration and rank, mean over ranks; the GPU parts add up to the GPU span, host time runs beside them.\n\n")
+		var data [][]any
+		for _, m := range v.Moved {
+			data = append(data, []any{m.Part, Duration(m.BaseNS), Duration(m.NewNS), signed(m.DeltaNS)})
+		}
+		writeTable(&b, []string{"part", "baseline", "new", "change"}, data)
+		b.WriteString("\n")
+	}
+	b.WriteString("## Kernels and operators\n\n")
+	if len(res.Changes) == 0 {
 		b.WriteString("No kernel or operator changed by more than the thresholds.\n")
 	} else {
-		b.WriteString("Per step of each run's analysis window; ordered by the time per step that moved.\n\n")
-		cols := []string{"change", "kind", "name", "base_calls", "new_calls", "base_mean_ns", "new_mean_ns", "delta_per_step_ns"}
+		b.WriteString("Per iteration and rank; ordered by the time per iteration that moved.\n\n")
+		cols := []string{"change", "kind", "name", "base_calls", "new_calls", "base_mean_ns", "new_mean_ns", "delta_per_iter_ns"}
 		var data [][]any
-		for _, r := range rows {
+		for _, r := range res.Changes {
 			data = append(data, []any{r.Change, r.Kind, r.Name, r.BaseCalls, r.NewCalls, r.BaseMeanNS, r.NewMeanNS, r.DeltaNSStep})
 		}
 		writeTable(&b, cols, data)

@@ -1,20 +1,19 @@
 -- Trace diff: kernels (GPU) and operators (host) of run $new against run
--- $base, per step of each run's analysis window. Parameters are replaced
--- as literals by Diff ($base, $new, $min_ratio, $min_delta_ns, $top).
+-- $base, per iteration and rank of each run's analysis window. Parameters
+-- are replaced as literals by Diff ($base, $new, $n_base and $n_new: each
+-- run's iterations times ranks, $min_ratio, $min_delta_ns, $top).
 WITH gpu AS (
     SELECT run_id, 'gpu:' || kind AS kind, name, dur, step FROM gpu_window WHERE run_id IN ($base, $new)
 ), host AS (
     SELECT run_id, 'host:' || kind AS kind, name, dur, step FROM host_window
     WHERE run_id IN ($base, $new) AND kind IN ('cpu_op', 'python', 'runtime', 'driver')
-), steps AS (
-    -- steps in each run's window (1 when a run has no steps)
-    SELECT run_id, greatest(count(DISTINCT (rank, step)) / greatest(count(DISTINCT rank), 1), 1) AS n
-    FROM (SELECT run_id, rank, step FROM gpu_window WHERE run_id IN ($base, $new) AND step IS NOT NULL)
-    GROUP BY run_id
+), iters AS (
+    -- iterations times ranks of each run: rows are per iteration and rank
+    SELECT $base AS run_id, $n_base AS n UNION ALL SELECT $new, $n_new
 ), per AS (
-    SELECT a.run_id, a.kind, a.name, count(*) / coalesce(any_value(s.n), 1) AS calls, avg(a.dur) AS mean_ns,
-           sum(a.dur) / coalesce(any_value(s.n), 1) AS ns_per_step
-    FROM (SELECT * FROM gpu UNION ALL SELECT * FROM host) a LEFT JOIN steps s ON s.run_id = a.run_id
+    SELECT a.run_id, a.kind, a.name, count(*) / any_value(i.n) AS calls, avg(a.dur) AS mean_ns,
+           sum(a.dur) / any_value(i.n) AS ns_per_step
+    FROM (SELECT * FROM gpu UNION ALL SELECT * FROM host) a JOIN iters i ON i.run_id = a.run_id
     GROUP BY a.run_id, a.kind, a.name
 ), j AS (
     SELECT coalesce(b.kind, n.kind) AS kind, coalesce(b.name, n.name) AS name,

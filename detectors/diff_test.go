@@ -2,6 +2,8 @@ package detectors_test
 
 import (
 	"context"
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/trainscope/trainscope/detectors"
@@ -77,5 +79,105 @@ func TestDiff(t *testing.T) {
 	// the runtime calls changed too: 5 -> 20 launches of c a step
 	if r, ok := got["host:runtime cudaLaunchKernel"]; ok && r.Change != "more_frequent" {
 		t.Errorf("launches: %+v", r)
+	}
+}
+
+// loopRun writes a run of ranks without ProfilerSteps: iters iterations of
+// period µs, each with four steady "layer" kernels, a "gemm" of gemm µs, an
+// "optimizer" kernel at the iteration's end, and a "noise" kernel at
+// irregular times (a distractor that repeats but not steadily).
+func loopRun(t *testing.T, ranks int, iters float64, period, gemm int64) string {
+	dir := t.TempDir()
+	for r := range ranks {
+		b := newTrace(r, ranks)
+		n := int(iters * float64(period))
+		for o := int64(0); o < int64(n); o += period {
+			for l := range int64(4) {
+				if ts := o + 100 + l*500; ts < int64(n) {
+					b.launch("cudaLaunchKernel", ts-50, 5, "kernel", "layer", 7, ts, 200, nil)
+				}
+			}
+			if ts := o + 2500; ts+gemm < int64(n) {
+				b.launch("cudaLaunchKernel", ts-50, 5, "kernel", "gemm", 7, ts, gemm, nil)
+			}
+			if ts := o + period - 300; ts < int64(n) {
+				b.launch("cudaLaunchKernel", ts-50, 5, "kernel", "optimizer", 7, ts, 100, nil)
+			}
+			if ts := o + (o/period%3)*700 + 150; ts < int64(n) {
+				b.launch("cudaLaunchKernel", ts-50, 5, "kernel", "noise", 8, ts, 20, nil)
+			}
+		}
+		b.write(t, dir)
+	}
+	return dir
+}
+
+// Without ProfilerSteps, a diff cuts both captures into iterations by the
+// kernel that repeats at the longest steady period, so a shorter capture
+// of a slower job reads as slower per iteration, not as "less frequent".
+func TestDiffWithoutSteps(t *testing.T) {
+	ctx := context.Background()
+	st, err := duck.Open(ctx, "", duck.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for run, dir := range map[string]string{
+		"base": loopRun(t, 2, 5.5, 10_000, 3_000), // 10 ms iterations, 5.5 of them
+		"new":  loopRun(t, 2, 3.2, 12_000, 5_000), // the gemm takes 2 ms more: 12 ms, 3.2 captured
+	} {
+		files, _ := ingest.Discover([]string{dir})
+		if _, err := ingest.Load(ctx, st, files, ingest.Options{RunID: run, Rank: -1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := detectors.SetWindow(ctx, st, detectors.Window{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := detectors.CompareRuns(ctx, st, "base", "new", detectors.DiffOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := res.Verdict
+	for _, it := range []detectors.Iterations{v.Base, v.New} {
+		// gemm and optimizer both run once an iteration; noise and layer must not cut
+		if it.Source != "kernel" || (it.Marker != "optimizer" && it.Marker != "gemm") || it.Marker != v.Base.Marker || it.Ranks != 2 {
+			t.Errorf("%s cut by %s %q over %d ranks, want the optimizer or gemm kernel, the same in both runs, over 2", it.Run, it.Source, it.Marker, it.Ranks)
+		}
+	}
+	if v.Base.IterNS != 10e6 || v.New.IterNS != 12e6 {
+		t.Errorf("iterations %v and %v ns, want 10 ms and 12 ms", v.Base.IterNS, v.New.IterNS)
+	}
+	if v.DeltaPct != 20 || !strings.Contains(v.Text, "20.0% slower per iteration") {
+		t.Errorf("verdict %+v %q", v.DeltaPct, v.Text)
+	}
+	if len(v.Moved) == 0 || v.Moved[0].Part != "GPU compute" {
+		t.Fatalf("moved %+v, want GPU compute first", v.Moved)
+	}
+	// each iteration computes 4x200 + gemm + 100 + 20 µs: 3.92 ms, then 5.92
+	if d := v.Moved[0].DeltaNS; math.Abs(d-2e6) > 0.1e6 {
+		t.Errorf("GPU compute moved %v ns an iteration, want about 2 ms", d)
+	}
+	var gemm *detectors.DiffRow
+	for i, r := range res.Changes {
+		if r.Name == "gemm" {
+			gemm = &res.Changes[i]
+		}
+		if r.Name == "layer" || r.Name == "optimizer" {
+			t.Errorf("%s changed per iteration: %+v", r.Name, r)
+		}
+	}
+	// a capture's partial iterations at its edges leave a few percent out
+	if gemm == nil || gemm.Change != "slower" || math.Abs(gemm.DeltaNSStep-2e6) > 0.2e6 {
+		t.Errorf("gemm row %+v, want slower by about 2 ms an iteration", gemm)
+	}
+	var md strings.Builder
+	if err := detectors.WriteDiffMarkdown(&md, "base", "new", res); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"**The new run is 20.0% slower per iteration", "the steady period of the kernel `", "| `GPU compute` | `3.9", "Largest movers: kernel `gemm` +1."} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
 	}
 }
