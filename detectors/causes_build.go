@@ -175,7 +175,10 @@ func typicalCost(a *lateAgg, steps []int) (float64, int) {
 		}
 		per = append(per, b)
 	}
-	if len(per) < 3 && len(steps) >= 3 {
+	// an onset in the window's second-last step shows in two steps; it is
+	// one when the last step is held up too (a hiccup is over by then)
+	lateOnset := len(per) == 2 && per[1] >= 0.25*worst
+	if len(per) < 3 && len(steps) >= 3 && !lateOnset {
 		// too few steps to tell an onset from a hiccup near the end
 		per, first = per[:0], 0
 		for _, s := range steps {

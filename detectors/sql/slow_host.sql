@@ -2,7 +2,7 @@
 -- category: compute
 -- kind: finding
 -- severity: critical
--- description: a host whose ranks run their compute kernels jointly slower than the ranks of the other hosts: every rank of the host is slower than every rank elsewhere, by more than min_slowdown on average; names the host, its ranks, the kernels and the first step where it shows
+-- description: a host whose ranks run their compute kernels jointly slower than the ranks of the other hosts: every rank of the host is slower than three quarters of the ranks elsewhere (so a slow rank on another host, or a second slow host, does not hide it), by more than min_slowdown on average; names the host, its ranks, the kernels and the first step where it shows
 -- threshold: min_slowdown = 0.10  # the host's ranks against the other hosts' ranks (0.10 = 10%)
 -- threshold: min_hosts = 2  # hosts needed to compare
 -- fix: a whole node is slow: check its GPUs' clocks, power caps and temperatures (DCGM), its CPU frequency governor and NUMA placement, other jobs on the node, and its NICs if collectives are slow too; drain the node and rerun to confirm
@@ -17,7 +17,8 @@ WITH s AS (
            string_agg(rank::VARCHAR, ',' ORDER BY rank) AS rank_list
     FROM s GROUP BY run_id, host
 ), others AS (
-    SELECT a.run_id, a.host, max(b.slowdown) AS max_other, avg(b.slowdown) AS avg_other, count(DISTINCT b.host) AS other_hosts
+    SELECT a.run_id, a.host, max(b.slowdown) AS max_other, quantile_cont(b.slowdown, 0.75) AS p75_other,
+           median(b.slowdown) AS med_other, count(DISTINCT b.host) AS other_hosts
     FROM h a JOIN s b ON b.run_id = a.run_id AND b.host <> a.host
     GROUP BY a.run_id, a.host
 ), per_step AS (
@@ -36,18 +37,18 @@ SELECT h.run_id, h.host,
        (SELECT min(first_step) FROM since x WHERE x.run_id = h.run_id AND x.host = h.host) AS step_lo,
        h.host AS subject,
        'host_slowdown' AS metric,
-       h.slowdown / o.avg_other - 1 AS value,
+       h.slowdown / o.med_other - 1 AS value,
        $min_slowdown AS threshold,
        printf('host %s is slow: its %d rank(s) (%s) run compute kernels %.0f%% slower than the ranks of %d other host(s), %s more GPU time in the window%s',
-              h.host, h.ranks, h.rank_list, 100 * (h.slowdown / o.avg_other - 1), o.other_hosts, fmt_ns(h.extra_ns),
+              h.host, h.ranks, h.rank_list, 100 * (h.slowdown / o.med_other - 1), o.other_hosts, fmt_ns(h.extra_ns),
               coalesce(', from step ' || (SELECT min(first_step) FROM since x WHERE x.run_id = h.run_id AND x.host = h.host), '')) AS message,
        printf('every collective waits for host %s: up to %s per window on each of its ranks, and that much waiting on all others', h.host, fmt_ns(h.extra_ns / h.ranks)) AS impact,
        'kernel_speed slowdown of the host''s ranks back near 1.00, and straggler wait down' AS validation,
        'measured' AS confidence,
-       json_object('ranks', h.rank_list, 'slowdown', h.slowdown, 'others_slowdown', o.avg_other, 'slowest_other', o.max_other,
+       json_object('ranks', h.rank_list, 'slowdown', h.slowdown, 'others_slowdown', o.med_other, 'slowest_other', o.max_other,
                    'extra_ns', h.extra_ns)::VARCHAR AS evidence
 FROM h JOIN others o ON o.run_id = h.run_id AND o.host = h.host
 WHERE o.other_hosts + 1 >= $min_hosts
-  AND h.min_s > o.max_other
-  AND h.slowdown / o.avg_other - 1 >= $min_slowdown
+  AND h.min_s > o.p75_other
+  AND h.slowdown / o.med_other - 1 >= $min_slowdown
 ORDER BY h.run_id, h.slowdown DESC

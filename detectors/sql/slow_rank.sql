@@ -2,7 +2,7 @@
 -- category: compute
 -- kind: finding
 -- severity: warn
--- description: a rank whose compute kernels run slower than the same kernels on its peers, by more than min_slowdown and as an outlier among the run's ranks (robust z-score)
+-- description: a rank whose compute kernels run slower than the same kernels on its peers, by more than min_slowdown and as an outlier among the run's ranks (robust z-score); not when every other rank of its host is that slow too (the host is: see slow_host)
 -- threshold: min_slowdown = 0.10  # the rank's kernels take this much longer than its peers' (0.10 = 10%)
 -- threshold: min_z = 3.0  # robust z-score of the slowdown over the run's ranks
 -- threshold: min_ranks = 3  # fewer ranks cannot single one out
@@ -16,6 +16,15 @@ WITH s AS (
     GROUP BY run_id, rank
 ), n AS (
     SELECT run_id, count(*) AS ranks FROM s GROUP BY run_id
+), mates AS (
+    -- the slowest and fastest of the other ranks on the rank's host: when
+    -- all of them are slow too, the host is (slow_host), not the rank
+    SELECT a.run_id, a.rank, count(*) AS mates, min(b.slowdown) AS mates_min
+    FROM s a
+    JOIN ranks ra ON ra.run_id = a.run_id AND ra.rank = a.rank AND ra.host <> ''
+    JOIN ranks rb ON rb.run_id = a.run_id AND rb.host = ra.host AND rb.rank <> a.rank
+    JOIN s b ON b.run_id = a.run_id AND b.rank = rb.rank
+    GROUP BY a.run_id, a.rank
 ), worst AS (
     -- the kernels that cost the rank the most time against its peers
     SELECT run_id, rank, string_agg(printf('%s %.2fx', left(name, 60), ratio), '; ' ORDER BY extra DESC) AS kernels
@@ -44,5 +53,7 @@ FROM s
 JOIN n ON n.run_id = s.run_id
 LEFT JOIN ranks r ON r.run_id = s.run_id AND r.rank = s.rank
 LEFT JOIN worst w ON w.run_id = s.run_id AND w.rank = s.rank
+LEFT JOIN mates m ON m.run_id = s.run_id AND m.rank = s.rank
 WHERE n.ranks >= $min_ranks AND s.slowdown - 1 >= $min_slowdown AND s.z >= $min_z
+  AND NOT coalesce(m.mates >= 1 AND m.mates_min - 1 >= $min_slowdown, false)
 ORDER BY s.run_id, s.slowdown DESC

@@ -13,7 +13,8 @@ WITH s AS (
            max(value) FILTER (WHERE metric = 'times_last') AS times_last,
            max(value) FILTER (WHERE metric = 'last_pct') AS last_pct,
            max(value) FILTER (WHERE metric = 'wait_caused_ns') AS wait_ns,
-           max(value) FILTER (WHERE metric = 'mean_lateness_ns') AS lateness_ns
+           max(value) FILTER (WHERE metric = 'mean_lateness_ns') AS lateness_ns,
+           max(value) FILTER (WHERE metric = 'block_ns') AS block_ns
     FROM metrics WHERE detector = 'straggler'
     GROUP BY run_id, rank
 ), span AS (
@@ -28,13 +29,18 @@ SELECT s.run_id, s.rank,
        'last_arrival_ratio' AS metric,
        s.last_pct / 100 AS value,
        $min_last_ratio AS threshold,
-       printf('rank %d arrived last at %d of %d collectives (%.0f%%); peers waited %s for it in total (%.1f%% of the GPU span), %s per late collective on average',
-              s.rank, s.times_last::BIGINT, s.instances::BIGINT, s.last_pct, fmt_ns(s.wait_ns), 100 * s.wait_ns / sp.span_ns, fmt_ns(s.lateness_ns)) AS message,
+       -- peers' waits add up over the peers; what the job lost is how much
+       -- later each collective began than the second-last arrival (block_ns)
+       printf('rank %d arrived last at %d of %d collectives (%.0f%%), on average %s after the first member; that held the job up %s (%.1f%% of the GPU span, counting each collective from the second-last arrival)%s',
+              s.rank, s.times_last::BIGINT, s.instances::BIGINT, s.last_pct, fmt_ns(s.lateness_ns), fmt_ns(s.block_ns),
+              100 * s.block_ns / sp.span_ns,
+              CASE WHEN s.wait_ns > 1.05 * s.block_ns
+                   THEN printf('; its peers waited %s for it, summed over them', fmt_ns(s.wait_ns)) ELSE '' END) AS message,
        printf('up to %s of waiting removed from its peers', fmt_ns(s.wait_ns)) AS impact,
        'hypothesis' AS confidence,
        printf('what delays rank %d: its own trace compared with a peer''s (trainscope analyze on both), or GPU clocks and throttling from DCGM for its host', s.rank) AS needs,
        json_object('times_last', s.times_last, 'instances', s.instances, 'wait_caused_ns', s.wait_ns,
-                   'mean_lateness_ns', round(s.lateness_ns), 'collectives', t.colls)::VARCHAR AS evidence
+                   'mean_lateness_ns', round(s.lateness_ns), 'block_ns', s.block_ns, 'collectives', t.colls)::VARCHAR AS evidence
 FROM s
 JOIN span sp ON sp.run_id = s.run_id
 LEFT JOIN top t ON t.run_id = s.run_id AND t.rank = s.rank
