@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/trainscope/trainscope/detectors"
@@ -81,5 +82,57 @@ func TestSlowLinkQuietOnHealthyGroups(t *testing.T) {
 	}
 	if n != 0 {
 		t.Fatalf("%d slow_link findings on healthy groups", n)
+	}
+}
+
+// Two groups of a kind have no z-score: the slower is a slow link when it
+// reaches under 1 - 2 x min_drop of the faster one's bandwidth.
+func TestSlowLinkOfTwoGroups(t *testing.T) {
+	for _, c := range []struct {
+		slow int64 // µs of [2, 3]'s transfer; [0, 1] takes 100 (rank 0 waits 50 for rank 1)
+		want int
+	}{{250, 1}, {150, 0}} {
+		dir := t.TempDir()
+		for rank := range 4 {
+			g := rank / 2
+			xfer := []int64{100, c.slow}[g]
+			args := map[string]any{"Collective name": "allreduce", "In msg nelems": 1048576, "Out msg nelems": 1048576,
+				"Group size": 2, "dtype": "Float", "Process Group Name": fmt.Sprint(g + 1), "Process Group Description": "tp",
+				"Process Group Ranks": fmt.Sprintf("[%d, %d]", 2*g, 2*g+1)}
+			b := newTrace(rank, 4)
+			for s := range 4 {
+				o := int64(s) * 1000
+				b.step(s+1, o, 1000)
+				b.launch("cudaLaunchKernel", o+10, 5, "kernel", gemm, 7, o+20, 200, nil)
+				start := o + 300
+				if rank == 0 {
+					start = o + 250
+				}
+				b.launch("cudaLaunchKernel", o+240, 5, "kernel", allReduce, 20, start, o+300+xfer-start, args)
+			}
+			b.write(t, dir)
+		}
+		st, _ := analyzeDir(t, dir, fmt.Sprintf("twogroups%d", c.slow), detectors.Window{})
+		rows, err := st.Query(context.Background(), `SELECT subject, value, message FROM findings WHERE detector = 'slow_link'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for rows.Next() {
+			n++
+			var subject, msg string
+			var drop float64
+			if err := rows.Scan(&subject, &drop, &msg); err != nil {
+				t.Fatal(err)
+			}
+			// B/250 against B/100: 60% below the faster group
+			if subject != "tp [2, 3] allreduce" || math.Abs(drop-0.6) > 1e-9 || !strings.Contains(msg, "the only other allreduce group") {
+				t.Errorf("slow_link %q drop %v: %s", subject, drop, msg)
+			}
+		}
+		rows.Close()
+		if n != c.want {
+			t.Errorf("[2, 3] at %d µs: %d slow_link findings, want %d", c.slow, n, c.want)
+		}
 	}
 }

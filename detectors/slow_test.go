@@ -139,3 +139,29 @@ func TestAbnormalUtilization(t *testing.T) {
 		t.Errorf("abnormal_util on equal ranks: %v", even)
 	}
 }
+
+// At scale a slow host's ranks are each an outlier among the run's ranks,
+// and a slow rank elsewhere is slower than some of them: slow_host still
+// names the host, slow_rank names only the rank whose host-mates are fast.
+func TestSlowHostBesideASlowRank(t *testing.T) {
+	var hosts []string
+	var gemm []int64
+	for r := range 16 {
+		hosts = append(hosts, fmt.Sprintf("n%d", r/4))
+		us := int64(300)
+		switch {
+		case r/4 == 2: // host n2, 1.4x (its ranks 1.35-1.45x)
+			us = 405 + int64(r%4)*10
+		case r == 13: // one rank of n3, 1.45x: slower than some of n2's ranks
+			us = 435
+		}
+		gemm = append(gemm, us)
+	}
+	dir := slowRun(t, hosts, gemm)
+	if h := findingsOf(t, dir, "slow_host"); len(h) != 1 || h[0]["host"] != "n2" {
+		t.Errorf("slow_host = %v, want n2 only", h)
+	}
+	if r := findingsOf(t, dir, "slow_rank"); len(r) != 1 || r[0]["rank"] != 13 {
+		t.Errorf("slow_rank = %v, want rank 13 only (n2's ranks are slow_host's)", r)
+	}
+}
