@@ -30,6 +30,11 @@ func TestGoldenReports(t *testing.T) {
 		{"nccl_parser_config", corpusDir("hta/tests__data__nccl_parser_config__nccl_data.json.gz"), detectors.Config{}, ""},
 		{"magma27_snapshot", nil, detectors.Config{}, "../../shared/corpus/memsnap/magma27_memory_snapshot.json.gz"},
 		{"sampled_pair", corpusDir("hta/tests__data__trace_filter__sampled_rank-0.json.gz", "hta/tests__data__trace_filter__sampled_rank-1.json.gz"), detectors.Config{}, ""},
+		// checked by hand with an independent Python pass over the trace:
+		// GPU span 49.65 ms, busy 91.9%; 3 synchronizing calls, 16.28 ms,
+		// the longest cudaDeviceSynchronize 14.10 ms; tqdm's monitor thread
+		// (no CUDA calls) is not reported as keeping the GPU idle
+		{"tracelens_h100_qwen", corpusDir("tracelens/tests__traces__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"), detectors.Config{}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,17 +1,23 @@
 -- name: host_exposed
 -- category: cpu
 -- kind: metric
--- description: per rank, the call stacks of Python functions and CPU operators whose own (self) time ran while the GPU had nothing to do (PerfTracker's Python functions section): calls, self time, the exposed part of it and its share of the GPU span; the ten most exposed per rank. A stack is shown by its last frames (root-most first, '…' where callers were cut); calls whose last frames agree are counted together. A slice's exposed share is the part of its interval during which the rank's GPU ran nothing (any stream), applied to its self time
+-- description: per rank, the call stacks of Python functions and CPU operators whose own (self) time ran while the GPU had nothing to do (PerfTracker's Python functions section): calls, self time, the exposed part of it and its share of the GPU span; the ten most exposed per rank. A stack is shown by its last frames (root-most first, '…' where callers were cut); calls whose last frames agree are counted together. A slice's exposed share is the part of its interval during which the rank's GPU ran nothing (any stream), applied to its self time. Only threads that issue CUDA runtime calls count (all threads of a trace that has none): a background thread (tqdm's monitor, a logger) does not keep the GPU waiting
 -- threshold: top_n = 10  # stacks listed per rank
 -- threshold: frames = 4  # frames shown per stack, the innermost last
-WITH RECURSIVE per AS (
+WITH RECURSIVE launchers AS (
+    -- threads that issue GPU work (CUDA runtime calls): a thread that never
+    -- does (tqdm's monitor, a logger) cannot keep the GPU waiting
+    SELECT run_id, rank, tid FROM host_window WHERE kind = 'runtime' GROUP BY run_id, rank, tid
+), per AS (
     -- gpu_busy_dur: the part of the slice during which the GPU was busy
     -- (computed by the reader, against all of the rank's GPU work)
-    SELECT run_id, rank, kind, stack_id, count(*) AS calls, sum(self_dur) AS self_ns,
-           sum(self_dur * (1.0 - gpu_busy_dur / dur)) AS exposed_self_ns
-    FROM host_window
-    WHERE kind IN ('python', 'cpu_op', 'annotation') AND self_dur > 0 AND dur > 0
-    GROUP BY run_id, rank, kind, stack_id
+    SELECT h.run_id, h.rank, h.kind, h.stack_id, count(*) AS calls, sum(h.self_dur) AS self_ns,
+           sum(h.self_dur * (1.0 - h.gpu_busy_dur / h.dur)) AS exposed_self_ns
+    FROM host_window h
+    WHERE h.kind IN ('python', 'cpu_op', 'annotation') AND h.self_dur > 0 AND h.dur > 0
+      AND (EXISTS (SELECT 1 FROM launchers l WHERE l.run_id = h.run_id AND l.rank = h.rank AND l.tid = h.tid)
+           OR NOT EXISTS (SELECT 1 FROM launchers l WHERE l.run_id = h.run_id AND l.rank = h.rank))
+    GROUP BY h.run_id, h.rank, h.kind, h.stack_id
 ), used AS (
     SELECT DISTINCT run_id, rank, stack_id FROM per
 ), up AS (

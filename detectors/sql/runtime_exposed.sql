@@ -12,7 +12,8 @@ SELECT m.run_id, m.rank, m.subject,
        printf('rank %d: %s calls keep the GPU waiting for %s (%.1f%% of the GPU span): %d calls, %s of host time, during %s of which no GPU work ran',
               m.rank, m.subject, fmt_ns(m.exposed_ns), m.bottleneck_pct, m.calls::BIGINT, fmt_ns(m.host_ns), fmt_ns(m.exposed_ns)) AS message,
        CASE m.subject WHEN 'launch' THEN 'remove host launch overhead: fewer, larger kernels (CUDA graphs, torch.compile), fused optimizers, larger micro-batches'
-                      WHEN 'synchronize' THEN 'remove synchronization from the step: .item(), .cpu(), .tolist(), printing tensors, torch.cuda.synchronize(); record events and read them later'
+                      -- the same words as sync_api's fix, so that the report gives it once
+                      WHEN 'synchronize' THEN 'remove synchronization from the step: no .item() / .cpu() / print of tensors per step, no torch.cuda.synchronize() outside timing code; record events and check them later instead'
                       WHEN 'memcpy' THEN 'pin host memory and issue non_blocking copies ahead of use (DataLoader pin_memory=True, prefetching)'
                       ELSE 'look at which runtime calls these are (cpu_top_ops) and why the host makes them in the step' END AS fix,
        printf('up to %s of GPU time per window', fmt_ns(m.exposed_ns)) AS impact,
