@@ -170,25 +170,19 @@ type stepWindow struct {
 }
 
 func windowSteps(ctx context.Context, st *duck.Store) (map[string]stepWindow, error) {
-	rows, err := st.Query(ctx, `
-		SELECT s.run_id, count(DISTINCT s.step), median(s.end_ns - s.start_ns)
+	byRun, err := queryByKey(ctx, st, `
+		SELECT s.run_id, count(DISTINCT s.step)::DOUBLE, median(s.end_ns - s.start_ns)::DOUBLE
 		FROM steps s JOIN analysis_window w ON w.run_id = s.run_id AND w.rank = s.rank
 		WHERE (w.step_lo IS NULL OR s.step >= w.step_lo) AND (w.step_hi IS NULL OR s.step <= w.step_hi)
-		GROUP BY s.run_id`)
+		GROUP BY s.run_id`, 2)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	out := map[string]stepWindow{}
-	for rows.Next() {
-		var run string
-		var w stepWindow
-		if err := rows.Scan(&run, &w.steps, &w.medianNS); err != nil {
-			return nil, err
-		}
-		out[run] = w
+	for run, v := range byRun {
+		out[run] = stepWindow{steps: int(v[0]), medianNS: v[1]}
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func loadLate(ctx context.Context, st *duck.Store) ([]lateInstance, error) {

@@ -121,19 +121,19 @@ GROUP BY sp.run_id`)
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	host, err := queryFloats(ctx, st, `
+	host, err := queryByKey(ctx, st, `
 SELECT run_id, (coalesce(sum(self_dur), 0) / count(DISTINCT rank))::DOUBLE FROM host_window
 WHERE run_id IN (`+in+`) AND kind IN ('cpu_op', 'runtime')
-GROUP BY run_id`)
+GROUP BY run_id`, 1)
 	if err != nil {
 		return nil, fmt.Errorf("iterations: %w", err)
 	}
 	// ProfilerSteps in the window
-	steps, err := queryPairs(ctx, st, `
+	steps, err := queryByKey(ctx, st, `
 SELECT s.run_id, (count(*) / count(DISTINCT s.rank))::DOUBLE, avg(s.end_ns - s.start_ns)::DOUBLE
 FROM steps s JOIN analysis_window w ON w.run_id = s.run_id AND w.rank = s.rank
 WHERE s.run_id IN (`+in+`) AND (w.step_lo IS NULL OR s.step >= w.step_lo) AND (w.step_hi IS NULL OR s.step <= w.step_hi)
-GROUP BY s.run_id`)
+GROUP BY s.run_id`, 2)
 	if err != nil {
 		return nil, fmt.Errorf("iterations: %w", err)
 	}
@@ -163,7 +163,9 @@ GROUP BY s.run_id`)
 		}
 		n := o.Count
 		o.ComputeNS, o.TransferNS, o.WaitNS, o.MemNS, o.IdleNS = o.ComputeNS/n, o.TransferNS/n, o.WaitNS/n, o.MemNS/n, o.IdleNS/n
-		o.HostNS = host[r] / n
+		if h := host[r]; len(h) == 1 {
+			o.HostNS = h[0] / n
+		}
 		o.Count, o.IterNS = round(o.Count), round(o.IterNS)
 		o.ComputeNS, o.TransferNS, o.WaitNS, o.MemNS, o.IdleNS, o.HostNS = round(o.ComputeNS), round(o.TransferNS), round(o.WaitNS), round(o.MemNS), round(o.IdleNS), round(o.HostNS)
 	}
@@ -269,38 +271,26 @@ func hasMarker(ms []marker, m marker) bool {
 	return false
 }
 
-func queryFloats(ctx context.Context, st *duck.Store, q string) (map[string]float64, error) {
+// queryByKey runs a query whose rows are a string key and n numbers, and
+// returns the numbers by key.
+func queryByKey(ctx context.Context, st *duck.Store, q string, n int) (map[string][]float64, error) {
 	rows, err := st.Query(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[string]float64{}
+	out := map[string][]float64{}
 	for rows.Next() {
 		var k string
-		var v float64
-		if err := rows.Scan(&k, &v); err != nil {
+		v := make([]float64, n)
+		dst := []any{&k}
+		for i := range v {
+			dst = append(dst, &v[i])
+		}
+		if err := rows.Scan(dst...); err != nil {
 			return nil, err
 		}
 		out[k] = v
-	}
-	return out, rows.Err()
-}
-
-func queryPairs(ctx context.Context, st *duck.Store, q string) (map[string][2]float64, error) {
-	rows, err := st.Query(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string][2]float64{}
-	for rows.Next() {
-		var k string
-		var a, b float64
-		if err := rows.Scan(&k, &a, &b); err != nil {
-			return nil, err
-		}
-		out[k] = [2]float64{a, b}
 	}
 	return out, rows.Err()
 }

@@ -32,17 +32,17 @@ func diffRun(t *testing.T, aDur int64, withB bool, calls int) string {
 	return dir
 }
 
-func TestDiff(t *testing.T) {
+// loadRuns loads each folder as the run it is keyed by, in one store, with
+// the default window.
+func loadRuns(t *testing.T, runs map[string]string) *duck.Store {
+	t.Helper()
 	ctx := context.Background()
 	st, err := duck.Open(ctx, "", duck.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
-	for run, dir := range map[string]string{
-		"base": diffRun(t, 100, true, 5),   // a 100 µs, b present, c x5
-		"new":  diffRun(t, 250, false, 20), // a 250 µs, b gone, c x20
-	} {
+	t.Cleanup(func() { st.Close() })
+	for run, dir := range runs {
 		files, _ := ingest.Discover([]string{dir})
 		if _, err := ingest.Load(ctx, st, files, ingest.Options{RunID: run, Rank: -1}); err != nil {
 			t.Fatal(err)
@@ -51,6 +51,15 @@ func TestDiff(t *testing.T) {
 	if err := detectors.SetWindow(ctx, st, detectors.Window{}); err != nil {
 		t.Fatal(err)
 	}
+	return st
+}
+
+func TestDiff(t *testing.T) {
+	ctx := context.Background()
+	st := loadRuns(t, map[string]string{
+		"base": diffRun(t, 100, true, 5),   // a 100 µs, b present, c x5
+		"new":  diffRun(t, 250, false, 20), // a 250 µs, b gone, c x20
+	})
 	rows, err := detectors.Diff(ctx, st, "base", "new", detectors.DiffOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -116,25 +125,11 @@ func loopRun(t *testing.T, ranks int, iters float64, period, gemm int64) string 
 // kernel that repeats at the longest steady period, so a shorter capture
 // of a slower job reads as slower per iteration, not as "less frequent".
 func TestDiffWithoutSteps(t *testing.T) {
-	ctx := context.Background()
-	st, err := duck.Open(ctx, "", duck.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	for run, dir := range map[string]string{
+	st := loadRuns(t, map[string]string{
 		"base": loopRun(t, 2, 5.5, 10_000, 3_000), // 10 ms iterations, 5.5 of them
 		"new":  loopRun(t, 2, 3.2, 12_000, 5_000), // the gemm takes 2 ms more: 12 ms, 3.2 captured
-	} {
-		files, _ := ingest.Discover([]string{dir})
-		if _, err := ingest.Load(ctx, st, files, ingest.Options{RunID: run, Rank: -1}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := detectors.SetWindow(ctx, st, detectors.Window{}); err != nil {
-		t.Fatal(err)
-	}
-	res, err := detectors.CompareRuns(ctx, st, "base", "new", detectors.DiffOptions{})
+	})
+	res, err := detectors.CompareRuns(context.Background(), st, "base", "new", detectors.DiffOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
