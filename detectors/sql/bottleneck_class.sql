@@ -2,7 +2,7 @@
 -- category: summary
 -- kind: finding
 -- severity: info
--- description: the run's primary bottleneck class (communication, sync, launch-overhead, host, or GPU-bound) and the evidence that decided it, checked in that order
+-- description: the run's primary bottleneck class (communication, sync, launch-overhead, host, or GPU-bound) and the evidence that decided it, checked in that order, except that an idle GPU outranks exposed communication when it costs more of the span (mean idle over the worst rank's exposed communication)
 -- threshold: comm_ratio = 0.10  # worst rank's exposed communication / GPU span
 -- threshold: idle_ratio = 0.20  # mean GPU idle / GPU span
 -- threshold: sync_ratio = 0.05  # worst rank's host time in synchronizing calls / GPU span
@@ -46,7 +46,7 @@ WITH n AS (
 ), k AS (
     SELECT *,
            CASE WHEN kernels < $min_kernels THEN 'unclassified'
-                WHEN exposed >= $comm_ratio THEN 'communication-bound'
+                WHEN exposed >= $comm_ratio AND NOT (idle >= $idle_ratio AND idle > exposed) THEN 'communication-bound'
                 WHEN idle >= $idle_ratio AND sync >= $sync_ratio THEN 'sync-bound'
                 WHEN idle >= $idle_ratio AND short >= $short_ratio THEN 'launch-overhead-bound'
                 WHEN idle >= $idle_ratio THEN 'host-bound'
