@@ -35,10 +35,12 @@ it from stdin.
 Tables: runs, ranks, process_groups, threads, stacks, slices (a view over
 slices_core and slices_detail), steps, counters, mem_segments, mem_blocks,
 mem_events, mem_settings, script_flags, script_context, findings, metrics,
-analysis_window, gpu_specs; the pipeline's bookkeeping: ingested_batches,
-rejected_batches and analyses. Views: gpu_window, host_window, gpu_span,
-gpu_busy, gpu_class_time, collective_instances, collective_waits,
-host_op_time, step_memory_peaks. Macros: interval_union, covered_time,
+root_causes (the report's ranked root causes), analysis_window, gpu_specs;
+the pipeline's bookkeeping: ingested_batches, rejected_batches and
+analyses. Views: gpu_window, host_window, gpu_span, gpu_busy,
+gpu_class_time, collective_instances (each rank's wait and transfer in
+every matched collective), collective_waits, late_arrivals,
+host_op_time, step_memory_peaks, run_status. Macros: interval_union, covered_time,
 exposed_time, robust_z, pct, fmt_ns, fmt_bytes, peak_tflops, dtype_bytes,
 bus_factor.
 

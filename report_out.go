@@ -30,7 +30,12 @@ func detect(ctx context.Context, st *duck.Store, set *detectors.Set, window dete
 	for _, f := range detectors.Failures(results) {
 		warnTo(errOut)(f.Error + `; the report lists it under "Detectors that failed" and holds every other detector's results`)
 	}
-	return detectors.BuildReport(ctx, st, results)
+	rep, err := detectors.BuildReport(ctx, st, results)
+	if err != nil {
+		return nil, err
+	}
+	// the root causes go into the database too (root_causes), for sql and Grafana
+	return rep, detectors.SaveCauses(ctx, st, rep)
 }
 
 // warnTo writes the readers' warnings (repaired input) to w, one a line.

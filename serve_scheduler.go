@@ -222,6 +222,9 @@ func (s *scheduler) analyze(ctx context.Context, run, why string) (bool, error) 
 		return false, err
 	}
 	rep.Status = status
+	if err := detectors.SaveCauses(ctx, scratch, rep); err != nil {
+		return false, err
+	}
 	rr := &liveReport{Run: run, At: s.now().UTC(), Status: status, Partial: status != nil && status.Partial}
 	if window.Set {
 		rr.StepLo, rr.StepHi = &window.StepLo, &window.StepHi
@@ -246,12 +249,13 @@ func (s *scheduler) analyze(ctx context.Context, run, why string) (bool, error) 
 	}
 	s.mu.Lock()
 	err = s.st.Tx(ctx, func() error {
-		for _, t := range []string{"findings", "metrics"} {
+		tables := []string{"findings", "metrics", "root_causes"}
+		for _, t := range tables {
 			if err := s.st.Exec(ctx, "DELETE FROM "+t+" WHERE run_id = ?", run); err != nil {
 				return err
 			}
 		}
-		if err := copyRun(ctx, scratch, s.st, run, []string{"findings", "metrics"}); err != nil {
+		if err := copyRun(ctx, scratch, s.st, run, tables); err != nil {
 			return err
 		}
 		var lo, hi any

@@ -165,3 +165,16 @@ func TestSlowHostBesideASlowRank(t *testing.T) {
 		t.Errorf("slow_rank = %v, want rank 13 only (n2's ranks are slow_host's)", r)
 	}
 }
+
+// One slow rank on a host of four is a slow rank, not a slow host, even
+// when its host-mates happen to run a little slower than the other host's
+// ranks (at 8 ranks the host's average then passed 10%).
+func TestOneSlowRankDoesNotMakeItsHostSlow(t *testing.T) {
+	dir := slowRun(t, []string{"nA", "nA", "nA", "nA", "nB", "nB", "nB", "nB"}, []int64{300, 300, 300, 300, 303, 304, 500, 305})
+	if h := findingsOf(t, dir, "slow_host"); len(h) != 0 {
+		t.Errorf("slow_host = %v, want none", h)
+	}
+	if r := findingsOf(t, dir, "slow_rank"); len(r) != 1 || r[0]["rank"] != 6 {
+		t.Errorf("slow_rank = %v, want rank 6", r)
+	}
+}

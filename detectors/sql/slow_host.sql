@@ -2,7 +2,7 @@
 -- category: compute
 -- kind: finding
 -- severity: critical
--- description: a host whose ranks run their compute kernels jointly slower than the ranks of the other hosts: every rank of the host is slower than three quarters of the ranks elsewhere (so a slow rank on another host, or a second slow host, does not hide it), by more than min_slowdown on average; names the host, its ranks, the kernels and the first step where it shows
+-- description: a host whose ranks run their compute kernels jointly slower than the ranks of the other hosts: every rank of the host is slower than three quarters of the ranks elsewhere (so a slow rank on another host, or a second slow host, does not hide it) and at least min_slowdown / 2 slower than their median (so one slow rank does not make its host slow), by more than min_slowdown on average; names the host, its ranks, the kernels and the first step where it shows
 -- threshold: min_slowdown = 0.10  # the host's ranks against the other hosts' ranks (0.10 = 10%)
 -- threshold: min_hosts = 2  # hosts needed to compare
 -- fix: a whole node is slow: check its GPUs' clocks, power caps and temperatures (DCGM), its CPU frequency governor and NUMA placement, other jobs on the node, and its NICs if collectives are slow too; drain the node and rerun to confirm
@@ -50,5 +50,6 @@ SELECT h.run_id, h.host,
 FROM h JOIN others o ON o.run_id = h.run_id AND o.host = h.host
 WHERE o.other_hosts + 1 >= $min_hosts
   AND h.min_s > o.p75_other
+  AND h.min_s >= (1 + $min_slowdown / 2) * o.med_other
   AND h.slowdown / o.med_other - 1 >= $min_slowdown
 ORDER BY h.run_id, h.slowdown DESC

@@ -34,6 +34,32 @@ CREATE TABLE IF NOT EXISTS metrics (
     value    DOUBLE
 );
 
+-- The report's root causes of lost step time, ranked (position 1 is the
+-- headline), written with each report so that SQL clients and Grafana see
+-- what the report leads with: the cause, its cost from the critical path
+-- through the collectives, the evidence chain (JSON list), and the
+-- findings it shows itself in and explains (JSON lists of finding ids,
+-- detector:rank).
+CREATE TABLE IF NOT EXISTS root_causes (
+    run_id           VARCHAR NOT NULL,
+    position         INTEGER NOT NULL,
+    cause_id         VARCHAR NOT NULL,
+    kind             VARCHAR NOT NULL, -- late_rank, one_off_stall, slow_host, hang, slow_link
+    why              VARCHAR,          -- a late rank's own cause: data_loader, compute, sync, launch, copies, ...
+    rank             INTEGER,
+    ranks            VARCHAR,          -- a slow link's group, as a JSON list
+    host             VARCHAR,
+    step             INTEGER,          -- a one-off stall's step, or the step a cause starts from
+    cost_ns_per_step DOUBLE,
+    cost_pct         DOUBLE,           -- of the median step
+    stall_ns         DOUBLE,           -- a one-off stall's length in its step
+    headline         VARCHAR NOT NULL,
+    fix              VARCHAR,
+    evidence         VARCHAR,
+    shown_by         VARCHAR,
+    explains         VARCHAR
+);
+
 -- The step window each rank is analysed over; filled by the detector
 -- runner before detectors run. NULL bounds mean "the whole trace".
 CREATE TABLE IF NOT EXISTS analysis_window (
