@@ -131,6 +131,14 @@ run.add("stat", "Worst exposed communication", rt("SELECT max(value) AS exposed_
 run.add("stat", "Mean GPU idle", rt("SELECT avg(value) AS gpu_idle_pct FROM metrics WHERE run_id = $__run AND detector = 'temporal_breakdown' AND metric = 'idle_pct' AND rank IN $__ranks"), w=5, h=4, field=pct())
 run.add("stat", "Straggler what-if saving", rt("SELECT max(value) AS saving_pct FROM metrics WHERE run_id = $__run AND detector = 'straggler_whatif' AND metric = 'whatif_saving_pct'"), w=5, h=4, field=pct(),
         desc="Time every step would save if the slowest rank ran at the median rank's pace.")
+run.add("table", "Root causes (the report's headline first)", rt("""
+SELECT position, kind, why, rank, host, step,
+       cost_ns_per_step / 1e6 AS cost_ms_per_step, cost_pct, headline, fix
+FROM root_causes
+WHERE run_id = $__run
+ORDER BY position
+"""), w=24, h=6,
+        desc="What the report leads with: each root cause of lost step time (a late rank and why, a one-off stall, a slow host or link, a hang), its cost a step from the critical path through the collectives, and one fix. Empty when no rank holds the others up by 5% of a step.")
 run.add("timeseries", "Step time per rank", rt("""
 SELECT make_timestamp_ns(start_ns) AS time, rank, (end_ns - start_ns) / 1e6 AS step_ms
 FROM steps
@@ -162,6 +170,7 @@ SELECT m.rank, r.host,
        max(m.value) FILTER (WHERE m.metric = 'times_last') AS times_last,
        max(m.value) FILTER (WHERE m.metric = 'instances') AS collectives,
        max(m.value) FILTER (WHERE m.metric = 'last_pct') AS last_pct,
+       max(m.value) FILTER (WHERE m.metric = 'block_ns') / 1e6 AS held_job_up_ms,
        max(m.value) FILTER (WHERE m.metric = 'wait_caused_ns') / 1e6 AS peers_waited_ms
 FROM metrics m LEFT JOIN ranks r ON r.run_id = m.run_id AND r.rank = m.rank
 WHERE m.run_id = $__run AND m.detector = 'straggler' AND m.rank IN $__ranks
