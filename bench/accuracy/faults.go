@@ -19,6 +19,10 @@ const (
 	PageableMemcpy FaultType = "pageable_memcpy"
 	Hang           FaultType = "hang"
 	LaunchBound    FaultType = "launch_overhead"
+	// Distractor is a clean run that looks bad everywhere alike: every
+	// link is slow, so every rank spends much of its step communicating
+	// and waiting, and no rank or group may be blamed for it.
+	Distractor FaultType = "distractor"
 )
 
 // faultTypes is the order of the report's rows and the round robin that
@@ -38,6 +42,19 @@ type Fault struct {
 	Calls   int     // pageable_memcpy: copies a step; launch_overhead: tiny kernels a step; hang: 0 = before a TP all-reduce, 1 = before the DP all-reduce
 	Weak    bool    // drawn by weaken: at or under the detection thresholds
 	Rate    float64 // sync_api: chance of a synchronize after each compute launch; clean: the link factor of Group
+	Comm    float64 // distractor: transfer factor of every link
+	Also    *Fault  // a second fault in the same run (never a hang)
+}
+
+// clean reports whether the run has no fault to find.
+func (f Fault) clean() bool { return f.Type == Clean || f.Type == Distractor }
+
+// parts lists the run's faults: itself, and the second one if any.
+func (f Fault) parts() []Fault {
+	if f.Also != nil {
+		return []Fault{f, *f.Also}
+	}
+	return []Fault{f}
 }
 
 // draw picks a fault of type ft with random placement and strength. The
@@ -78,7 +95,7 @@ func draw(ft FaultType, t topology, rng *rand.Rand) Fault {
 		if rng.IntN(3) == 0 {
 			f.Rank = -1
 		}
-	case Clean:
+	case Clean, Distractor:
 		// healthy variation just under what any detector should report: one
 		// rank's kernels a little slower, one group's link a little slower,
 		// one loader hiccup of a few milliseconds
@@ -87,7 +104,37 @@ func draw(ft FaultType, t topology, rng *rand.Rand) Fault {
 		f.Rate = uniform(1, 1.12)
 		f.Step = 1 + rng.IntN(t.steps-1)
 		f.StallUs = uniform(0, 5e3)
+		if ft == Distractor {
+			f.Comm = uniform(2.5, 5)
+		}
 	}
+	return f
+}
+
+// secondTypes are the faults a run can carry beside another: not a hang
+// (it ends the run) and not a slow host (it would swallow a slow rank).
+var secondTypes = []FaultType{SlowRank, SlowLink, DataStall, SyncAPI, PageableMemcpy, LaunchBound}
+
+// addSecond gives f a second fault of another type, on another rank (and
+// for a slow link, another group than a first slow link's).
+func addSecond(f Fault, t topology, rng *rand.Rand) Fault {
+	var types []FaultType
+	for _, x := range secondTypes {
+		if x != f.Type {
+			types = append(types, x)
+		}
+	}
+	g := draw(types[rng.IntN(len(types))], t, rng)
+	for g.Rank == f.Rank || (f.Type == SlowHost && g.Rank/t.perHost == f.Host) {
+		g.Rank = rng.IntN(t.ranks)
+	}
+	if g.Type == LaunchBound {
+		g.Rank = max(g.Rank, 0) // one rank: every rank's launch overhead would blame none
+		if g.Rank == f.Rank {
+			g.Rank = (f.Rank + 1) % t.ranks
+		}
+	}
+	f.Also = &g
 	return f
 }
 
@@ -120,6 +167,11 @@ func weaken(f Fault, t topology, rng *rand.Rand) Fault {
 
 // String describes the fault for the per-scenario log.
 func (f Fault) String() string {
+	if f.Also != nil {
+		g := f
+		g.Also = nil
+		return g.String() + " + " + string(f.Also.Type) + ": " + f.Also.String()
+	}
 	switch f.Type {
 	case SlowRank:
 		return fmt.Sprintf("rank %d compute x%.2f from step %d", f.Rank, f.Factor, f.Step)
@@ -145,6 +197,9 @@ func (f Fault) String() string {
 			who = "every rank"
 		}
 		return fmt.Sprintf("%s launches %d tiny kernels a step from step %d", who, f.Calls, f.Step)
+	}
+	if f.Type == Distractor {
+		return fmt.Sprintf("every link x%.2f slower (no rank at fault; rank %d compute x%.3f)", f.Comm, f.Rank, f.Factor)
 	}
 	return fmt.Sprintf("no fault (rank %d compute x%.3f, tp group %d transfers x%.3f, rank %d loader +%.1f ms in step %d)",
 		f.Rank, f.Factor, f.Group, f.Rate, f.Rank, f.StallUs/1e3, f.Step)

@@ -62,6 +62,7 @@ type rankSim struct {
 type sim struct {
 	t     topology
 	f     Fault
+	all   []Fault // f and its second fault
 	rng   *rand.Rand
 	ranks []*rankSim
 	pgs   []map[string]any // distributedInfo.pg_config
@@ -103,24 +104,36 @@ func (s *sim) compute(r *rankSim, step int, name string, base float64) {
 
 // slowdown is the injected compute factor of a rank at a step.
 func (s *sim) slowdown(rank, step int) float64 {
-	f := s.f
-	if f.Type == Clean && rank == f.Rank {
-		return f.Factor
+	x := 1.0
+	if s.f.clean() && rank == s.f.Rank {
+		x *= s.f.Factor
 	}
-	if step < f.Step {
-		return 1
-	}
-	switch f.Type {
-	case SlowRank:
-		if rank == f.Rank {
-			return f.Factor
+	for _, f := range s.all {
+		if step < f.Step {
+			continue
 		}
-	case SlowHost:
-		if rank/s.t.perHost == f.Host {
-			return f.Factor * (1 + 0.02*float64(rank%3-1)) // the host's GPUs are not identical either
+		switch f.Type {
+		case SlowRank:
+			if rank == f.Rank {
+				x *= f.Factor
+			}
+		case SlowHost:
+			if rank/s.t.perHost == f.Host {
+				x *= f.Factor * (1 + 0.02*float64(rank%3-1)) // the host's GPUs are not identical either
+			}
 		}
 	}
-	return 1
+	return x
+}
+
+// fault returns the run's fault of type ft, if it has one.
+func (s *sim) fault(ft FaultType) (Fault, bool) {
+	for _, f := range s.all {
+		if f.Type == ft {
+			return f, true
+		}
+	}
+	return Fault{}, false
 }
 
 // maybeSync inserts the injected host synchronisation: the call holds the
@@ -128,8 +141,8 @@ func (s *sim) slowdown(rank, step int) float64 {
 // cudaStreamSynchronize on the busy stream does, and then the host works
 // on what it read while the GPU waits for its next launch.
 func (s *sim) maybeSync(r *rankSim, step int) {
-	f := s.f
-	if f.Type != SyncAPI || r.rank != f.Rank || step < f.Step || s.rng.Float64() >= f.Rate {
+	f, ok := s.fault(SyncAPI)
+	if !ok || r.rank != f.Rank || step < f.Step || s.rng.Float64() >= f.Rate {
 		return
 	}
 	api := "cudaStreamSynchronize"
@@ -157,16 +170,20 @@ func (s *sim) maybeSync(r *rankSim, step int) {
 // transfer time. Compute waits for it (the next layer
 // needs its output). hangAt, when a member is hung, ends every waiting
 // member's kernel at that time instead.
-func (s *sim) collective(step int, groups [][]int, bytes int, busGBps float64, desc string, slowGroup int, hangEnd float64) {
+func (s *sim) collective(step int, groups [][]int, bytes int, busGBps float64, desc string, hangEnd float64) {
+	link, slowLink := s.fault(SlowLink)
 	for gi, members := range groups {
 		n := len(members)
 		factor := 2 * float64(n-1) / float64(n)
 		transfer := float64(bytes) * factor / (busGBps * 1e3) * s.jitter(0.03) // bytes / (GB/s) in µs
-		if gi == slowGroup && step >= s.f.Step {
-			transfer *= s.f.Factor
+		if slowLink && desc == "tp" && gi == link.Group && step >= link.Step {
+			transfer *= link.Factor
 		}
-		if s.f.Type == Clean && desc == "tp" && gi == s.f.Group {
+		if s.f.clean() && desc == "tp" && gi == s.f.Group {
 			transfer *= s.f.Rate
+		}
+		if s.f.Type == Distractor {
+			transfer *= s.f.Comm
 		}
 		ranks := "[" + joinInts(members) + "]"
 		args := map[string]any{"Collective name": "allreduce", "In msg nelems": bytes / 2, "Out msg nelems": bytes / 2,
@@ -219,7 +236,7 @@ func joinInts(v []int) string {
 
 // newSim lays out the ranks and process groups.
 func newSim(t topology, f Fault, seed uint64) *sim {
-	s := &sim{t: t, f: f, rng: rand.New(rand.NewPCG(seed, 0x5eed))}
+	s := &sim{t: t, f: f, all: f.parts(), rng: rand.New(rand.NewPCG(seed, 0x5eed))}
 	t0 := 1.7e15 + float64(seed%1000)*1e6 // µs since the epoch
 	for r := range t.ranks {
 		s.ranks = append(s.ranks, &rankSim{rank: r, host: t0 + 200*s.rng.Float64(), gpu: map[int]float64{}, speed: 1 + 0.01*s.rng.NormFloat64()})
@@ -262,14 +279,16 @@ func (s *sim) run() {
 			starts[r.rank] = r.host
 			// the data loader hands over the batch, then the input copy
 			d := 300 + 400*s.rng.Float64()
-			if (f.Type == DataStall || f.Type == Clean) && r.rank == f.Rank && step == f.Step {
-				d += f.StallUs
+			for _, f := range s.all {
+				if (f.Type == DataStall || f.clean()) && r.rank == f.Rank && step == f.Step {
+					d += f.StallUs
+				}
 			}
 			r.add(map[string]any{"ph": "X", "cat": "cpu_op", "name": loaderOp, "pid": 1000 + r.rank, "tid": 1000 + r.rank, "ts": r.host + 5, "dur": d})
 			r.host += d + 10
 			s.launch(r, "cudaMemcpyAsync", "gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", compStream, 180*s.jitter(0.05), map[string]any{"bytes": 8 << 20})
-			if f.Type == PageableMemcpy && r.rank == f.Rank && step >= f.Step {
-				for range f.Calls {
+			if pf, ok := s.fault(PageableMemcpy); ok && r.rank == pf.Rank && step >= pf.Step {
+				for range pf.Calls {
 					b := (1 + s.rng.IntN(64)) << 20
 					d := float64(b) / 3e3 * s.jitter(0.05) // ~3 GB/s through a staging buffer
 					_, end := s.launch(r, "cudaMemcpyAsync", "gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", compStream, d, map[string]any{"bytes": b})
@@ -287,10 +306,6 @@ func (s *sim) run() {
 				s.ranks[f.Rank].stopped = true
 			}
 		}
-		slowTP := -1
-		if f.Type == SlowLink {
-			slowTP = f.Group
-		}
 		for l := range layers {
 			for _, r := range s.ranks {
 				s.compute(r, step, kNorm, 35)
@@ -302,7 +317,7 @@ func (s *sim) run() {
 			if l == layers/2 {
 				hangHere(0)
 			}
-			s.collective(step, s.tpGroups(), tpBytes, tpBusGBps, "tp", slowTP, hangEnd)
+			s.collective(step, s.tpGroups(), tpBytes, tpBusGBps, "tp", hangEnd)
 		}
 		for range layers {
 			for _, r := range s.ranks {
@@ -312,16 +327,16 @@ func (s *sim) run() {
 			}
 		}
 		hangHere(1)
-		s.collective(step, s.dpGroup(), dpBytes, dpBusGBps, "dp", -1, hangEnd)
+		s.collective(step, s.dpGroup(), dpBytes, dpBusGBps, "dp", hangEnd)
 		for _, r := range s.ranks {
 			if r.stopped {
 				continue
 			}
 			s.compute(r, step, kAdam, 220)
-			if f.Type == LaunchBound && step >= f.Step && (f.Rank < 0 || r.rank == f.Rank) {
+			if lf, ok := s.fault(LaunchBound); ok && step >= lf.Step && (lf.Rank < 0 || r.rank == lf.Rank) {
 				// an unfused per-parameter loop: each tiny kernel runs
 				// shorter than its launch call
-				for range f.Calls {
+				for range lf.Calls {
 					s.launch(r, "cudaLaunchKernel", "kernel", kTiny, compStream, 1.5+1.5*s.rng.Float64(), nil)
 				}
 			}

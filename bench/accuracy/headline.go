@@ -47,12 +47,12 @@ func claimOf(c detectors.Cause) FaultType {
 // and a launch overhead on every rank, must blame nothing).
 func (f Fault) headlineClaim(t topology, causes []detectors.Cause) headline {
 	if len(causes) == 0 {
-		return headline{claims: Clean, right: f.Type == Clean || f.Type == LaunchBound && f.Rank < 0, text: "balanced"}
+		return headline{claims: Clean, right: f.clean() || f.Type == LaunchBound && f.Rank < 0, text: "balanced"}
 	}
 	c := causes[0]
 	h := headline{claims: claimOf(c), text: c.Headline}
 	switch f.Type {
-	case Clean:
+	case Clean, Distractor:
 		return h
 	case SlowHost:
 		h.right = c.Kind == "slow_host" && c.Host == hostName(f.Host)
@@ -76,12 +76,15 @@ type headlineTally struct{ scenarios, right, claimed, claimedRight int }
 // headlines that claimed each type.
 func writeHeadlines(w io.Writer, outs []outcome) {
 	rows := map[FaultType]*headlineTally{}
-	types := append([]FaultType{Clean}, faultTypes...)
+	types := append([]FaultType{Clean, Distractor}, faultTypes...)
 	for _, t := range types {
 		rows[t] = &headlineTally{}
 	}
 	other := 0
 	for _, o := range outs {
+		if o.f.Also != nil {
+			continue // in the two-fault table
+		}
 		rows[o.f.Type].scenarios++
 		if o.headline.right {
 			rows[o.f.Type].right++
@@ -104,4 +107,28 @@ func writeHeadlines(w io.Writer, outs []outcome) {
 	if other > 0 {
 		fmt.Fprintf(w, "\nHeadlines naming a cause that is none of these types: %d.\n", other)
 	}
+}
+
+// writeDoubles writes how the headline fares on runs with two faults: it
+// must name one of them first, and the causes must name both.
+func writeDoubles(w io.Writer, outs []outcome) {
+	n, right, both := 0, 0, 0
+	for _, o := range outs {
+		if o.f.Also == nil {
+			continue
+		}
+		n++
+		if o.headline.right {
+			right++
+		}
+		if o.both {
+			both++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	fmt.Fprintln(w, "| runs with two faults | headline names one of them | share | causes name both | share |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|---:|")
+	fmt.Fprintf(w, "| %d | %d | %.3f | %d | %.3f |\n", n, right, ratio(right, n), both, ratio(both, n))
 }

@@ -34,6 +34,9 @@ import (
 type config struct {
 	n, clean int
 	weak     int
+	double   int    // scenarios with two faults
+	sizes    []int  // rank counts the scenarios cycle through (each with topo's tp and steps)
+	only     []int  // scenario numbers to run (all when empty)
 	real     string // folder of real traces to scale, "" to skip
 	realN    int
 	workers  int
@@ -46,6 +49,8 @@ func main() {
 	flag.IntVar(&c.n, "n", 200, "fault scenarios (spread evenly over the fault types)")
 	flag.IntVar(&c.clean, "clean", 0, "clean controls (default max(20, n/8))")
 	flag.IntVar(&c.weak, "weak", 0, "extra fault scenarios at strengths down to the thresholds, scored in a separate table")
+	flag.IntVar(&c.double, "double", -1, "extra scenarios with two faults of different types on different ranks (default n/8)")
+	sizes := flag.String("sizes", "8,16,32,64,128", "rank counts the scenarios cycle through; a size below 16 puts ranks/2 on a host")
 	flag.StringVar(&c.real, "real", "bench/sample", "real traces to scale to -ranks for a clean control and slow-rank injections (\"\" skips)")
 	flag.IntVar(&c.realN, "real-n", 8, "slow-rank injections into the scaled real traces")
 	flag.Uint64Var(&c.seed, "seed", 1, "seed of every random choice")
@@ -57,13 +62,36 @@ func main() {
 	out := flag.String("out", "", "write the markdown report here (e.g. bench/ACCURACY.md)")
 	verbose := flag.Bool("v", false, "log every scenario")
 	keep := flag.Bool("keep", false, "keep the generated traces (their folders are logged)")
+	flag.Func("only", "run only these scenario numbers of the log (comma-separated), to look at one again with -keep", func(v string) error {
+		for _, f := range strings.Split(v, ",") {
+			var i int
+			if _, err := fmt.Sscan(strings.TrimSpace(f), &i); err != nil {
+				return fmt.Errorf("%q is not a scenario number", f)
+			}
+			c.only = append(c.only, i)
+		}
+		return nil
+	})
 	flag.Parse()
 	if c.clean == 0 {
 		c.clean = max(20, c.n/8)
 	}
-	if c.topo.ranks%c.topo.tp != 0 || c.topo.ranks < 2*c.topo.perHost || c.topo.steps < 4 {
-		fmt.Fprintln(os.Stderr, "accuracy: need ranks divisible by tp, at least two hosts and four steps")
-		os.Exit(2)
+	if c.double < 0 {
+		c.double = c.n / 8
+	}
+	for _, f := range strings.Split(*sizes, ",") {
+		var n int
+		if _, err := fmt.Sscan(strings.TrimSpace(f), &n); err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "accuracy: -sizes: %q is not a rank count\n", f)
+			os.Exit(2)
+		}
+		c.sizes = append(c.sizes, n)
+	}
+	for _, n := range append([]int{c.topo.ranks}, c.sizes...) {
+		if t := c.topoOf(n); t.ranks%t.tp != 0 || t.ranks < 2*t.perHost || t.steps < 4 {
+			fmt.Fprintf(os.Stderr, "accuracy: %d ranks: need ranks divisible by tp (%d), at least two hosts and four steps\n", n, t.tp)
+			os.Exit(2)
+		}
 	}
 	start := time.Now()
 	res, weak, err := run(context.Background(), c, os.Stderr, *verbose, *keep)
@@ -77,6 +105,10 @@ func main() {
 	fmt.Fprintln(&b, "\nHeadline (the report's first root cause: place and type):")
 	fmt.Fprintln(&b)
 	writeHeadlines(&b, res.outs)
+	if c.double > 0 {
+		fmt.Fprintln(&b)
+		writeDoubles(&b, res.outs)
+	}
 	var rr *realResult
 	if c.real != "" {
 		set, err := detectors.NewSet(detectors.Config{})
@@ -98,7 +130,7 @@ func main() {
 		writeTable(&b, weak)
 	}
 	fmt.Print(b.String())
-	fmt.Printf("\n%d scenarios in %s (%d CPUs)\n", res.faultRuns+res.cleanRuns+weak.faultRuns, wall.Round(time.Second), runtime.NumCPU())
+	fmt.Printf("\n%d scenarios in %s (%d CPUs)\n", len(res.outs)+len(weak.outs), wall.Round(time.Second), runtime.NumCPU())
 	if *out != "" {
 		if err := writeReport(*out, c, res, weak, rr, wall); err != nil {
 			fmt.Fprintln(os.Stderr, "accuracy:", err)
@@ -113,25 +145,58 @@ type realResult struct {
 	res   *results
 }
 
+// topoOf is the topology of a scenario of n ranks: the flags' tensor
+// parallelism and steps, eight ranks a host (n/2 below 16 ranks, so that
+// there are always two hosts).
+func (c config) topoOf(n int) topology {
+	t := c.topo
+	t.ranks = n
+	if n < 2*t.perHost {
+		t.perHost = max(n/2, 1)
+	}
+	return t
+}
+
 // scenarios lists the faults of a run: fault types in round robin, then the
-// clean controls, each with its own generator seed.
-func scenarios(c config) ([]Fault, []uint64) {
+// clean controls (every other one a distractor), the two-fault runs and the
+// weak faults, each with its own generator seed and a size from c.sizes in
+// turn (c.topo.ranks when none).
+func scenarios(c config) ([]Fault, []uint64, []topology) {
 	var fs []Fault
 	var seeds []uint64
-	for i := range c.n + c.clean + c.weak {
+	var topos []topology
+	sizes := c.sizes
+	if len(sizes) == 0 {
+		sizes = []int{c.topo.ranks}
+	}
+	for i := range c.n + c.clean + c.double + c.weak {
 		rng := rand.New(rand.NewPCG(c.seed, uint64(i)))
-		ft := Clean
-		if i < c.n || i >= c.n+c.clean {
-			ft = faultTypes[i%len(faultTypes)]
-		}
-		f := draw(ft, c.topo, rng)
-		if i >= c.n+c.clean {
-			f = weaken(f, c.topo, rng)
+		t := c.topoOf(sizes[i%len(sizes)])
+		var f Fault
+		switch {
+		case i < c.n:
+			f = draw(faultTypes[i%len(faultTypes)], t, rng)
+		case i < c.n+c.clean:
+			ft := Clean
+			if (i-c.n)%2 == 1 {
+				ft = Distractor
+			}
+			f = draw(ft, t, rng)
+		case i < c.n+c.clean+c.double:
+			// the first fault: any type but a hang, which ends the run
+			first := faultTypes[(i-c.n-c.clean)%len(faultTypes)]
+			if first == Hang {
+				first = SlowRank
+			}
+			f = addSecond(draw(first, t, rng), t, rng)
+		default:
+			f = weaken(draw(faultTypes[i%len(faultTypes)], t, rng), t, rng)
 		}
 		fs = append(fs, f)
 		seeds = append(seeds, c.seed*1_000_003+uint64(i))
+		topos = append(topos, t)
 	}
-	return fs, seeds
+	return fs, seeds, topos
 }
 
 func run(ctx context.Context, c config, log io.Writer, verbose, keep bool) (*results, *results, error) {
@@ -139,7 +204,18 @@ func run(ctx context.Context, c config, log io.Writer, verbose, keep bool) (*res
 	if err != nil {
 		return nil, nil, err
 	}
-	fs, seeds := scenarios(c)
+	fs, seeds, topos := scenarios(c)
+	if len(c.only) > 0 {
+		var f2 []Fault
+		var s2 []uint64
+		var t2 []topology
+		for _, i := range c.only {
+			if i >= 0 && i < len(fs) {
+				f2, s2, t2 = append(f2, fs[i]), append(s2, seeds[i]), append(t2, topos[i])
+			}
+		}
+		fs, seeds, topos = f2, s2, t2
+	}
 	outs := make([]outcome, len(fs))
 	errs := make([]error, len(fs))
 	// each scenario has its own store, so scenarios run in parallel; the
@@ -153,7 +229,7 @@ func run(ctx context.Context, c config, log io.Writer, verbose, keep bool) (*res
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				outs[i], errs[i] = runScenario(ctx, set, c.topo, fs[i], seeds[i], keep)
+				outs[i], errs[i] = runScenario(ctx, set, topos[i], fs[i], seeds[i], keep)
 				if n := done.Add(1); n%25 == 0 {
 					fmt.Fprintf(log, "... %d/%d scenarios\n", n, len(fs))
 				}
@@ -179,7 +255,7 @@ func run(ctx context.Context, c config, log io.Writer, verbose, keep bool) (*res
 			continue
 		}
 		res.add(o)
-		if verbose || (!o.hit && o.f.Type != Clean) || len(o.wrong) > 0 || !o.headline.right {
+		if verbose || o.missed() || len(o.wrong) > 0 || !o.headline.right || (o.f.Also != nil && !o.both) {
 			fmt.Fprintf(log, "%3d %s\n", i, describe(o))
 		}
 	}

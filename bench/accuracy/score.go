@@ -76,8 +76,12 @@ func scored(detector string) bool {
 // outcome is one scenario's verdict.
 type outcome struct {
 	f        Fault
+	t        topology
 	hit      bool            // the expected detector named the injected place
 	fired    bool            // the expected detector fired at all
+	partHit  []bool          // per fault of f.parts(): hit
+	partFire []bool          // per fault of f.parts(): fired
+	both     bool            // two faults: the report's causes name both
 	wrong    map[string]bool // fault-type detectors that fired somewhere wrong
 	symptoms map[string]int  // unscored findings by detector
 	findings []finding
@@ -86,22 +90,43 @@ type outcome struct {
 }
 
 func score(t topology, f Fault, fds []finding) outcome {
-	o := outcome{f: f, wrong: map[string]bool{}, symptoms: map[string]int{}, findings: fds}
+	parts := f.parts()
+	o := outcome{f: f, t: t, wrong: map[string]bool{}, symptoms: map[string]int{}, findings: fds,
+		partHit: make([]bool, len(parts)), partFire: make([]bool, len(parts))}
 	for _, fd := range fds {
 		if !scored(fd.detector) {
 			o.symptoms[fd.detector]++
 			continue
 		}
-		if f.Type != Clean && fd.detector == string(f.Type) {
-			o.fired = true
-			if f.locatedAt(t, fd) {
-				o.hit = true
-				continue
+		matched := false
+		for i, p := range parts {
+			if !p.clean() && fd.detector == string(p.Type) {
+				o.partFire[i] = true
+				if p.locatedAt(t, fd) {
+					o.partHit[i] = true
+					matched = true
+				}
 			}
 		}
-		o.wrong[fd.detector] = true
+		if !matched {
+			o.wrong[fd.detector] = true
+		}
 	}
+	o.hit, o.fired = o.partHit[0], o.partFire[0]
 	return o
+}
+
+// missed reports whether a fault of the run went unfound.
+func (o outcome) missed() bool {
+	if o.f.clean() {
+		return false
+	}
+	for _, h := range o.partHit {
+		if !h {
+			return true
+		}
+	}
+	return false
 }
 
 // tally is one row of the results table.
@@ -153,7 +178,7 @@ func newResults() *results {
 
 func (r *results) add(o outcome) {
 	r.outs = append(r.outs, o)
-	if o.f.Type == Clean {
+	if o.f.clean() {
 		r.cleanRuns++
 		if len(o.wrong) > 0 {
 			r.cleanFlagged++
@@ -163,17 +188,19 @@ func (r *results) add(o outcome) {
 		}
 	} else {
 		r.faultRuns++
-		x := r.byType[o.f.Type]
-		x.scenarios++
-		if o.hit {
-			x.tp++
-		} else {
-			x.fn++
-		}
-		if o.fired {
-			x.fired++
-			if o.hit {
-				x.located++
+		for i, p := range o.f.parts() {
+			x := r.byType[p.Type]
+			x.scenarios++
+			if o.partHit[i] {
+				x.tp++
+			} else {
+				x.fn++
+			}
+			if o.partFire[i] {
+				x.fired++
+				if o.partHit[i] {
+					x.located++
+				}
 			}
 		}
 		for d := range o.symptoms {
@@ -183,7 +210,7 @@ func (r *results) add(o outcome) {
 	for d := range o.wrong {
 		r.byType[FaultType(d)].fp++
 	}
-	if !o.hit && o.f.Type != Clean || len(o.wrong) > 0 {
+	if o.missed() || len(o.wrong) > 0 {
 		r.misses = append(r.misses, o)
 	}
 }
@@ -204,12 +231,15 @@ func (r *results) overall() tally {
 
 // describe writes one missed or wrong scenario for the log.
 func describe(o outcome) string {
-	s := fmt.Sprintf("%s: %s;", o.f.Type, o.f)
-	if !o.headline.right {
+	s := fmt.Sprintf("%s (%d ranks): %s;", o.f.Type, o.t.ranks, o.f)
+	if !o.headline.right && o.headline.claims != "" { // the real-trace check scores no headline
 		s += fmt.Sprintf(" headline wrong (claims %s: %s);", o.headline.claims, o.headline.text)
 	}
-	if o.f.Type != Clean && !o.hit {
+	if o.missed() {
 		s += " missed;"
+	}
+	if o.f.Also != nil && !o.both {
+		s += " causes do not name both;"
 	}
 	var ws []string
 	for d := range o.wrong {
@@ -247,5 +277,22 @@ func runScenario(ctx context.Context, set *detectors.Set, t topology, f Fault, s
 	o := score(t, f, fds)
 	o.causes = causes
 	o.headline = f.headlineClaim(t, causes)
+	if f.Also != nil {
+		// either fault may lead; the report must name both somewhere
+		if h := f.Also.headlineClaim(t, causes); !o.headline.right && h.right {
+			o.headline = h
+		}
+		o.both = true
+		for _, p := range f.parts() {
+			// a launch overhead on every rank has no rank to name
+			named := p.Type == LaunchBound && p.Rank < 0
+			for _, c := range causes {
+				if p.headlineClaim(t, []detectors.Cause{c}).right {
+					named = true
+				}
+			}
+			o.both = o.both && named
+		}
+	}
 	return o, nil
 }
