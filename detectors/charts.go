@@ -1,9 +1,11 @@
 package detectors
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -20,6 +22,8 @@ type Charts struct {
 	// per step when PerStep, else over the analysed window.
 	Ranks   []RankTime
 	PerStep bool
+	// TotalRanks is how many ranks the run has (Ranks may show fewer).
+	TotalRanks int
 	// Timeline is one step of the run (nil without GPU work).
 	Timeline *Timeline
 	// Kernels are the kernels with the most GPU time, over all ranks.
@@ -68,6 +72,11 @@ type CollBar struct {
 	BlockNS                 int64
 }
 
+// MaxRankBars bounds the ranks drawn in the per-rank chart: the root
+// causes' ranks and those that waited longest for them first, then the
+// ranks whose split differs most from the median rank's.
+const MaxRankBars = 48
+
 // MaxTimelineLanes bounds the ranks drawn on the timeline: the root
 // causes' ranks and those that waited for them first, then the lowest.
 const MaxTimelineLanes = 32
@@ -81,6 +90,8 @@ func (r *Report) buildCharts(ctx context.Context, st *duck.Store) error {
 	for _, run := range r.Runs {
 		c := &Charts{RunID: run.RunID}
 		c.Ranks, c.PerStep = r.rankTimes(run.RunID)
+		c.TotalRanks = len(c.Ranks)
+		c.Ranks = r.pickRankBars(run.RunID, c.Ranks, MaxRankBars)
 		c.Kernels = r.topKernels(run.RunID, 12)
 		tl, err := r.loadTimeline(ctx, st, run)
 		if err != nil {
@@ -165,6 +176,65 @@ func (r *Report) rankTimes(run string) ([]RankTime, bool) {
 	return out, perStep
 }
 
+// pickRankBars keeps at most n ranks, in rank order: the ranks of the
+// run's root causes and their waiters, then those whose share of idle,
+// wait and other time is furthest from the median rank's.
+func (r *Report) pickRankBars(run string, all []RankTime, n int) []RankTime {
+	if len(all) <= n {
+		return all
+	}
+	keep := map[int]bool{}
+	for _, c := range r.Causes {
+		if c.RunID != run {
+			continue
+		}
+		if c.Rank != nil {
+			keep[*c.Rank] = true
+		}
+		for _, x := range c.Ranks {
+			keep[x] = true
+		}
+		for i, w := range c.Waiters {
+			if i < 3 {
+				keep[w.Rank] = true
+			}
+		}
+	}
+	off := func(rt RankTime) float64 {
+		tot := rt.Compute + rt.Transfer + rt.Wait + rt.Other + rt.Idle
+		if tot <= 0 {
+			return 0
+		}
+		return (rt.Wait + rt.Other + rt.Idle) / tot
+	}
+	shares := make([]float64, len(all))
+	for i, rt := range all {
+		shares[i] = off(rt)
+	}
+	med, _ := medianMAD(shares)
+	rest := slices.Clone(all)
+	slices.SortStableFunc(rest, func(a, b RankTime) int {
+		da, db := math.Abs(off(a)-med), math.Abs(off(b)-med)
+		if da != db {
+			return cmp.Compare(db, da)
+		}
+		return a.Rank - b.Rank
+	})
+	for _, rt := range rest {
+		if len(keep) >= n {
+			break
+		}
+		keep[rt.Rank] = true
+	}
+	var out []RankTime
+	for _, rt := range all {
+		if keep[rt.Rank] && len(out) < n {
+			out = append(out, rt)
+		}
+	}
+	return out
+}
+
 func (r *Report) topKernels(run string, n int) []KernelTime {
 	var out []KernelTime
 	for _, m := range r.metricRows("top_kernels", run) {
@@ -198,7 +268,7 @@ func (r *Report) timelineStep(ctx context.Context, st *duck.Store, run string) (
 			break
 		}
 	}
-	if top != nil && top.Step != nil {
+	if top != nil && top.Step != nil && top.Kind == "one_off_stall" {
 		return top.Step, fmt.Sprintf("step %d, the one-off stall's", *top.Step), true, nil
 	}
 	rankFilter, who := "", "any rank"

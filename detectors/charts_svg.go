@@ -70,7 +70,11 @@ func writeRankChart(b *strings.Builder, c *Charts) {
 		barH = 9
 	}
 	h := 20 + float64(len(c.Ranks))*(barH+3)
-	fmt.Fprintf(b, "<figure class=\"chart\" data-chart=\"rank-time\"><figcaption>GPU time of each rank %s: compute, collective transfer, waiting in a collective for a late member, other work (copies) and idle</figcaption>\n", unit)
+	shown := ""
+	if c.TotalRanks > len(c.Ranks) {
+		shown = fmt.Sprintf("; %d of %d ranks shown: the root causes' ranks and their peers first, then those whose split differs most from the median rank's", len(c.Ranks), c.TotalRanks)
+	}
+	fmt.Fprintf(b, "<figure class=\"chart\" data-chart=\"rank-time\"><figcaption>GPU time of each rank %s: compute, collective transfer, waiting in a collective for a late member, other work (copies) and idle%s</figcaption>\n", unit, html.EscapeString(shown))
 	legend(b, [2]string{colCompute, "compute"}, [2]string{colTransfer, "transfer"}, [2]string{colWait, "wait"},
 		[2]string{colOther, "other"}, [2]string{colIdle, "idle"})
 	fmt.Fprintf(b, `<svg viewBox="0 0 %.0f %.0f" width="100%%" role="img" aria-label="GPU time per rank">`, width, h)
