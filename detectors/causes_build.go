@@ -156,6 +156,13 @@ func (r *Report) lateCauses(run string, lates []lateInstance, sw stepWindow, wai
 		r.costs = map[string]map[int]float64{}
 	}
 	r.costs[run] = costs
+	if r.whys == nil {
+		r.whys = map[string]map[int]string{}
+	}
+	r.whys[run] = map[int]string{}
+	for rank, a := range aggs {
+		r.whys[run][rank] = topKey(a.byWhy)
+	}
 	return out
 }
 

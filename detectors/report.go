@@ -32,6 +32,7 @@ type Report struct {
 	Status *RunStatus `json:"status,omitempty"`
 
 	costs      map[string]map[int]float64 // per run and rank: the step time it held up (a typical step)
+	whys       map[string]map[int]string  // per run and rank: what mostly made it late (whyText's keys)
 	medianStep map[string]float64         // per run: the median step time
 	charts     map[string]*Charts         // per run: what the HTML report draws
 }

@@ -117,7 +117,12 @@ func (r *Report) writeVerdict(b *strings.Builder, run RunInfo) {
 			} else {
 				b.WriteString("**Balanced: no rank holds the others up by a noticeable share of the step")
 				if rank >= 0 {
-					fmt.Fprintf(b, " (the most, rank %d, %s a step, %.1f%%)", rank, Duration(cost), pct)
+					fmt.Fprintf(b, " (the most, rank %d, %s a step, %.1f%%", rank, Duration(cost), pct)
+					// a lead for a small cost: what made that rank late
+					if why := r.whys[run.RunID][rank]; why != "" && why != "unknown" && whyText[why] != "" {
+						fmt.Fprintf(b, ": %s", whyText[why])
+					}
+					b.WriteString(")")
 				}
 				b.WriteString(".**\n\n")
 			}

@@ -1,6 +1,7 @@
 package detectors_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -176,5 +177,44 @@ func TestOneSlowRankDoesNotMakeItsHostSlow(t *testing.T) {
 	}
 	if r := findingsOf(t, dir, "slow_rank"); len(r) != 1 || r[0]["rank"] != 6 {
 		t.Errorf("slow_rank = %v, want rank 6", r)
+	}
+}
+
+// A balanced run names the rank that costs the most anyway, with its share
+// and what made it late, as a lead for a cost too small to be a headline.
+func TestBalancedVerdictNamesTheLead(t *testing.T) {
+	// four ranks, three steps of three GEMMs and an allreduce that starts
+	// when a rank's GEMMs are done and ends 200 µs after the last arrival:
+	// rank 3's GEMMs take 6 µs longer, so it is last by 18 µs a step
+	dir := t.TempDir()
+	gemmUS := []int64{300, 300, 300, 306}
+	for r := range 4 {
+		b := newTrace(r, 4)
+		b.host = fmt.Sprintf("n%d", r)
+		for s := range 3 {
+			base := int64(s) * 5000
+			b.step(s+1, base, 5000)
+			at := base + 100
+			for range 3 {
+				b.launch("cudaLaunchKernel", at, 10, "kernel", gemm, 7, at+20, gemmUS[r], nil)
+				at += gemmUS[r] + 50
+			}
+			end := base + 100 + 3*(306+50) + 200
+			b.launch("cudaLaunchKernel", at, 10, "kernel", allReduce, 20, at+20, end-at-20, ncclArgs)
+		}
+		b.write(t, dir)
+	}
+	st, res := analyzeDir(t, dir, "balanced", detectors.Window{})
+	rep, err := detectors.BuildReport(context.Background(), st, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	if err := rep.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if want := "(the most, rank 3, "; !strings.Contains(md.String(), "**Balanced: no rank holds the others up") || !strings.Contains(md.String(), want) ||
+		!strings.Contains(md.String(), ": its kernels run slower than its peers')") {
+		t.Errorf("verdict lacks the lead on rank 3:\n%s", md.String()[:min(md.Len(), 900)])
 	}
 }
