@@ -18,15 +18,23 @@ import (
 // rank 1 arrives 50 µs late, so rank 0's kernel runs 150 µs: the detector
 // must not read that wait as a slow link.
 func slowLinkRun(t *testing.T, slowXfer int64) string {
+	return linkRun(t, []int64{100, 110, slowXfer, 100}, 3, true)
+}
+
+// linkRun writes tensor-parallel groups of two ranks, group g's transfer
+// taking xfer[g] µs from its last member's arrival, over steps steps (and
+// a last one of compute only, outside the default window, when tail); in
+// group [0, 1] rank 0 waits 50 µs for rank 1.
+func linkRun(t *testing.T, xfer []int64, steps int, tail bool) string {
 	dir := t.TempDir()
-	xfer := []int64{100, 110, slowXfer, 100}
-	for rank := range 8 {
+	world := 2 * len(xfer)
+	for rank := range world {
 		g := rank / 2
 		args := map[string]any{"Collective name": "allreduce", "In msg nelems": 1048576, "Out msg nelems": 1048576,
 			"Group size": 2, "dtype": "Float", "Process Group Name": fmt.Sprint(g + 1), "Process Group Description": "tp",
 			"Process Group Ranks": fmt.Sprintf("[%d, %d]", 2*g, 2*g+1)}
-		b := newTrace(rank, 8)
-		for s := range 3 {
+		b := newTrace(rank, world)
+		for s := range steps {
 			o := int64(s) * 1000
 			b.step(s+1, o, 1000)
 			b.launch("cudaLaunchKernel", o+10, 5, "kernel", gemm, 7, o+20, 200, nil)
@@ -36,8 +44,11 @@ func slowLinkRun(t *testing.T, slowXfer int64) string {
 			}
 			b.launch("cudaLaunchKernel", o+240, 5, "kernel", allReduce, 20, start, o+300+xfer[g]-start, args)
 		}
-		b.step(4, 3000, 1000)
-		b.launch("cudaLaunchKernel", 3010, 5, "kernel", gemm, 7, 3020, 200, nil)
+		if tail {
+			o := int64(steps) * 1000
+			b.step(steps+1, o, 1000)
+			b.launch("cudaLaunchKernel", o+10, 5, "kernel", gemm, 7, o+20, 200, nil)
+		}
 		b.write(t, dir)
 	}
 	return dir
@@ -92,26 +103,7 @@ func TestSlowLinkOfTwoGroups(t *testing.T) {
 		slow int64 // µs of [2, 3]'s transfer; [0, 1] takes 100 (rank 0 waits 50 for rank 1)
 		want int
 	}{{250, 1}, {150, 0}} {
-		dir := t.TempDir()
-		for rank := range 4 {
-			g := rank / 2
-			xfer := []int64{100, c.slow}[g]
-			args := map[string]any{"Collective name": "allreduce", "In msg nelems": 1048576, "Out msg nelems": 1048576,
-				"Group size": 2, "dtype": "Float", "Process Group Name": fmt.Sprint(g + 1), "Process Group Description": "tp",
-				"Process Group Ranks": fmt.Sprintf("[%d, %d]", 2*g, 2*g+1)}
-			b := newTrace(rank, 4)
-			for s := range 4 {
-				o := int64(s) * 1000
-				b.step(s+1, o, 1000)
-				b.launch("cudaLaunchKernel", o+10, 5, "kernel", gemm, 7, o+20, 200, nil)
-				start := o + 300
-				if rank == 0 {
-					start = o + 250
-				}
-				b.launch("cudaLaunchKernel", o+240, 5, "kernel", allReduce, 20, start, o+300+xfer-start, args)
-			}
-			b.write(t, dir)
-		}
+		dir := linkRun(t, []int64{100, c.slow}, 4, false)
 		st, _ := analyzeDir(t, dir, fmt.Sprintf("twogroups%d", c.slow), detectors.Window{})
 		rows, err := st.Query(context.Background(), `SELECT subject, value, message FROM findings WHERE detector = 'slow_link'`)
 		if err != nil {

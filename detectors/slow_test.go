@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,10 +18,18 @@ import (
 // metadata; the file name is a tensorboard_trace_handler one, which must
 // not be read as a host). Every rank
 // runs three steps of three GEMMs and an allreduce; a rank's GEMMs take
-// gemmUS[r] µs.
+// gemmUS[r] µs. The allreduce runs at a fixed time in the step.
 func slowRun(t *testing.T, hosts []string, gemmUS []int64) string {
+	return gemmRun(t, hosts, gemmUS, false)
+}
+
+// gemmRun is slowRun; with chained, each rank's allreduce starts when its
+// GEMMs are done and all end 200 µs after the last arrival (the slowest
+// GEMMs set it), so a slower rank arrives last and its peers wait.
+func gemmRun(t *testing.T, hosts []string, gemmUS []int64, chained bool) string {
 	dir := t.TempDir()
 	world := len(hosts)
+	slowest := slices.Max(gemmUS)
 	for r := range world {
 		b := newTrace(r, world)
 		b.host = hosts[r]
@@ -32,7 +41,11 @@ func slowRun(t *testing.T, hosts []string, gemmUS []int64) string {
 				b.launch("cudaLaunchKernel", at, 10, "kernel", gemm, 7, at+20, gemmUS[r], nil)
 				at += gemmUS[r] + 50
 			}
-			b.launch("cudaLaunchKernel", at, 10, "kernel", allReduce, 20, 3000+base, 200, ncclArgs)
+			start, end := 3000+base, 3200+base
+			if chained {
+				start, end = at+20, base+100+3*(slowest+50)+200
+			}
+			b.launch("cudaLaunchKernel", at, 10, "kernel", allReduce, 20, start, end-start, ncclArgs)
 		}
 		path := b.write(t, dir)
 		name := fmt.Sprintf("worker%d_step_%d.1700000000%03d.pt.trace.json", r, 100+r, r)
@@ -183,27 +196,9 @@ func TestOneSlowRankDoesNotMakeItsHostSlow(t *testing.T) {
 // A balanced run names the rank that costs the most anyway, with its share
 // and what made it late, as a lead for a cost too small to be a headline.
 func TestBalancedVerdictNamesTheLead(t *testing.T) {
-	// four ranks, three steps of three GEMMs and an allreduce that starts
-	// when a rank's GEMMs are done and ends 200 µs after the last arrival:
-	// rank 3's GEMMs take 6 µs longer, so it is last by 18 µs a step
-	dir := t.TempDir()
-	gemmUS := []int64{300, 300, 300, 306}
-	for r := range 4 {
-		b := newTrace(r, 4)
-		b.host = fmt.Sprintf("n%d", r)
-		for s := range 3 {
-			base := int64(s) * 5000
-			b.step(s+1, base, 5000)
-			at := base + 100
-			for range 3 {
-				b.launch("cudaLaunchKernel", at, 10, "kernel", gemm, 7, at+20, gemmUS[r], nil)
-				at += gemmUS[r] + 50
-			}
-			end := base + 100 + 3*(306+50) + 200
-			b.launch("cudaLaunchKernel", at, 10, "kernel", allReduce, 20, at+20, end-at-20, ncclArgs)
-		}
-		b.write(t, dir)
-	}
+	// rank 3's GEMMs take 6 µs longer: it reaches each allreduce 18 µs
+	// after its peers, 0.4% of a step
+	dir := gemmRun(t, []string{"n0", "n1", "n2", "n3"}, []int64{300, 300, 300, 306}, true)
 	st, res := analyzeDir(t, dir, "balanced", detectors.Window{})
 	rep, err := detectors.BuildReport(context.Background(), st, res)
 	if err != nil {
