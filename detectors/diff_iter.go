@@ -40,8 +40,12 @@ type Iterations struct {
 	WaitNS     float64 `json:"comm_wait_ns"`
 	MemNS      float64 `json:"memory_ns"`
 	IdleNS     float64 `json:"idle_ns"`
-	// HostNS is host time in CPU operators and runtime calls per iteration
-	// and rank (self time, so nested calls count once).
+	// rankCompute is each rank's compute time per iteration.
+	rankCompute map[int]float64
+	// HostNS is host time in CPU operators and Python functions per
+	// iteration and rank (self time, so nested calls count once; runtime
+	// calls are left out: a blocking copy or synchronize is waiting for the
+	// GPU, not host work).
 	HostNS float64 `json:"host_ops_ns"`
 }
 
@@ -96,7 +100,8 @@ WITH t AS (
     FROM gpu_class_time WHERE run_id IN (`+in+`) GROUP BY run_id, rank
 )
 SELECT sp.run_id, count(*)::INTEGER, avg(sp.span_ns)::DOUBLE, avg(t.compute)::DOUBLE, avg(t.transfer)::DOUBLE,
-       avg(t.wait)::DOUBLE, avg(t.busy - t.compute - t.transfer - t.wait)::DOUBLE, avg(sp.span_ns - t.busy)::DOUBLE
+       avg(t.wait)::DOUBLE, avg(t.busy - t.compute - t.transfer - t.wait)::DOUBLE, avg(sp.span_ns - t.busy)::DOUBLE,
+       map(list(sp.rank ORDER BY sp.rank), list(t.compute::DOUBLE ORDER BY sp.rank))::VARCHAR
 FROM gpu_span sp JOIN t ON t.run_id = sp.run_id AND t.rank = sp.rank
 GROUP BY sp.run_id`)
 	if err != nil {
@@ -107,10 +112,12 @@ GROUP BY sp.run_id`)
 		var run string
 		var it Iterations
 		var sp float64
-		if err := rows.Scan(&run, &it.Ranks, &sp, &it.ComputeNS, &it.TransferNS, &it.WaitNS, &it.MemNS, &it.IdleNS); err != nil {
+		var perRank string
+		if err := rows.Scan(&run, &it.Ranks, &sp, &it.ComputeNS, &it.TransferNS, &it.WaitNS, &it.MemNS, &it.IdleNS, &perRank); err != nil {
 			rows.Close()
 			return nil, err
 		}
+		it.rankCompute = parseRankMap(perRank)
 		if o := out[run]; o != nil {
 			it.Run, it.Source, it.Count, it.IterNS = run, "capture", 1, sp
 			*o = it
@@ -123,7 +130,7 @@ GROUP BY sp.run_id`)
 	}
 	host, err := queryByKey(ctx, st, `
 SELECT run_id, (coalesce(sum(self_dur), 0) / count(DISTINCT rank))::DOUBLE FROM host_window
-WHERE run_id IN (`+in+`) AND kind IN ('cpu_op', 'runtime')
+WHERE run_id IN (`+in+`) AND kind IN ('cpu_op', 'python')
 GROUP BY run_id`, 1)
 	if err != nil {
 		return nil, fmt.Errorf("iterations: %w", err)
@@ -163,6 +170,9 @@ GROUP BY s.run_id`, 2)
 		}
 		n := o.Count
 		o.ComputeNS, o.TransferNS, o.WaitNS, o.MemNS, o.IdleNS = o.ComputeNS/n, o.TransferNS/n, o.WaitNS/n, o.MemNS/n, o.IdleNS/n
+		for k := range o.rankCompute {
+			o.rankCompute[k] /= n
+		}
 		if h := host[r]; len(h) == 1 {
 			o.HostNS = h[0] / n
 		}
@@ -311,7 +321,7 @@ func Verdict(base, nw Iterations, rows []DiffRow) DiffVerdict {
 		{"communication transfer", base.TransferNS, nw.TransferNS},
 		{"waiting in collectives for late ranks", base.WaitNS, nw.WaitNS},
 		{"memory copies and sets", base.MemNS, nw.MemNS},
-		{"host operators and runtime calls", base.HostNS, nw.HostNS},
+		{hostPart, base.HostNS, nw.HostNS},
 	}
 	for _, p := range parts {
 		if p.bv == 0 && p.nv == 0 {
@@ -323,6 +333,10 @@ func Verdict(base, nw Iterations, rows []DiffRow) DiffVerdict {
 	v.Text = verdictText(v, rows)
 	return v
 }
+
+// hostPart names the host's share in Moved; the other parts are the GPU
+// span's and add up to it.
+const hostPart = "host operators' own time (beside the GPU)"
 
 func verdictText(v DiffVerdict, rows []DiffRow) string {
 	var b strings.Builder
@@ -344,22 +358,34 @@ func verdictText(v DiffVerdict, rows []DiffRow) string {
 	}
 	if len(v.Moved) > 0 && rel >= 2 {
 		var moved []string
-		for _, m := range v.Moved {
+		var host *Move
+		for i, m := range v.Moved {
 			// only parts that moved the same way as the total, and enough to matter
 			if m.DeltaNS*v.DeltaNS <= 0 || math.Abs(m.DeltaNS) < 0.1*math.Abs(v.DeltaNS) {
 				continue
 			}
-			moved = append(moved, fmt.Sprintf("%s %s (%s to %s)", m.Part, signed(m.DeltaNS), Duration(m.BaseNS), Duration(m.NewNS)))
-			if len(moved) == 3 {
-				break
+			if m.Part == hostPart {
+				host = &v.Moved[i]
+				continue
+			}
+			if len(moved) < 3 {
+				moved = append(moved, fmt.Sprintf("%s %s (%s to %s)", m.Part, signed(m.DeltaNS), Duration(m.BaseNS), Duration(m.NewNS)))
 			}
 		}
 		if len(moved) > 0 {
-			b.WriteString(" Most of it is " + strings.Join(moved, ", ") + ", per " + unit + " and rank.")
+			b.WriteString(" On the GPU it is " + strings.Join(moved, ", ") + ", per " + unit + " and rank.")
+		}
+		if r, d, rest, ok := rankMove(v); ok {
+			fmt.Fprintf(&b, " GPU compute moved most on rank %d (%s an iteration; the other ranks %s on average).", r, signed(d), signed(rest))
+		}
+		if host != nil {
+			fmt.Fprintf(&b, " On the host, operators' own time moved %s (%s to %s).", signed(host.DeltaNS), Duration(host.BaseNS), Duration(host.NewNS))
 		}
 		var top []string
 		for _, r := range rows {
-			if r.DeltaNSStep*v.DeltaNS <= 0 {
+			// runtime calls that block wait for the GPU: the table lists them,
+			// the sentence names what did the work
+			if r.DeltaNSStep*v.DeltaNS <= 0 || r.Kind == "host:runtime" || r.Kind == "host:driver" {
 				continue
 			}
 			top = append(top, fmt.Sprintf("%s `%s` %s (%s)", r.Kind[strings.IndexByte(r.Kind, ':')+1:], shortKernel(r.Name), signed(r.DeltaNSStep), strings.ReplaceAll(r.Change, "_", " ")))
@@ -372,6 +398,55 @@ func verdictText(v DiffVerdict, rows []DiffRow) string {
 		}
 	}
 	return b.String()
+}
+
+// rankMove finds the rank whose compute per iteration moved the most, in
+// the total's direction, when it carries at least half of the ranks'
+// summed move: a diff of a run with one slow rank says which.
+func rankMove(v DiffVerdict) (rank int, delta, rest float64, ok bool) {
+	b, n := v.Base.rankCompute, v.New.rankCompute
+	if len(b) < 2 || len(b) != len(n) {
+		return 0, 0, 0, false
+	}
+	sum, best, bestD := 0.0, -1, 0.0
+	for r, bv := range b {
+		nv, found := n[r]
+		if !found {
+			return 0, 0, 0, false
+		}
+		d := nv - bv
+		sum += d
+		if d*v.DeltaNS > 0 && (best < 0 || math.Abs(d) > math.Abs(bestD) || math.Abs(d) == math.Abs(bestD) && r < best) {
+			best, bestD = r, d
+		}
+	}
+	if best < 0 || sum*bestD <= 0 || math.Abs(bestD) < 0.5*math.Abs(sum) || math.Abs(bestD) < 0.05*math.Abs(v.DeltaNS) {
+		return 0, 0, 0, false
+	}
+	return best, round(bestD), round((sum - bestD) / float64(len(b)-1)), true
+}
+
+// parseRankMap reads DuckDB's text form of a MAP(INTEGER, DOUBLE):
+// {0=1.5, 1=2.0}.
+func parseRankMap(s string) map[int]float64 {
+	out := map[int]float64{}
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "{"), "}")
+	for _, kv := range strings.Split(s, ",") {
+		k, v, found := strings.Cut(strings.TrimSpace(kv), "=")
+		if !found {
+			continue
+		}
+		var r int
+		var x float64
+		if _, err := fmt.Sscan(k, &r); err != nil {
+			continue
+		}
+		if _, err := fmt.Sscan(v, &x); err != nil {
+			continue
+		}
+		out[r] = x
+	}
+	return out
 }
 
 // iterationLine says how a run was cut into iterations.

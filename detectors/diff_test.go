@@ -94,11 +94,16 @@ func TestDiff(t *testing.T) {
 // loopRun writes a run of ranks without ProfilerSteps: iters iterations of
 // period µs, each with four steady "layer" kernels, a "gemm" of gemm µs, an
 // "optimizer" kernel at the iteration's end, and a "noise" kernel at
-// irregular times (a distractor that repeats but not steadily).
-func loopRun(t *testing.T, ranks int, iters float64, period, gemm int64) string {
+// irregular times (a distractor that repeats but not steadily). gemm[r] is
+// rank r's, or gemm[0] every rank's.
+func loopRun(t *testing.T, ranks int, iters float64, period int64, gemmUS ...int64) string {
 	dir := t.TempDir()
 	for r := range ranks {
 		b := newTrace(r, ranks)
+		gemm := gemmUS[0]
+		if r < len(gemmUS) {
+			gemm = gemmUS[r]
+		}
 		n := int(iters * float64(period))
 		for o := int64(0); o < int64(n); o += period {
 			for l := range int64(4) {
@@ -174,5 +179,23 @@ func TestDiffWithoutSteps(t *testing.T) {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}
+	}
+}
+
+// A diff of a run where one rank's GEMM got slower says which rank moved.
+func TestDiffNamesTheRankThatMoved(t *testing.T) {
+	st := loadRuns(t, map[string]string{
+		"base": loopRun(t, 4, 4.9, 10_000, 3_000),
+		"new":  loopRun(t, 4, 4.9, 12_000, 3_000, 3_000, 5_000, 3_000), // rank 2's GEMM +2 ms, the iteration too
+	})
+	res, err := detectors.CompareRuns(context.Background(), st, "base", "new", detectors.DiffOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 20% slower per iteration; of the compute that moved (+0.5 ms a rank
+	// on average) all is rank 2's
+	if !strings.Contains(res.Verdict.Text, "20.0% slower per iteration") ||
+		!strings.Contains(res.Verdict.Text, "GPU compute moved most on rank 2 (+2.") { // a capture's partial iterations move it a little
+		t.Errorf("verdict: %s", res.Verdict.Text)
 	}
 }
