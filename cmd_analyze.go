@@ -26,7 +26,9 @@ const analyzeHelp = `Usage: trainscope analyze DIR_OR_FILES... [flags]
 
 Reads PyTorch profiler (Kineto) traces, one file per rank (.json or .json.gz),
 Nsight Systems SQLite exports (one trace per GPU), CUDA memory snapshots
-(JSON) and launch scripts (.sh, for the config audit), loads them into
+(JSON), launch scripts (.sh, for the config audit) and saved dcgm-exporter
+scrapes (.prom, into the counters table: host from the Hostname label,
+device from gpu; no detector reads them yet), loads them into
 DuckDB, runs the built-in detectors and prints a report that fits one
 screen: the verdict (the root cause that costs the most step time, with its
 evidence), the root causes, the findings one line per detector in

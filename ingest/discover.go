@@ -13,7 +13,7 @@ import (
 // take (or one they refuse with a useful error, like a pickle).
 func traceLike(name string) bool {
 	low := strings.ToLower(name)
-	for _, suf := range []string{".json", ".json.gz", ".pickle", ".pkl", ".raw.gz", ".sqlite"} {
+	for _, suf := range []string{".json", ".json.gz", ".pickle", ".pkl", ".raw.gz", ".sqlite", ".prom"} {
 		if strings.HasSuffix(low, suf) {
 			return true
 		}
@@ -63,7 +63,7 @@ func Discover(paths []string) ([]string, error) {
 			return nil, err
 		}
 		if len(found) == 0 {
-			return nil, fmt.Errorf("%s: no traces in this folder (looked for *.json, *.json.gz, *.pt.trace.json[.gz])", p)
+			return nil, fmt.Errorf("%s: no traces in this folder (looked for *.json, *.json.gz, *.pt.trace.json[.gz], *.sqlite, *.prom)", p)
 		}
 		sort.Strings(found)
 		for _, f := range found {

@@ -120,10 +120,11 @@ func cutRunID(name string) string {
 }
 
 type readResult struct {
-	idx   int
-	trace *kineto.Trace
-	more  []*kineto.Trace   // further traces of the same file (an nsys export holds one per GPU)
-	snap  *memsnap.Snapshot // a memory snapshot found among the traces
+	idx    int
+	trace  *kineto.Trace
+	more   []*kineto.Trace   // further traces of the same file (an nsys export holds one per GPU)
+	snap   *memsnap.Snapshot // a memory snapshot found among the traces
+	scrape *scrapeFile       // saved Prometheus scrapes (dcgm-exporter)
 	// script is a launch script given with the traces: its flags join the
 	// run for the config audit
 	script *script.Script
@@ -188,9 +189,12 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 				var more []*kineto.Trace
 				var snap *memsnap.Snapshot
 				var sc *script.Script
+				var scr *scrapeFile
 				var err error
 				if IsScript(files[i]) {
 					sc, err = ReadScript(files[i])
+				} else if IsScrape(files[i]) {
+					scr, err = readScrapes(files[i])
 				} else if nsys.IsSQLite(files[i]) {
 					var trs []*kineto.Trace
 					if trs, err = nsys.ReadFile(files[i], nsys.Options{}); err == nil {
@@ -208,7 +212,7 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 					}
 				}
 				select {
-				case results <- readResult{idx: i, trace: tr, more: more, snap: snap, script: sc, err: err, took: time.Since(t0)}:
+				case results <- readResult{idx: i, trace: tr, more: more, snap: snap, script: sc, scrape: scr, err: err, took: time.Since(t0)}:
 				case <-ctx.Done():
 					return
 				}
@@ -235,7 +239,7 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 	taken := map[int32]string{}
 	snapRanks := map[int32]*memsnap.Snapshot{}
 	var unranked []*kineto.Trace
-	done, scripts := 0, 0
+	done, sideFiles := 0, 0 // launch scripts and scrapes: a run of only these still loads
 	for res := range results {
 		if res.err != nil {
 			return nil, res.err
@@ -251,7 +255,25 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 			if err != nil {
 				return nil, err
 			}
-			scripts++
+			sideFiles++
+			progress(opt.Progress, done, len(files), fs)
+			continue
+		}
+		if res.scrape != nil {
+			fs := &stats.Files[res.idx]
+			*fs = FileStat{Path: res.scrape.path, Format: "dcgm_scrape", Rank: -1, Events: res.scrape.samples(), Read: res.took}
+			stats.ReadCPU += res.took
+			bs, notes := res.scrape.batches(opt.RunID, opt.Host)
+			for _, n := range notes {
+				opt.warn(res.scrape.path + ": " + n)
+			}
+			t0 := time.Now()
+			err := Send(ctx, sink, res.scrape.path, bs, opt.warn)
+			stats.Insert += time.Since(t0)
+			if err != nil {
+				return nil, err
+			}
+			sideFiles++
 			progress(opt.Progress, done, len(files), fs)
 			continue
 		}
@@ -353,7 +375,7 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 			return nil, err
 		}
 	}
-	if len(taken) == 0 && scripts == 0 {
+	if len(taken) == 0 && sideFiles == 0 {
 		return stats, &InputError{fmt.Errorf("nothing to analyze: %s", skippedSummary(stats))}
 	}
 	stats.Wall = time.Since(start)
@@ -383,6 +405,10 @@ func progress(w io.Writer, done, total int, f *FileStat) {
 	}
 	if f.Format == "launch_script" {
 		fmt.Fprintf(w, "[%d/%d] %s: launch script, %d flag occurrences, parsed in %s\n", done, total, f.Path, f.Events, f.Read.Round(time.Millisecond))
+		return
+	}
+	if f.Format == "dcgm_scrape" {
+		fmt.Fprintf(w, "[%d/%d] %s: Prometheus scrape (dcgm-exporter), %d samples into counters, read in %s\n", done, total, f.Path, f.Events, f.Read.Round(time.Millisecond))
 		return
 	}
 	fmt.Fprintf(w, "[%d/%d] %s: %s, rank %d, %d events, %.1f MB JSON, read in %s\n", done, total, f.Path, f.Format,

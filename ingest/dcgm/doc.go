@@ -10,6 +10,8 @@
 // the file and its line. Samples without a timestamp (dcgm-exporter writes
 // none) carry 0: the caller places a scrape in time.
 //
-// Not yet wired into ingest.Load or the counters table (the hardware
-// counters issue, item 2's first step).
+// ingest.Load takes *.prom files placed with the traces into the counters
+// table (host from the Hostname label, device from gpu). Other labels
+// (UUID, modelName, pod, err_msg) are read here but not stored yet, and no
+// detector reads the counters yet.
 package dcgm

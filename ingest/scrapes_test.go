@@ -1,0 +1,84 @@
+package ingest_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trainscope/trainscope/ingest"
+	"github.com/trainscope/trainscope/sql/duck"
+)
+
+// A saved dcgm-exporter scrape placed with the traces lands in counters:
+// every sample, on its Hostname's host and its gpu's device, at the file's
+// modification time (the exporter writes no timestamps), with a warning
+// that says so.
+func TestLoadScrapeWithTraces(t *testing.T) {
+	src := "../../shared/corpus/dcgm/scrape_ericsson-ccd__accelerator_metrics.prom"
+	raw, err := os.ReadFile(src)
+	if err != nil {
+		t.Skip("corpus not present:", err)
+	}
+	dir := t.TempDir()
+	scrape := filepath.Join(dir, "node.prom")
+	if err := os.WriteFile(scrape, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files, err := ingest.Discover([]string{"../bench/sample", dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := duck.Open(ctx, "", duck.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var warnings []string
+	stats, err := ingest.Load(ctx, st, files, ingest.Options{RunID: "r", Rank: -1, Warn: func(s string) { warnings = append(warnings, s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n, hosts, devices int
+	var clock float64
+	var tsMin, tsMax int64
+	if err := st.Conn().QueryRowContext(ctx, `SELECT count(*), count(DISTINCT host), count(DISTINCT device), min(ts), max(ts),
+		max(value) FILTER (WHERE metric = 'DCGM_FI_DEV_SM_CLOCK') FROM counters WHERE run_id = 'r' AND host = 'cp-bm14r7' AND device = 0`).Scan(&n, &hosts, &devices, &tsMin, &tsMax, &clock); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(scrape)
+	if n != 20 || hosts != 1 || devices != 1 || clock != 660 || tsMin != fi.ModTime().UnixNano() || tsMax != tsMin {
+		t.Errorf("counters: %d rows, %d hosts, %d devices, SM clock %v, ts %d-%d; want 20 on cp-bm14r7 gpu 0, 660 MHz, at %d",
+			n, hosts, devices, clock, tsMin, tsMax, fi.ModTime().UnixNano())
+	}
+	found := false
+	for _, f := range stats.Files {
+		found = found || f.Format == "dcgm_scrape" && f.Events == 20
+	}
+	if !found || !strings.Contains(strings.Join(warnings, "\n"), "node.prom: 20 sample(s) in 1 scrape(s) carry no timestamp") {
+		t.Errorf("file stats %+v, warnings %q", stats.Files, warnings)
+	}
+}
+
+// A scrape that is not one is an input error naming the file and line.
+func TestLoadBadScrape(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.prom")
+	if err := os.WriteFile(bad, []byte("DCGM_FI_DEV_SM_CLOCK{gpu=\"0\"} 1\nDCGM_FI_DEV_GPU_TEMP{gpu=\"0\" 31\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := duck.Open(ctx, "", duck.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	_, err = ingest.Load(ctx, st, []string{bad}, ingest.Options{RunID: "r", Rank: -1})
+	var ie *ingest.InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "bad.prom: text format parsing error in line 2") {
+		t.Errorf("error %v, want an input error at bad.prom line 2", err)
+	}
+}
