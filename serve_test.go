@@ -79,6 +79,11 @@ func TestServePublishReport(t *testing.T) {
 	if _, err := os.Stat(launch); err == nil {
 		files = append(files, launch)
 	}
+	// and a saved dcgm-exporter scrape: its samples travel into counters
+	scrape := "../shared/corpus/dcgm/scrape_ericsson-ccd__accelerator_metrics.prom"
+	if _, err := os.Stat(scrape); err == nil {
+		files = append(files, scrape)
+	}
 	var out, errOut bytes.Buffer
 	if code := run(ctx, append([]string{"publish", "--run", "live", "--host", "node-1", "-q", "--nats-url", srv.natsURL}, files...), &out, &errOut); code != 0 {
 		t.Fatalf("publish exit %d: %s", code, errOut.String())
@@ -119,6 +124,12 @@ func TestServePublishReport(t *testing.T) {
 	}
 	if len(files) > len(sampleRun)+1 && !strings.Contains(got, "R-P03") {
 		t.Errorf("served report has no config audit findings")
+	}
+	if _, err := os.Stat(scrape); err == nil {
+		var n int
+		if err := srv.st.Conn().QueryRowContext(ctx, "SELECT count(*) FROM counters WHERE run_id = 'live' AND host = 'cp-bm14r7' AND metric LIKE 'DCGM_FI_%'").Scan(&n); err != nil || n != 20 {
+			t.Errorf("counters from the published scrape: %d rows (%v), want 20", n, err)
+		}
 	}
 	metrics := get(t, base+"/metrics")
 	for _, want := range []string{"trainscope_detector_runs_total 1", "trainscope_detector_errors_total 0", "trainscope_detector_partial_runs 0",
