@@ -40,7 +40,8 @@ the pipeline's bookkeeping: ingested_batches, rejected_batches and
 analyses. Views: gpu_window, host_window, gpu_span, gpu_busy,
 gpu_class_time, collective_instances (each rank's wait and transfer in
 every matched collective), collective_waits, late_arrivals,
-host_op_time, step_memory_peaks, run_status. Macros: interval_union, covered_time,
+host_op_time, step_memory_peaks, run_status, counters_by_rank (counters
+with the rank of their GPU). Macros: interval_union, covered_time,
 exposed_time, robust_z, pct, fmt_ns, fmt_bytes, peak_tflops, dtype_bytes,
 bus_factor.
 

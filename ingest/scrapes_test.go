@@ -54,6 +54,11 @@ func TestLoadScrapeWithTraces(t *testing.T) {
 		t.Errorf("counters: %d rows, %d hosts, %d devices, SM clock %v, ts %d-%d; want 20 on cp-bm14r7 gpu 0, 660 MHz, at %d",
 			n, hosts, devices, clock, tsMin, tsMax, fi.ModTime().UnixNano())
 	}
+	// the sample's ranks ran on no host named cp-bm14r7: no rank for these
+	var ranked int
+	if err := st.Conn().QueryRowContext(ctx, `SELECT count(rank) FROM counters_by_rank WHERE run_id = 'r'`).Scan(&ranked); err != nil || ranked != 0 {
+		t.Errorf("counters_by_rank gave %d rows a rank (%v), want none", ranked, err)
+	}
 	found := false
 	for _, f := range stats.Files {
 		found = found || f.Format == "dcgm_scrape" && f.Events == 20
@@ -80,5 +85,35 @@ func TestLoadBadScrape(t *testing.T) {
 	var ie *ingest.InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "bad.prom: text format parsing error in line 2") {
 		t.Errorf("error %v, want an input error at bad.prom line 2", err)
+	}
+}
+
+// On the scrape's own host, gpu 0 is the rank whose GPU work ran on device
+// 0 (rank 0 of the sample; rank 1 ran on device 1).
+func TestCountersByRank(t *testing.T) {
+	src := "../../shared/corpus/dcgm/scrape_ericsson-ccd__accelerator_metrics.prom"
+	if _, err := os.Stat(src); err != nil {
+		t.Skip("corpus not present:", err)
+	}
+	files, err := ingest.Discover([]string{"../bench/sample", src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := duck.Open(ctx, "", duck.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// every rank on the scrape's host, as --host cp-bm14r7 says
+	if _, err := ingest.Load(ctx, st, files, ingest.Options{RunID: "r", Host: "cp-bm14r7", Rank: -1}); err != nil {
+		t.Fatal(err)
+	}
+	var n, rank0 int
+	if err := st.Conn().QueryRowContext(ctx, `SELECT count(*), count(*) FILTER (WHERE rank = 0) FROM counters_by_rank WHERE run_id = 'r'`).Scan(&n, &rank0); err != nil {
+		t.Fatal(err)
+	}
+	if n != 20 || rank0 != 20 {
+		t.Errorf("counters_by_rank: %d rows, %d on rank 0; want 20 and 20", n, rank0)
 	}
 }

@@ -281,3 +281,19 @@ FROM per l
 JOIN peers p ON p.run_id = l.run_id AND p.comm = l.comm AND p.step IS NOT DISTINCT FROM l.step AND p.seq = l.seq
 LEFT JOIN top_host t ON t.run_id = l.run_id AND t.comm = l.comm AND t.step IS NOT DISTINCT FROM l.step AND t.seq = l.seq
 WHERE l.rank = l.late_rank;
+
+-- Counters with the rank of their GPU: a sample that names no rank (a
+-- dcgm-exporter scrape names a host and a GPU index) takes the rank whose
+-- GPU work ran on that host and device, when exactly one rank did (with
+-- CUDA_VISIBLE_DEVICES set per process every rank sees device 0, and the
+-- index says nothing: rank stays NULL).
+CREATE OR REPLACE VIEW counters_by_rank AS
+WITH d AS (
+    SELECT run_id, host, device, min(rank) AS rank, count(DISTINCT rank) AS ranks
+    FROM (SELECT DISTINCT run_id, rank, host, device FROM slices_detail
+          WHERE device IS NOT NULL AND kind IN ('kernel', 'comm', 'memcpy', 'memset'))
+    GROUP BY run_id, host, device
+)
+SELECT c.run_id, coalesce(c.rank, CASE WHEN d.ranks = 1 THEN d.rank END) AS rank, c.host, c.device, c.ts, c.metric, c.value
+FROM counters c
+LEFT JOIN d ON d.run_id = c.run_id AND d.host = c.host AND d.device = c.device;
