@@ -12,6 +12,23 @@ import (
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
+// loadInto loads paths into a fresh in-memory store as run r.
+func loadInto(t *testing.T, opt ingest.Options, paths ...string) (*duck.Store, *ingest.Stats, error) {
+	t.Helper()
+	files, err := ingest.Discover(paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := duck.Open(context.Background(), "", duck.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	opt.RunID, opt.Rank = "r", -1
+	stats, err := ingest.Load(context.Background(), st, files, opt)
+	return st, stats, err
+}
+
 // A saved dcgm-exporter scrape placed with the traces lands in counters:
 // every sample, on its Hostname's host and its gpu's device, at the file's
 // modification time (the exporter writes no timestamps), with a warning
@@ -27,18 +44,9 @@ func TestLoadScrapeWithTraces(t *testing.T) {
 	if err := os.WriteFile(scrape, raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	files, err := ingest.Discover([]string{"../bench/sample", dir})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	st, err := duck.Open(ctx, "", duck.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	var warnings []string
-	stats, err := ingest.Load(ctx, st, files, ingest.Options{RunID: "r", Rank: -1, Warn: func(s string) { warnings = append(warnings, s) }})
+	st, stats, err := loadInto(t, ingest.Options{Warn: func(s string) { warnings = append(warnings, s) }}, "../bench/sample", dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,13 +83,7 @@ func TestLoadBadScrape(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("DCGM_FI_DEV_SM_CLOCK{gpu=\"0\"} 1\nDCGM_FI_DEV_GPU_TEMP{gpu=\"0\" 31\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	st, err := duck.Open(ctx, "", duck.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	_, err = ingest.Load(ctx, st, []string{bad}, ingest.Options{RunID: "r", Rank: -1})
+	_, _, err := loadInto(t, ingest.Options{}, bad)
 	var ie *ingest.InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "bad.prom: text format parsing error in line 2") {
 		t.Errorf("error %v, want an input error at bad.prom line 2", err)
@@ -95,18 +97,10 @@ func TestCountersByRank(t *testing.T) {
 	if _, err := os.Stat(src); err != nil {
 		t.Skip("corpus not present:", err)
 	}
-	files, err := ingest.Discover([]string{"../bench/sample", src})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	st, err := duck.Open(ctx, "", duck.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	// every rank on the scrape's host, as --host cp-bm14r7 says
-	if _, err := ingest.Load(ctx, st, files, ingest.Options{RunID: "r", Host: "cp-bm14r7", Rank: -1}); err != nil {
+	st, _, err := loadInto(t, ingest.Options{Host: "cp-bm14r7"}, "../bench/sample", src)
+	if err != nil {
 		t.Fatal(err)
 	}
 	var n, rank0 int
