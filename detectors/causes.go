@@ -22,7 +22,7 @@ type Cause struct {
 	Ranks  []int   `json:"ranks,omitempty"`
 	Host   string  `json:"host,omitempty"`
 	Step   *int    `json:"step,omitempty"`
-	Why    string  `json:"why,omitempty"` // the late rank's own cause: data_loader, compute, sync, launch, copies, gc, checkpoint, host, unknown
+	Why    string  `json:"why,omitempty"` // the late rank's own cause: data_loader, compute, throttle, sync, launch, copies, gc, checkpoint, host, unknown
 	CostNS float64 `json:"cost_ns_per_step"`
 	// AtNS is when the cause first held the others up: its rank's arrival
 	// at the first collective it delayed (in the stall's step for a
@@ -111,6 +111,7 @@ var whyText = map[string]string{
 	"gc":          "Python garbage collection stalls it",
 	"checkpoint":  "checkpointing stalls it",
 	"host":        "its host is busy while its GPU idles",
+	"throttle":    "its GPU throttles",
 	"unknown":     "of something its trace does not show (its stretch before the collectives is longer, but neither its kernels nor its host account for it)",
 }
 
@@ -118,6 +119,7 @@ var whyText = map[string]string{
 var whyFix = map[string]string{
 	"data_loader": "make the input pipeline keep ahead of the GPU on this rank: more DataLoader workers, persistent_workers=True, prefetch_factor, pin_memory; check this rank's shard (larger samples) and the storage it reads from",
 	"compute":     "find why this GPU is slower than its peers: clocks, power cap and temperature (DCGM), ECC/XID errors, another process on the GPU; if it persists, drain the node",
+	"throttle":    "cool or power the GPU back to its clocks (temperature, fans and airflow; its power limit against its peers'); if it persists, drain the node and have the GPU serviced",
 	"sync":        "remove the synchronizing calls from this rank's step (.item(), .cpu(), torch.cuda.synchronize(), blocking copies): record events and read them later",
 	"launch":      "launch fewer, larger kernels on this rank: fuse with torch.compile or capture the step with CUDA graphs; avoid per-element Python loops over tensors",
 	"copies":      "pin this rank's host buffers (pin_memory=True, tensor.pin_memory()) and copy with non_blocking=True",
@@ -153,6 +155,7 @@ func (r *Report) buildCauses(ctx context.Context, st *duck.Store) error {
 		causes = append(causes, r.lateCauses(run.RunID, lates, sw, waiters)...)
 		causes = append(causes, r.findingCauses(run.RunID, sw)...)
 		causes = mergeSlowHost(r, run.RunID, causes, sw)
+		r.hardwareCauses(run.RunID, causes)
 		slices.SortStableFunc(causes, func(a, b Cause) int { return cmp.Compare(b.CostNS, a.CostNS) })
 		for i := range causes {
 			causes[i].ID = fmt.Sprintf("c%d", len(r.Causes)+i+1)

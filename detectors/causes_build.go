@@ -148,8 +148,13 @@ func (r *Report) lateCauses(run string, lates []lateInstance, sw stepWindow, wai
 				}
 			}
 		}
+		brief := ""
+		if f := r.findingOn(run, "gpu_throttle", rank); f != nil && c.Why == "compute" {
+			// its GPU's counters say why its kernels are slow
+			c.Why, brief = "throttle", counterBrief(f)
+		}
 		c.Fix = whyFix[c.Why]
-		c.Headline, c.Evidence = lateText(c, a, nSteps, sw)
+		c.Headline, c.Evidence = lateText(c, a, nSteps, sw, brief)
 		out = append(out, c)
 	}
 	if r.costs == nil {
@@ -229,7 +234,7 @@ func medianMAD(xs []float64) (float64, float64) {
 }
 
 // lateText is the headline and evidence chain of a late-rank cause.
-func lateText(c Cause, a *lateAgg, nSteps float64, sw stepWindow) (string, []string) {
+func lateText(c Cause, a *lateAgg, nSteps float64, sw stepWindow, counters string) (string, []string) {
 	// a one-off stall is told in its own step's numbers, the rest per step
 	div, per := nSteps, " a step"
 	if c.Kind == "one_off_stall" {
@@ -243,6 +248,8 @@ func lateText(c Cause, a *lateAgg, nSteps float64, sw stepWindow) (string, []str
 		}
 	case "compute":
 		detail = fmt.Sprintf(" (its kernels take %s%s longer than its peers')", Duration(a.compute/div), per)
+	case "throttle":
+		detail = fmt.Sprintf(" (%s), and its kernels take %s%s longer than its peers'", counters, Duration(a.compute/div), per)
 	case "sync":
 		detail = fmt.Sprintf(" (%.0f synchronizing calls%s where its peers make %.0f)", a.sync/div, per, a.peerSync/div)
 	case "launch":
@@ -376,6 +383,7 @@ var symptoms = map[string]bool{"comm_exposed_ratio": true, "gpu_idle": true, "gp
 var shows = map[string][]string{
 	"data_loader": {"data_stall", "host_exposed_ops"},
 	"compute":     {"slow_rank", "kernel_speed"},
+	"throttle":    {"gpu_throttle", "gpu_clock_cap", "slow_rank", "kernel_speed"},
 	"sync":        {"sync_api", "sync_memcpy"},
 	"launch":      {"launch_overhead"},
 	"copies":      {"pageable_memcpy", "sync_memcpy"},
@@ -412,11 +420,11 @@ func (r *Report) linkFindings(run string, causes []Cause, waiters map[waitKey][]
 			isShow := false
 			switch c.Kind {
 			case "hang":
-				isShow = f.Detector == "hang" && own[rank]
+				isShow = (f.Detector == "hang" || f.Detector == "gpu_xid") && own[rank]
 			case "slow_link":
 				isShow = f.Detector == "slow_link"
 			case "slow_host":
-				isShow = f.Detector == "slow_host" || own[rank] && (f.Detector == "slow_rank" || f.Detector == "straggler_rank")
+				isShow = f.Detector == "slow_host" || own[rank] && (f.Detector == "slow_rank" || f.Detector == "straggler_rank" || f.Detector == "gpu_throttle")
 			default:
 				isShow = own[rank] && (f.Detector == "straggler_rank" || slices.Contains(shows[c.Why], f.Detector))
 			}
@@ -440,7 +448,7 @@ func (r *Report) linkFindings(run string, causes []Cause, waiters map[waitKey][]
 				// apart); and its own idle GPU when it was late for a
 				// host-side reason
 				explained = f.Detector != "comm_exposed_ratio" && (waited[rank] && !own[rank] ||
-					own[rank] && c.Why != "compute" && f.Detector != "straggler_rank")
+					own[rank] && c.Why != "compute" && c.Why != "throttle" && f.Detector != "straggler_rank")
 			}
 			if explained {
 				c.Explains = append(c.Explains, f.ID)

@@ -525,6 +525,8 @@ func SectionOf(f Finding) string {
 		return "GPU memory (allocator)"
 	case "config", "config_memory":
 		return "Config audit"
+	case "hardware":
+		return "GPU hardware (counters)"
 	}
 	return "Other"
 }

@@ -13,6 +13,7 @@ import (
 // hand. Times are microseconds from the builder's origin.
 type traceBuilder struct {
 	rank, world int
+	device      int    // the CUDA device its GPU work runs on
 	host        string // the trace's host_name metadata, when set
 	origin      int64  // µs since the epoch of time 0
 	events      []map[string]any
@@ -39,7 +40,7 @@ func (b *traceBuilder) launch(api string, ts, dur int64, cat, name string, strea
 	b.corr++
 	b.add(map[string]any{"ph": "X", "cat": "cuda_runtime", "name": api, "pid": 100, "tid": 100,
 		"ts": ts, "dur": dur, "args": map[string]any{"correlation": b.corr, "External id": b.corr}})
-	a := map[string]any{"device": 0, "stream": stream, "correlation": b.corr, "External id": b.corr}
+	a := map[string]any{"device": b.device, "stream": stream, "correlation": b.corr, "External id": b.corr}
 	for k, v := range args {
 		a[k] = v
 	}
@@ -57,7 +58,7 @@ func (b *traceBuilder) write(t *testing.T, dir string) string {
 	doc := map[string]any{
 		"schemaVersion":   1,
 		"distributedInfo": map[string]any{"backend": "nccl", "rank": b.rank, "world_size": b.world},
-		"deviceProperties": []map[string]any{{"id": 0, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85_000_000_000,
+		"deviceProperties": []map[string]any{{"id": b.device, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85_000_000_000,
 			"computeMajor": 9, "computeMinor": 0, "numSms": 132}},
 		"traceEvents": b.events,
 	}

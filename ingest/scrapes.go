@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -53,6 +54,28 @@ func (s *scrapeFile) samples() int {
 	return n
 }
 
+// stored are the labels the counters table keeps in columns of their own.
+var stored = map[string]bool{"Hostname": true, "hostname": true, "gpu": true}
+
+// labelsJSON is a sample's other labels as one JSON object with sorted
+// keys, and whether it has any.
+func labelsJSON(labels map[string]string) (string, bool) {
+	rest := make(map[string]string, len(labels))
+	for k, v := range labels {
+		if !stored[k] {
+			rest[k] = v
+		}
+	}
+	if len(rest) == 0 {
+		return "", false
+	}
+	b, err := json.Marshal(rest) // map keys come out sorted
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
 // batches turns the samples into counters rows, one batch per host (the
 // Hostname label, else host, else "unknown"), device from the gpu label.
 // A sample without a timestamp (dcgm-exporter writes none) is placed at
@@ -96,6 +119,11 @@ func (s *scrapeFile) batches(runID, host string) ([]Batch, []string) {
 			t.TS.Append(ts)
 			t.Metric.Append(t.Str.ID(x.Name))
 			t.Value.Append(x.Value)
+			if l, ok := labelsJSON(x.Labels); ok {
+				t.Labels.Append(t.Str.ID(l))
+			} else {
+				t.Labels.AppendNull()
+			}
 		}
 	}
 	if untimed > 0 {

@@ -62,6 +62,18 @@ func TestLoadScrapeWithTraces(t *testing.T) {
 		t.Errorf("counters: %d rows, %d hosts, %d devices, SM clock %v, ts %d-%d; want 20 on cp-bm14r7 gpu 0, 660 MHz, at %d",
 			n, hosts, devices, clock, tsMin, tsMax, fi.ModTime().UnixNano())
 	}
+	// every label the exporter wrote is kept: the ones without a column of
+	// their own in labels
+	var uuid, model, bus, driver string
+	var labelled, labelSets int
+	if err := st.Conn().QueryRowContext(ctx, `SELECT count(labels), count(DISTINCT labels), any_value(labels->>'UUID'), any_value(labels->>'modelName'),
+		any_value(labels->>'pci_bus_id'), any_value(labels->>'DCGM_FI_DRIVER_VERSION') FROM counters WHERE run_id = 'r' AND host = 'cp-bm14r7'`).Scan(
+		&labelled, &labelSets, &uuid, &model, &bus, &driver); err != nil {
+		t.Fatal(err)
+	}
+	if labelled != 20 || labelSets != 1 || uuid != "GPU-6d5c0ac5-74d7-3130-46f1-e93ed57f469a" || model != "Tesla T4" || bus != "00000000:37:00.0" || driver != "590.48.01" {
+		t.Errorf("labels: %d rows in %d sets, UUID %q, model %q, bus %q, driver %q", labelled, labelSets, uuid, model, bus, driver)
+	}
 	// the sample's ranks ran on no host named cp-bm14r7: no rank for these
 	var ranked int
 	if err := st.Conn().QueryRowContext(ctx, `SELECT count(rank) FROM counters_by_rank WHERE run_id = 'r'`).Scan(&ranked); err != nil || ranked != 0 {

@@ -122,6 +122,10 @@ var CountersSchema = arrow.NewSchema([]arrow.Field{
 	field("ts", i64, false),
 	field("metric", DictString, false),
 	field("value", f64, false),
+	// labels are the sample's other labels as a JSON object (a
+	// dcgm-exporter series' UUID, modelName, pci_bus_id, pod ...); null
+	// where the source has none
+	field("labels", DictString, true),
 }, nil)
 
 // Tables maps every table a batch may carry to its schema. An ingestor

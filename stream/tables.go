@@ -134,6 +134,8 @@ type CounterTable struct {
 	TS     Num[int64]
 	Metric Dict
 	Value  Num[float64]
+	// Labels is the labels column; left empty, every row's labels are null.
+	Labels Dict
 }
 
 // Len is the number of rows.
@@ -149,11 +151,19 @@ func (t *CounterTable) Record(runID, host string, rank int32, rankKnown bool) ar
 	for range n {
 		ranks.AppendOpt(rank, rankKnown)
 	}
+	labels := &t.Labels
+	if labels.Len() != n {
+		labels = &Dict{}
+		for range n {
+			labels.AppendNull()
+		}
+	}
 	cols := []arrow.Array{
 		constDictID(runIdx, n, dict),
 		ranks.array(i32),
 		constDictID(hostIdx, n, dict),
 		t.Device.array(i32), t.TS.array(i64), t.Metric.dictArray(dict), t.Value.array(f64),
+		labels.dictArray(dict),
 	}
 	return newRecord(CountersSchema, cols, n)
 }

@@ -387,7 +387,7 @@ func TestInsertStepsAndCounters(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.Release()
-	checkRows(t, st, []string{"run-1|NULL|node-a|NULL|5|cpu_util|12.5"}, "SELECT * FROM counters")
+	checkRows(t, st, []string{"run-1|NULL|node-a|NULL|5|cpu_util|12.5|NULL"}, "SELECT * FROM counters")
 }
 
 func TestInsertEmptyIsNoop(t *testing.T) {

@@ -148,6 +148,9 @@ CREATE TABLE IF NOT EXISTS counters (
     metric VARCHAR NOT NULL,
     value  DOUBLE NOT NULL
 );
+-- a sample's other labels as a JSON object (dcgm-exporter's UUID,
+-- modelName, pod ...), NULL where its source has none
+ALTER TABLE counters ADD COLUMN IF NOT EXISTS labels VARCHAR;
 
 -- The host call tree of each rank: one row per distinct call stack, the
 -- frame (a host slice's kind and name) and its caller's stack. Slices point

@@ -123,3 +123,39 @@ CREATE OR REPLACE MACRO bus_factor(coll, n) AS
          WHEN coll = 'allreduce' THEN 2.0 * (n - 1) / n
          WHEN coll IN ('allgather', 'reducescatter', 'alltoall', '_allgather_base', '_reduce_scatter_base', 'all_to_all', 'alltoall_base') THEN (n - 1.0) / n
          ELSE 1.0 END;
+
+-- clock_reasons_text: the NVML clock event (throttle) reasons a bitmask
+-- holds, in words ('none' for 0); see nvmlClocksEventReasons.
+CREATE OR REPLACE MACRO clock_reasons_text(bits) AS
+    coalesce(nullif(concat_ws(', ',
+        CASE WHEN (bits::UBIGINT & 1) <> 0 THEN 'GPU idle' END,
+        CASE WHEN (bits::UBIGINT & 2) <> 0 THEN 'application clocks setting' END,
+        CASE WHEN (bits::UBIGINT & 4) <> 0 THEN 'SW power cap' END,
+        CASE WHEN (bits::UBIGINT & 8) <> 0 THEN 'HW slowdown' END,
+        CASE WHEN (bits::UBIGINT & 16) <> 0 THEN 'sync boost' END,
+        CASE WHEN (bits::UBIGINT & 32) <> 0 THEN 'SW thermal slowdown' END,
+        CASE WHEN (bits::UBIGINT & 64) <> 0 THEN 'HW thermal slowdown' END,
+        CASE WHEN (bits::UBIGINT & 128) <> 0 THEN 'HW power brake' END,
+        CASE WHEN (bits::UBIGINT & 256) <> 0 THEN 'display clock setting' END), ''), 'none');
+
+-- xid_text: what an XID error number means, for the ones a training job
+-- meets most (NVIDIA's XID catalog); 'XID n' otherwise.
+CREATE OR REPLACE MACRO xid_text(x) AS
+    CASE x::INTEGER
+        WHEN 13 THEN 'XID 13: graphics engine exception (often an illegal memory access in a kernel)'
+        WHEN 31 THEN 'XID 31: GPU memory page fault (MMU fault)'
+        WHEN 43 THEN 'XID 43: GPU stopped processing (a kernel was killed)'
+        WHEN 45 THEN 'XID 45: preemptive cleanup after an earlier error'
+        WHEN 48 THEN 'XID 48: double-bit ECC error'
+        WHEN 61 THEN 'XID 61: internal micro-controller breakpoint/warning'
+        WHEN 62 THEN 'XID 62: internal micro-controller halt'
+        WHEN 63 THEN 'XID 63: ECC page retirement or row remapping recorded'
+        WHEN 64 THEN 'XID 64: ECC page retirement or row remapping failure'
+        WHEN 74 THEN 'XID 74: NVLink error'
+        WHEN 79 THEN 'XID 79: GPU has fallen off the bus'
+        WHEN 92 THEN 'XID 92: high single-bit ECC error rate'
+        WHEN 94 THEN 'XID 94: contained ECC error'
+        WHEN 95 THEN 'XID 95: uncontained ECC error'
+        WHEN 119 THEN 'XID 119: GSP RPC timeout'
+        WHEN 120 THEN 'XID 120: GSP error'
+        ELSE printf('XID %d', x::INTEGER) END;

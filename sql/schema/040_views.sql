@@ -294,6 +294,47 @@ WITH d AS (
           WHERE device IS NOT NULL AND kind IN ('kernel', 'comm', 'memcpy', 'memset'))
     GROUP BY run_id, host, device
 )
-SELECT c.run_id, coalesce(c.rank, CASE WHEN d.ranks = 1 THEN d.rank END) AS rank, c.host, c.device, c.ts, c.metric, c.value
+SELECT c.run_id, coalesce(c.rank, CASE WHEN d.ranks = 1 THEN d.rank END) AS rank, c.host, c.device, c.ts, c.metric, c.value, c.labels
 FROM counters c
 LEFT JOIN d ON d.run_id = c.run_id AND d.host = c.host AND d.device = c.device;
+
+-- GPU counters under one vocabulary, whatever sampled them (dcgm-exporter,
+-- the agent's NVML sampler, an Nsight Systems export): each source metric
+-- maps to a canonical one, scaled to its unit (MHz, W, °C, MiB, a 0-1
+-- ratio, bytes per second; reasons a bitmask of NVML clock event reasons).
+CREATE OR REPLACE VIEW gpu_samples AS
+WITH names(source, metric, scale) AS (VALUES
+    ('DCGM_FI_DEV_SM_CLOCK', 'sm_clock_mhz', 1.0),
+    ('GPC Clock Frequency', 'sm_clock_mhz', 1.0),
+    ('DCGM_FI_DEV_MEM_CLOCK', 'mem_clock_mhz', 1.0),
+    ('DCGM_FI_DEV_POWER_USAGE', 'power_w', 1.0),
+    ('DCGM_FI_DEV_POWER_MGMT_LIMIT', 'power_limit_w', 1.0),
+    ('DCGM_FI_DEV_ENFORCED_POWER_LIMIT', 'power_limit_w', 1.0),
+    ('DCGM_FI_DEV_GPU_TEMP', 'temp_c', 1.0),
+    ('DCGM_FI_DEV_MEMORY_TEMP', 'mem_temp_c', 1.0),
+    ('DCGM_FI_DEV_GPU_UTIL', 'gpu_util', 0.01),
+    ('DCGM_FI_DEV_MEM_COPY_UTIL', 'mem_util', 0.01),
+    ('DCGM_FI_DEV_FB_USED', 'fb_used_mib', 1.0),
+    ('DCGM_FI_DEV_FB_FREE', 'fb_free_mib', 1.0),
+    ('DCGM_FI_DEV_FB_RESERVED', 'fb_reserved_mib', 1.0),
+    ('DCGM_FI_DEV_CLOCK_THROTTLE_REASONS', 'clock_reasons', 1.0),
+    ('DCGM_FI_DEV_CLOCKS_EVENT_REASONS', 'clock_reasons', 1.0),
+    ('DCGM_FI_DEV_XID_ERRORS', 'xid', 1.0),
+    ('DCGM_FI_DEV_ECC_DBE_VOL_TOTAL', 'ecc_dbe', 1.0),
+    ('DCGM_FI_DEV_ECC_SBE_VOL_TOTAL', 'ecc_sbe', 1.0),
+    ('DCGM_FI_DEV_PCIE_REPLAY_COUNTER', 'pcie_replays', 1.0),
+    ('DCGM_FI_PROF_GR_ENGINE_ACTIVE', 'gr_active', 1.0),
+    ('DCGM_FI_PROF_SM_ACTIVE', 'sm_active', 1.0),
+    ('SM Active', 'sm_active', 0.01),
+    ('DCGM_FI_PROF_SM_OCCUPANCY', 'sm_occupancy', 1.0),
+    ('DCGM_FI_PROF_PIPE_TENSOR_ACTIVE', 'tensor_active', 1.0),
+    ('Tensor Active', 'tensor_active', 0.01),
+    ('DCGM_FI_PROF_DRAM_ACTIVE', 'dram_active', 1.0),
+    ('DCGM_FI_PROF_PCIE_TX_BYTES', 'pcie_tx_bps', 1.0),
+    ('DCGM_FI_PROF_PCIE_RX_BYTES', 'pcie_rx_bps', 1.0),
+    ('DCGM_FI_PROF_NVLINK_TX_BYTES', 'nvlink_tx_bps', 1.0),
+    ('DCGM_FI_PROF_NVLINK_RX_BYTES', 'nvlink_rx_bps', 1.0)
+)
+SELECT c.run_id, c.rank, c.host, c.device, c.ts, n.metric, c.value * n.scale AS value, c.labels
+FROM counters_by_rank c
+JOIN names n ON n.source = c.metric;

@@ -1,0 +1,252 @@
+package detectors_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trainscope/trainscope/detectors"
+)
+
+// gpuState is what one GPU's counters read at one sample.
+type gpuState struct {
+	clock, power, temp float64
+	reasons            int
+	usedMiB            float64
+	xid                int
+}
+
+// hwRun is a generated 8-rank job on one 8-GPU host (rank r on device r)
+// with a dcgm-exporter scrape of every GPU every 50 ms, timestamped, saved
+// with the traces. Each of 7 steps of 140 ms runs eight GEMMs of gemmUS
+// (rank, step) µs back to back and then an all-reduce that ends 2 ms after
+// the last rank's GEMMs: a rank whose GEMMs are slower arrives last and its
+// peers wait. state(rank, t) gives its GPU's counters at t µs into the run.
+type hwRun struct {
+	gemmUS func(rank, step int) int64
+	state  func(rank int, atUS int64) gpuState
+}
+
+const (
+	hwRanks  = 8
+	hwSteps  = 7
+	hwStepUS = 140_000
+)
+
+func (h hwRun) write(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for r := range hwRanks {
+		b := newTrace(r, hwRanks)
+		b.host, b.device = "node-a", r
+		for s := range hwSteps {
+			base := int64(s) * hwStepUS
+			b.step(s+1, base, hwStepUS)
+			slowest := int64(0)
+			for p := range hwRanks {
+				slowest = max(slowest, h.gemmUS(p, s+1))
+			}
+			g := h.gemmUS(r, s+1)
+			at := base + 200
+			for range 8 {
+				b.launch("cudaLaunchKernel", at, 10, "kernel", gemm, 7, at+20, g, nil)
+				at += g + 100
+			}
+			end := base + 200 + 8*(slowest+100) + 2000
+			b.launch("cudaLaunchKernel", at, 10, "kernel", allReduce, 20, at+20, end-at-20, ncclArgs)
+		}
+		b.write(t, dir)
+	}
+	// the exporter's samples, from 100 ms before the first step to 100 ms
+	// after the last, as a file of timestamped scrapes
+	var sb strings.Builder
+	origin := newTrace(0, 1).origin
+	for at := int64(-100_000); at <= hwSteps*hwStepUS+100_000; at += 50_000 {
+		ms := (origin + at) / 1000
+		for _, fam := range []struct{ name, help string }{
+			{"DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz)."},
+			{"DCGM_FI_DEV_POWER_USAGE", "Power draw (in W)."},
+			{"DCGM_FI_DEV_POWER_MGMT_LIMIT", "Power management limit (in W)."},
+			{"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C)."},
+			{"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "Current clock throttle reasons."},
+			{"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB)."},
+			{"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB)."},
+			{"DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered."},
+		} {
+			fmt.Fprintf(&sb, "# HELP %s %s\n# TYPE %s gauge\n", fam.name, fam.help, fam.name)
+			for r := range hwRanks {
+				s := h.state(r, at)
+				v := map[string]float64{"DCGM_FI_DEV_SM_CLOCK": s.clock, "DCGM_FI_DEV_POWER_USAGE": s.power,
+					"DCGM_FI_DEV_POWER_MGMT_LIMIT": 700, "DCGM_FI_DEV_GPU_TEMP": s.temp,
+					"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": float64(s.reasons), "DCGM_FI_DEV_FB_USED": s.usedMiB,
+					"DCGM_FI_DEV_FB_FREE": 81559 - s.usedMiB, "DCGM_FI_DEV_XID_ERRORS": float64(s.xid)}[fam.name]
+				fmt.Fprintf(&sb, "%s{gpu=\"%d\",UUID=\"GPU-%08d-0000-0000-0000-000000000000\",device=\"nvidia%d\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"node-a\"} %g %d\n",
+					fam.name, r, r, r, v, ms)
+			}
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "dcgm-node-a.prom"), []byte(sb.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// healthy is a busy H100 at its boost clock.
+func healthy(int, int64) gpuState {
+	return gpuState{clock: 1980, power: 640, temp: 66, usedMiB: 61000}
+}
+
+// throttledRank3 is the case: from step 3 on rank 3's GPU runs
+// 30% below its clock with a thermal slowdown reason, and its GEMMs take
+// 1/0.7 as long. Beside it two distractors: rank 6 is a slightly slower
+// part (clock and GEMMs 2% off) and rank 5's clock reads low in idle
+// samples between its steps while its kernels keep pace.
+func throttledRank3() hwRun {
+	onset := int64(2 * hwStepUS)
+	return hwRun{
+		gemmUS: func(rank, step int) int64 {
+			switch {
+			case rank == 3 && step >= 3:
+				return 14_286
+			case rank == 6:
+				return 10_200
+			}
+			return 10_000
+		},
+		state: func(rank int, at int64) gpuState {
+			s := healthy(rank, at)
+			switch {
+			case rank == 3 && at >= onset:
+				s.clock, s.power, s.temp, s.reasons = 1386, 520, 91, 0x20
+			case rank == 6:
+				s.clock = 1940
+			case rank == 5 && (at/50_000)%2 == 0:
+				s.clock, s.reasons = 1200, 0x1 // idle
+			}
+			return s
+		},
+	}
+}
+
+func TestThrottledRankIsTheRootCause(t *testing.T) {
+	ctx := context.Background()
+	st, res := analyzeDir(t, throttledRank3().write(t), "thr", detectors.Window{})
+	rep, err := detectors.BuildReport(ctx, st, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var throttled []string
+	for _, f := range rep.Findings {
+		if f.Detector == "gpu_throttle" || f.Detector == "gpu_clock_cap" || f.Detector == "gpu_xid" || f.Detector == "gpu_mem_full" {
+			throttled = append(throttled, fmt.Sprintf("%s rank %v: %s", f.Detector, rankOf(f.Rank), f.Message))
+		}
+	}
+	if len(throttled) != 1 || !strings.HasPrefix(throttled[0], "gpu_throttle rank 3:") ||
+		!strings.Contains(throttled[0], "SM clock 1386 MHz against the run's median 1980 MHz (-30%)") ||
+		!strings.Contains(throttled[0], "SW thermal slowdown") {
+		t.Fatalf("hardware findings:\n%s\nwant one gpu_throttle on rank 3 with its clock and reason", strings.Join(throttled, "\n"))
+	}
+	if len(rep.Causes) == 0 {
+		t.Fatal("no root cause")
+	}
+	c := rep.Causes[0]
+	if c.Rank == nil || *c.Rank != 3 || c.Why != "throttle" || !strings.Contains(c.Headline, "because its GPU throttles (SM clock 1386 MHz against the run's 1980 MHz, SW thermal slowdown in 65% of samples), and its kernels take") ||
+		!strings.Contains(c.Headline, "SM clock 1386 MHz against the run's 1980 MHz") {
+		t.Fatalf("headline cause %+v, want rank 3 throttling with its clock", c)
+	}
+	counter := false
+	for _, e := range c.Evidence {
+		counter = counter || strings.HasPrefix(e, "counters: rank 3's GPU (node-a gpu 3) throttles")
+	}
+	if !counter {
+		t.Errorf("evidence %q carries no counter", c.Evidence)
+	}
+	shown := map[string]bool{}
+	for _, id := range c.Shown {
+		for _, f := range rep.Findings {
+			if f.ID == id {
+				shown[f.Detector] = true
+			}
+		}
+	}
+	if !shown["gpu_throttle"] || !shown["slow_rank"] {
+		t.Errorf("cause shown by %v, want gpu_throttle and slow_rank", c.Shown)
+	}
+}
+
+func rankOf(p *int64) any {
+	if p == nil {
+		return "-"
+	}
+	return *p
+}
+
+// Each case's hardware findings, as "detector rank" (rank - when the
+// finding names several), against what it should find: a weak throttle, a
+// cap across the job, an XID, a full framebuffer, and a clean run.
+func TestHardwareFindings(t *testing.T) {
+	even := func(int, int) int64 { return 10_000 }
+	cases := []struct {
+		name string
+		run  hwRun
+		want []string
+	}{
+		{"clean", hwRun{gemmUS: even, state: healthy}, nil},
+		{"weak throttle: rank 2 clock -12%, GEMMs 1.14x", hwRun{
+			gemmUS: func(rank, _ int) int64 { return map[bool]int64{true: 11_400, false: 10_000}[rank == 2] },
+			state: func(rank int, at int64) gpuState {
+				s := healthy(rank, at)
+				if rank == 2 {
+					s.clock = 1742
+				}
+				return s
+			}}, []string{"gpu_throttle 2"}},
+		{"power cap across the job, no slower peer", hwRun{gemmUS: even,
+			state: func(rank int, at int64) gpuState {
+				s := healthy(rank, at)
+				s.clock, s.power, s.reasons = 1650, 699, 0x4
+				return s
+			}}, []string{"gpu_clock_cap -"}},
+		{"XID 79 on rank 4", hwRun{gemmUS: even,
+			state: func(rank int, at int64) gpuState {
+				s := healthy(rank, at)
+				if rank == 4 && at > 300_000 {
+					s.xid = 79
+				}
+				return s
+			}}, []string{"gpu_xid 4"}},
+		{"rank 1 framebuffer 97% full", hwRun{gemmUS: even,
+			state: func(rank int, at int64) gpuState {
+				s := healthy(rank, at)
+				if rank == 1 {
+					s.usedMiB = 79_300
+				}
+				return s
+			}}, []string{"gpu_mem_full 1"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st, res := analyzeDir(t, tc.run.write(t), "hw", detectors.Window{})
+			rep, err := detectors.BuildReport(context.Background(), st, res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, f := range rep.Findings {
+				if strings.HasPrefix(f.Detector, "gpu_") && f.Detector != "gpu_counters" && f.Category != "summary" &&
+					f.Detector != "gpu_idle" && f.Detector != "gpu_gaps" && f.Detector != "gpu_time_util" {
+					got = append(got, fmt.Sprintf("%s %v", f.Detector, rankOf(f.Rank)))
+				}
+			}
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("hardware findings %q, want %q", got, tc.want)
+				for _, f := range rep.Findings {
+					t.Logf("%s: %s", f.Detector, f.Message)
+				}
+			}
+		})
+	}
+}
