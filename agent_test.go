@@ -3,12 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/trainscope/trainscope/gpu"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
 )
@@ -109,4 +115,105 @@ func (s *server) count(t *testing.T, q string) int64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// While it watches, the agent samples GPU counters: here a dcgm-exporter
+// endpoint, whose samples reach the server as counters of the run. On this
+// machine (no NVIDIA driver) the default, NVML, says so once and the agent
+// goes on publishing traces.
+func TestAgentSamplesCounters(t *testing.T) {
+	raw, err := os.ReadFile("../shared/corpus/dcgm/scrape_ericsson-ccd__accelerator_metrics.prom")
+	if err != nil {
+		t.Skip("corpus not present:", err)
+	}
+	exporter := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(raw) }))
+	defer exporter.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	t.Setenv("TRAINSCOPE_NATS_LISTEN", "127.0.0.1:0")
+	t.Setenv("TRAINSCOPE_AGENT_POLL", "50ms")
+	t.Setenv("TRAINSCOPE_AGENT_SETTLE", "100ms")
+	cfg, err := loadConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Serve.DataDir, cfg.Serve.HTTP, cfg.Serve.Flight = t.TempDir(), "127.0.0.1:0", ""
+	srv, err := startServer(ctx, cfg, mustSet(t), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.stop()
+	agent := func(runID string, watched string, counters ...string) (stop func() string) {
+		actx, acancel := context.WithCancel(ctx)
+		var out, errOut syncBuffer
+		done := make(chan int)
+		args := append([]string{"agent", "--run", runID, "--host", "node-1", "--watch", watched, "--nats-url", srv.natsURL}, counters...)
+		go func() { done <- run(actx, args, &out, &errOut) }()
+		return func() string {
+			acancel()
+			if code := <-done; code != 0 {
+				t.Errorf("agent %v: exit %d: %s", args, code, errOut.String())
+			}
+			return errOut.String()
+		}
+	}
+	stop := agent("c", t.TempDir(), "--counters", exporter.URL, "--counters-period", "20ms", "--counters-flush", "100ms")
+	deadline := time.Now().Add(20 * time.Second)
+	for srv.count(t, "SELECT count(*) FROM counters WHERE run_id = 'c'") < 40 {
+		if time.Now().After(deadline) {
+			t.Fatal("no counters from the exporter reached the server")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	log := stop()
+	if got := srv.count(t, `SELECT count(*) FROM counters WHERE run_id = 'c' AND host = 'node-1' AND device = 0
+		AND metric = 'DCGM_FI_DEV_SM_CLOCK' AND value = 660 AND (labels->>'Hostname') = 'cp-bm14r7'`); got < 2 {
+		t.Errorf("%d SM clock samples of gpu 0 with the exporter's labels, want every scrape's", got)
+	}
+	if !strings.Contains(log, "counters: scraping "+exporter.URL) || !strings.Contains(log, "counters: published ") {
+		t.Errorf("agent log:\n%s", log)
+	}
+
+	// the default: NVML, absent here
+	watched := t.TempDir()
+	b, err := os.ReadFile(sampleRun[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop = agent("d", watched)
+	if err := os.WriteFile(filepath.Join(watched, filepath.Base(sampleRun[0])), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for srv.count(t, "SELECT count(*) FROM ranks WHERE run_id = 'd'") == 0 {
+		if time.Now().After(deadline.Add(20 * time.Second)) {
+			t.Fatal("the agent without NVML published no trace")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	log = stop()
+	if _, err := gpu.OpenNVML(nvml.New(), "", nil); err == nil {
+		return // a GPU machine: the agent sampled it
+	}
+	if !strings.Contains(log, "counters: NVML (libnvidia-ml.so.1) cannot be loaded") || !strings.Contains(log, "publishing traces without GPU counters") {
+		t.Errorf("agent log without NVML:\n%s", log)
+	}
+}
+
+// syncBuffer is a bytes.Buffer that a running command and a test may use
+// at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -29,9 +29,20 @@ is dropped downstream. Idle, it stats the folder every agent.poll (2s).
 Trigger mode, like PerfTracker's: --wait N --steps M publishes only the rows
 of ProfilerSteps N to N+M-1 of each trace.
 
+GPU counters: while it watches, the agent samples this machine's GPUs
+through NVML every --counters-period (100ms): SM and memory clocks, power
+and its limit, temperature, utilisation, memory used, clock event
+(throttle) reasons, PCIe and NVLink throughput, ECC and XID errors. With
+CUDA_VISIBLE_DEVICES set it samples those GPUs, numbered as the training
+processes see them. --counters URL scrapes a dcgm-exporter endpoint
+instead (it refreshes every 30 s unless configured faster); --counters off
+samples nothing. Without an NVIDIA driver it says so once and publishes
+traces only. Counters go out as one batch every --counters-flush (5s).
+
 Examples:
   trainscope agent --run llama-7b-0412 --watch /tmp/profiler
   trainscope agent --run job42 --watch ./log --wait 10 --steps 3 --nats-url nats://nats.internal:4222
+  trainscope agent --run job42 --watch ./log --counters http://localhost:9400/metrics --counters-period 1s
 
 Flags:
 `
@@ -45,6 +56,9 @@ func runAgent(ctx context.Context, args []string, out, errOut io.Writer) error {
 	wait := fs.Int("wait", -1, "trigger mode: first step to publish")
 	steps := fs.Int("steps", 0, "trigger mode: how many steps to publish from --wait")
 	once := fs.Bool("once", false, "publish what is there (waiting for files being written), then exit")
+	counters := fs.String("counters", "nvml", "GPU counters: nvml, a dcgm-exporter URL, or off")
+	period := fs.Duration("counters-period", 100*time.Millisecond, "how often to sample the GPU counters")
+	flushAfter := fs.Duration("counters-flush", 5*time.Second, "how often to publish the samples taken")
 	if err := parseFlags(fs, args, out); err != nil {
 		return err
 	}
@@ -53,6 +67,9 @@ func runAgent(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	if (*wait >= 0) != (*steps > 0) {
 		return &usageError{"agent: --wait N and --steps M go together (M > 0)"}
+	}
+	if *period <= 0 || *flushAfter < *period {
+		return &usageError{"agent: --counters-period must be positive and --counters-flush at least as long"}
 	}
 	cfg, nc, err := n.connect(ctx, "agent")
 	if err != nil {
@@ -96,5 +113,7 @@ func runAgent(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if *once {
 		return watch.Once(ctx, wcfg, publish, logf)
 	}
+	stop := startCounters(ctx, nc, cfg, n, *counters, *period, *flushAfter, logf)
+	defer stop()
 	return watch.Run(ctx, wcfg, publish, logf)
 }

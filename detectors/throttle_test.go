@@ -17,6 +17,7 @@ type gpuState struct {
 	reasons            int
 	usedMiB            float64
 	xid                int
+	lost               bool
 }
 
 // hwRun is a generated 8-rank job on one 8-GPU host (rank r on device r)
@@ -75,6 +76,7 @@ func (h hwRun) write(t *testing.T) string {
 			{"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB)."},
 			{"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB)."},
 			{"DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered."},
+			{"TRAINSCOPE_GPU_LOST", "1 once NVML has lost the GPU."},
 		} {
 			fmt.Fprintf(&sb, "# HELP %s %s\n# TYPE %s gauge\n", fam.name, fam.help, fam.name)
 			for r := range hwRanks {
@@ -82,7 +84,8 @@ func (h hwRun) write(t *testing.T) string {
 				v := map[string]float64{"DCGM_FI_DEV_SM_CLOCK": s.clock, "DCGM_FI_DEV_POWER_USAGE": s.power,
 					"DCGM_FI_DEV_POWER_MGMT_LIMIT": 700, "DCGM_FI_DEV_GPU_TEMP": s.temp,
 					"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": float64(s.reasons), "DCGM_FI_DEV_FB_USED": s.usedMiB,
-					"DCGM_FI_DEV_FB_FREE": 81559 - s.usedMiB, "DCGM_FI_DEV_XID_ERRORS": float64(s.xid)}[fam.name]
+					"DCGM_FI_DEV_FB_FREE": 81559 - s.usedMiB, "DCGM_FI_DEV_XID_ERRORS": float64(s.xid),
+					"TRAINSCOPE_GPU_LOST": map[bool]float64{true: 1}[s.lost]}[fam.name]
 				fmt.Fprintf(&sb, "%s{gpu=\"%d\",UUID=\"GPU-%08d-0000-0000-0000-000000000000\",device=\"nvidia%d\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"node-a\"} %g %d\n",
 					fam.name, r, r, r, v, ms)
 			}
@@ -218,6 +221,12 @@ func TestHardwareFindings(t *testing.T) {
 				}
 				return s
 			}}, []string{"gpu_xid 4"}},
+		{"GPU 6 lost", hwRun{gemmUS: even,
+			state: func(rank int, at int64) gpuState {
+				s := healthy(rank, at)
+				s.lost = rank == 6 && at > 500_000
+				return s
+			}}, []string{"gpu_xid 6"}},
 		{"rank 1 framebuffer 97% full", hwRun{gemmUS: even,
 			state: func(rank int, at int64) gpuState {
 				s := healthy(rank, at)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -32,6 +33,14 @@ func (b Backlog) Pending(ctx context.Context, run string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("last message of run %s: %w", run, err)
 	}
+	if strings.HasSuffix(last.Subject, ".counters") {
+		// an agent samples GPU counters all the time: what must be stored
+		// before a report is the run's other data; the counters that
+		// arrive after are read at its next pass
+		if last, err = b.lastBesidesCounters(ctx, run); err != nil || last == nil {
+			return "", err
+		}
+	}
 	info, err := b.Cons.Info(ctx)
 	if err != nil {
 		return "", fmt.Errorf("consumer: %w", err)
@@ -41,4 +50,27 @@ func (b Backlog) Pending(ctx context.Context, run string) (string, error) {
 			last.Sequence, floor, info.NumAckPending, info.NumPending), nil
 	}
 	return "", nil
+}
+
+// lastBesidesCounters is the run's last message on any table but
+// counters, or nil when it has none.
+func (b Backlog) lastBesidesCounters(ctx context.Context, run string) (*jetstream.RawStreamMsg, error) {
+	var last *jetstream.RawStreamMsg
+	prefix := strings.TrimSuffix(stream.RunSubjects(b.Cluster, run), ">")
+	for table := range stream.Tables {
+		if table == "counters" {
+			continue
+		}
+		m, err := b.Stream.GetLastMsgForSubject(ctx, prefix+"*."+table)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("last message of run %s: %w", run, err)
+		}
+		if last == nil || m.Sequence > last.Sequence {
+			last = m
+		}
+	}
+	return last, nil
 }

@@ -383,7 +383,9 @@ func (c *Consumer) commit(ctx context.Context, items []*item) (map[string]bool, 
 				order = append(order, it.table)
 			}
 			byTable[it.table] = append(byTable[it.table], it.rec)
-			if it.run != "" {
+			// counters alone do not make a run due: an agent samples them
+			// all the time, and a run's next pass reads what came
+			if it.run != "" && it.table != "counters" {
 				runs[it.run] = runs[it.run] || it.table == "ranks"
 			}
 		}

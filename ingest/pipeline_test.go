@@ -30,7 +30,7 @@ type pipe struct {
 	sc     stream.StreamConfig
 }
 
-func startPipe(t *testing.T) *pipe {
+func startPipe(t testing.TB) *pipe {
 	t.Helper()
 	srv, err := stream.StartEmbedded(t.TempDir(), "127.0.0.1:0")
 	if err != nil {

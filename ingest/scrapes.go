@@ -57,12 +57,16 @@ func (s *scrapeFile) samples() int {
 // stored are the labels the counters table keeps in columns of their own.
 var stored = map[string]bool{"Hostname": true, "hostname": true, "gpu": true}
 
-// labelsJSON is a sample's other labels as one JSON object with sorted
-// keys, and whether it has any.
-func labelsJSON(labels map[string]string) (string, bool) {
+// labelsJSON is a sample's labels but those in drop (nil: the ones stored
+// in columns of their own) as one JSON object with sorted keys, and
+// whether it has any.
+func labelsJSON(labels map[string]string, drop map[string]bool) (string, bool) {
+	if drop == nil {
+		drop = stored
+	}
 	rest := make(map[string]string, len(labels))
 	for k, v := range labels {
-		if !stored[k] {
+		if !drop[k] {
 			rest[k] = v
 		}
 	}
@@ -119,7 +123,7 @@ func (s *scrapeFile) batches(runID, host string) ([]Batch, []string) {
 			t.TS.Append(ts)
 			t.Metric.Append(t.Str.ID(x.Name))
 			t.Value.Append(x.Value)
-			if l, ok := labelsJSON(x.Labels); ok {
+			if l, ok := labelsJSON(x.Labels, nil); ok {
 				t.Labels.Append(t.Str.ID(l))
 			} else {
 				t.Labels.AppendNull()

@@ -333,7 +333,8 @@ WITH names(source, metric, scale) AS (VALUES
     ('DCGM_FI_PROF_PCIE_TX_BYTES', 'pcie_tx_bps', 1.0),
     ('DCGM_FI_PROF_PCIE_RX_BYTES', 'pcie_rx_bps', 1.0),
     ('DCGM_FI_PROF_NVLINK_TX_BYTES', 'nvlink_tx_bps', 1.0),
-    ('DCGM_FI_PROF_NVLINK_RX_BYTES', 'nvlink_rx_bps', 1.0)
+    ('DCGM_FI_PROF_NVLINK_RX_BYTES', 'nvlink_rx_bps', 1.0),
+    ('TRAINSCOPE_GPU_LOST', 'gpu_lost', 1.0)
 )
 SELECT c.run_id, c.rank, c.host, c.device, c.ts, n.metric, c.value * n.scale AS value, c.labels
 FROM counters_by_rank c
