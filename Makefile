@@ -46,7 +46,7 @@ fmt: ## gofmt the tree
 	gofmt -w $$(git ls-files '*.go')
 
 golden: ## rewrite golden report files after an intended change
-	$(GO) test -tags $(TAGS) ./detectors/ -run 'Golden|DetectorsReadme' -update
+	$(GO) test -tags $(TAGS) ./detectors/ -run 'Golden|DetectorsReadme|ThrottledFixture' -update
 	$(GO) test -tags $(TAGS) . -run ReadmeDetectorTable -update
 
 # Each fuzz target runs FUZZTIME (make fuzz FUZZTIME=10m; make -j2 fuzz runs

@@ -41,9 +41,14 @@ analyses. Views: gpu_window, host_window, gpu_span, gpu_busy,
 gpu_class_time, collective_instances (each rank's wait and transfer in
 every matched collective), collective_waits, late_arrivals,
 host_op_time, step_memory_peaks, run_status, counters_by_rank (counters
-with the rank of their GPU). Macros: interval_union, covered_time,
-exposed_time, robust_z, pct, fmt_ns, fmt_bytes, peak_tflops, dtype_bytes,
-bus_factor.
+with the rank of their GPU), gpu_samples (GPU counters from any source
+under one vocabulary: sm_clock_mhz, power_w, temp_c, clock_reasons, xid,
+tensor_active ...), rank_steps (one row per run, rank and step: step time,
+compute, transfer and wait, memory peaks, clocks, power and throttling
+during the step, the launch script's parallel settings). Macros:
+interval_union, covered_time, exposed_time, robust_z, pct, fmt_ns,
+fmt_bytes, peak_tflops, dtype_bytes, bus_factor, clock_reasons_text,
+xid_text.
 
 Rows are printed as they arrive. A server may limit a query's time and rows
 (serve.query.timeout, serve.query.max_rows) and ask for a token (--token,

@@ -1,6 +1,7 @@
 package detectors_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -257,5 +258,70 @@ func TestHardwareFindings(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// rank_steps joins each step with what the GPU's counters read during it:
+// rank 3's clock and throttling from step 3 on, its longer compute, and
+// its peers' waiting.
+func TestRankStepsJoinsCounters(t *testing.T) {
+	st, _ := analyzeDir(t, throttledRank3().write(t), "rs", detectors.Window{})
+	rows, err := st.Query(context.Background(), `SELECT rank, step, step_ns, compute_ns, comm_wait_ns, sm_clock_mhz, throttle_share, counter_samples
+		FROM rank_steps WHERE run_id = 'rs' AND rank IN (0, 3) AND step IN (2, 4) ORDER BY rank, step`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var rank, step, samples int
+		var stepNS, compute, wait int64
+		var clock, share float64
+		if err := rows.Scan(&rank, &step, &stepNS, &compute, &wait, &clock, &share, &samples); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("rank %d step %d: %d ms, compute %.1f ms, wait %.1f ms, %.0f MHz, throttled %.0f%%, %d samples",
+			rank, step, stepNS/1e6, float64(compute)/1e6, float64(wait)/1e6, clock, 100*share, samples))
+	}
+	want := []string{
+		// rank 0: eight GEMMs of 10 ms and an all-reduce; in step 2 it
+		// waits 8 x 0.2 ms for rank 6 (a slightly slower part), in step 4
+		// 8 x 4.286 ms for rank 3; samples at 150, 200 and 250 ms fall in
+		// step 2 [140, 280)
+		"rank 0 step 2: 140 ms, compute 80.0 ms, wait 1.6 ms, 1980 MHz, throttled 0%, 3 samples",
+		"rank 0 step 4: 140 ms, compute 80.0 ms, wait 34.3 ms, 1980 MHz, throttled 0%, 3 samples",
+		"rank 3 step 2: 140 ms, compute 80.0 ms, wait 1.6 ms, 1980 MHz, throttled 0%, 3 samples",
+		"rank 3 step 4: 140 ms, compute 114.3 ms, wait 0.0 ms, 1386 MHz, throttled 100%, 3 samples",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("rank_steps:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// bench/throttled8 is the throttled run saved for the Grafana plugin's
+// tests and the demo: it must be what throttledRank3 writes (make golden
+// rewrites it after a change).
+func TestThrottledFixture(t *testing.T) {
+	dir := throttledRank3().write(t)
+	fixture := filepath.Join("..", "bench", "throttled8")
+	if *update {
+		if err := os.RemoveAll(fixture); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.CopyFS(fixture, os.DirFS(dir)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, _ := filepath.Glob(filepath.Join(dir, "*"))
+	got, _ := filepath.Glob(filepath.Join(fixture, "*"))
+	if len(got) != len(want) {
+		t.Fatalf("%s holds %d files, the generator writes %d (make golden)", fixture, len(got), len(want))
+	}
+	for _, w := range want {
+		a, _ := os.ReadFile(w)
+		b, err := os.ReadFile(filepath.Join(fixture, filepath.Base(w)))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s differs from the generator's (%v); make golden", filepath.Base(w), err)
+		}
 	}
 }

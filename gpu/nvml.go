@@ -240,14 +240,26 @@ func (s *Sampler) read(g *nvmlGPU, ts int64, out []Sample) []Sample {
 	want := func(metric string) bool { return !g.unsupported[metric] }
 	d := g.dev
 	steps := []func() bool{
-		func() bool { v, r := d.GetClockInfo(nvml.CLOCK_SM); return !want(MetricSMClock) || add(MetricSMClock, float64(v), r) },
-		func() bool { v, r := d.GetClockInfo(nvml.CLOCK_MEM); return !want(MetricMemClock) || add(MetricMemClock, float64(v), r) },
-		func() bool { v, r := d.GetPowerUsage(); return !want(MetricPower) || add(MetricPower, float64(v)/1000, r) },
+		func() bool {
+			v, r := d.GetClockInfo(nvml.CLOCK_SM)
+			return !want(MetricSMClock) || add(MetricSMClock, float64(v), r)
+		},
+		func() bool {
+			v, r := d.GetClockInfo(nvml.CLOCK_MEM)
+			return !want(MetricMemClock) || add(MetricMemClock, float64(v), r)
+		},
+		func() bool {
+			v, r := d.GetPowerUsage()
+			return !want(MetricPower) || add(MetricPower, float64(v)/1000, r)
+		},
 		func() bool {
 			v, r := d.GetEnforcedPowerLimit()
 			return !want(MetricPowerLimit) || add(MetricPowerLimit, float64(v)/1000, r)
 		},
-		func() bool { v, r := d.GetTemperature(nvml.TEMPERATURE_GPU); return !want(MetricTemp) || add(MetricTemp, float64(v), r) },
+		func() bool {
+			v, r := d.GetTemperature(nvml.TEMPERATURE_GPU)
+			return !want(MetricTemp) || add(MetricTemp, float64(v), r)
+		},
 		func() bool {
 			if !want(MetricGPUUtil) {
 				return true

@@ -15,6 +15,7 @@ require (
 )
 
 require (
+	github.com/NVIDIA/go-nvml v0.13.4-1 // indirect
 	github.com/andybalholm/brotli v1.2.3 // indirect
 	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect
 	github.com/apache/thrift v0.24.0 // indirect

@@ -94,7 +94,9 @@ func TestBacklogLooksPastCounters(t *testing.T) {
 	// the run's trace, stored
 	p.publishFiles(t, "live", sampleFiles(t)[:1])
 	st := openStore(t)
-	p.consume(t, st, func(s *ingest.IngestStats) bool { return s.Messages.Load() > 0 && s.LastCommit.Load() > 0 && pending(t, b) == "" })
+	p.consume(t, st, func(s *ingest.IngestStats) bool {
+		return s.Messages.Load() > 0 && s.LastCommit.Load() > 0 && pending(t, b) == ""
+	})
 	// then counters keep coming, not yet stored
 	runLoop(t, p, &tickSource{at: 1_700_000_000e9}, 3, 3)
 	if why := pending(t, b); why != "" {

@@ -37,11 +37,11 @@ def var_query(name, label, resource, multi=False, include_all=False, run=None, h
             "definition": resource, "refresh": 1, "multi": multi, "includeAll": include_all,
             "current": {}, "options": [], "hide": hide, "sort": 0}
 
-def dashboard(uid, title, desc, board, variables, time_from="now-30d", links=None):
+def dashboard(uid, title, desc, board, variables, time_from="now-30d", links=None, annotations=None):
     return {"uid": uid, "title": title, "description": desc, "tags": ["trainscope"],
             "timezone": "utc", "schemaVersion": 39, "version": 1, "editable": True,
             "time": {"from": time_from, "to": "now"}, "refresh": "",
-            "templating": {"list": variables}, "annotations": {"list": []},
+            "templating": {"list": variables}, "annotations": {"list": annotations or []},
             "links": links or [], "panels": board.panels}
 
 def pct(unit="percent"):
@@ -215,13 +215,46 @@ LIMIT 20
 """), w=12, h=8, desc="host_exposed: call stacks (last frames) whose own time ran while the GPU had nothing to do; exposed_pct is of the rank's GPU span.")
 run.add("table", "Findings", target(None, queryType="findings", run="$run", ranks="${rank:csv}", detector="${detector:csv}"), w=24, h=10,
         desc="The findings builder: every finding of the run for the chosen ranks and detectors, worst first.")
-run.add("timeseries", "Hardware counters", rt("""
-SELECT $__timeGroup(ts, $__interval) AS time, host, metric, avg(value) AS value
-FROM counters
-WHERE run_id = $__run AND $__timeFilter(ts) AND host IN (${host:sqlstring})
+def gpu_series(metric, agg="avg"):
+    return rt(f"""
+SELECT $__timeGroup(ts, $__interval) AS time,
+       printf('rank %s (%s gpu %s)', coalesce(rank::VARCHAR, '?'), host, coalesce(device::VARCHAR, '?')) AS gpu,
+       {agg}(value) AS value
+FROM gpu_samples
+WHERE run_id = $__run AND metric = '{metric}' AND $__timeFilter(ts) AND (rank IS NULL OR rank IN $__ranks)
 GROUP BY ALL
 ORDER BY time
-""", fmt="time_series"), w=24, h=8, desc="NVML / dcgm samples of the run's hosts (empty when the run was published without an agent).")
+""", fmt="time_series")
+hw = "Hardware counters of the run's GPUs (the agent's NVML sampler, dcgm-exporter scrapes placed with the traces, Nsight GPU metrics), one series per GPU; empty when the run has none. Throttling findings are annotations."
+run.add("timeseries", "SM clock per GPU", gpu_series("sm_clock_mhz"), w=12, h=8, field={"unit": "MHz"}, desc=hw)
+run.add("timeseries", "Power per GPU", gpu_series("power_w"), w=12, h=8, field={"unit": "watt"}, desc=hw)
+run.add("timeseries", "Temperature per GPU", gpu_series("temp_c", "max"), w=12, h=8, field={"unit": "celsius"}, desc=hw)
+run.add("timeseries", "Clock throttle reasons per GPU", rt("""
+SELECT $__timeGroup(ts, $__interval) AS time,
+       printf('rank %s (%s gpu %s)', coalesce(rank::VARCHAR, '?'), host, coalesce(device::VARCHAR, '?')) AS gpu,
+       max(((value::UBIGINT & 236) <> 0)::INTEGER) AS throttled
+FROM gpu_samples
+WHERE run_id = $__run AND metric = 'clock_reasons' AND $__timeFilter(ts) AND (rank IS NULL OR rank IN $__ranks)
+GROUP BY ALL
+ORDER BY time
+""", fmt="time_series"), w=12, h=8, field={"min": 0, "max": 1, "custom": {"drawStyle": "line", "lineInterpolation": "stepAfter"}},
+        desc="1 while the GPU reports a slowing clock event reason (SW power cap, HW slowdown, SW or HW thermal slowdown, HW power brake); clock_reasons_text(bits) in SQL names them.")
+run.add("table", "GPU counters per rank", rt("""
+SELECT rank, subject AS gpu,
+       max(value) FILTER (WHERE metric = 'sm_clock_mhz') AS sm_clock_mhz,
+       100 * max(value) FILTER (WHERE metric = 'clock_drop') AS clock_drop_pct,
+       100 * max(value) FILTER (WHERE metric = 'throttle_share') AS throttled_pct,
+       clock_reasons_text(max(value) FILTER (WHERE metric = 'throttle_reasons')) AS reasons,
+       max(value) FILTER (WHERE metric = 'power_w') AS power_w,
+       max(value) FILTER (WHERE metric = 'power_limit_w') AS power_limit_w,
+       max(value) FILTER (WHERE metric = 'temp_max_c') AS temp_max_c,
+       100 * max(value) FILTER (WHERE metric = 'fb_used_frac') AS fb_used_pct,
+       max(value) FILTER (WHERE metric = 'xid') AS last_xid
+FROM metrics
+WHERE run_id = $__run AND detector = 'gpu_counters' AND rank IN $__ranks
+GROUP BY rank, subject
+ORDER BY clock_drop_pct DESC, rank
+"""), w=24, h=8, desc="gpu_counters over the analysed steps: median SM clock and its drop against the run's median, share of samples throttled and why, power, temperature, framebuffer, last XID.")
 
 # ---------------------------------------------------------------- findings
 fnd = Board()
@@ -245,9 +278,23 @@ fnd.add("table", "Findings", target(None, queryType="findings", run="${run:csv}"
                                     category="${category:csv}", severity="${severity:csv}"), w=24, h=14,
         desc="The findings builder (run, detector, category, severity), worst first. message says what was seen; fix what to change.")
 
+# GPU hardware findings on the time axis: at the first step of the rank
+# whose counters show the fault (a throttled sample, else its first step)
+hw_annotations = {"name": "GPU hardware findings", "enable": True, "iconColor": "red", "datasource": DS,
+                  "target": rt("""
+SELECT make_timestamp_ns(coalesce(min(rs.start_ns) FILTER (WHERE rs.throttle_share > 0), min(rs.start_ns))) AS time,
+       f.detector || ' on rank ' || f.rank || ': ' || f.message AS text,
+       f.severity AS tags
+FROM findings f
+JOIN rank_steps rs ON rs.run_id = f.run_id AND rs.rank = f.rank
+WHERE f.run_id = $__run AND f.detector IN ('gpu_throttle', 'gpu_clock_cap', 'gpu_xid', 'gpu_mem_full')
+GROUP BY f.detector, f.rank, f.message, f.severity
+""")}
+
 for name, d in {
     "fleet-overview.json": dashboard("trainscope-fleet", "trainscope / fleet", "Every run in the time range: findings, bottlenecks, memory waste, ingestion.", fleet, []),
-    "run-drilldown.json": dashboard("trainscope-run", "trainscope / run", "One run: step times, GPU time breakdown, communication, stragglers, kernels, findings.", run, runvars),
+    "run-drilldown.json": dashboard("trainscope-run", "trainscope / run", "One run: step times, GPU time breakdown, communication, stragglers, kernels, findings, GPU counters.", run, runvars,
+                                    annotations=[hw_annotations]),
     "findings.json": dashboard("trainscope-findings", "trainscope / findings", "Detector findings across runs, filtered by run, detector, category, severity.", fnd, fvars),
 }.items():
     with open(os.path.join(HERE, "dashboards", name), "w") as f:

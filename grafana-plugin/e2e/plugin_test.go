@@ -113,7 +113,7 @@ func TestQueryTimeSeries(t *testing.T) {
 			FROM steps WHERE run_id = $__run AND rank IN $__ranks ORDER BY rank DESC`,
 	}, map[string]any{
 		"format": "time_series",
-		"rawSql": `SELECT $__timeGroup(start_ns, '1s') AS time, count(*)::DOUBLE AS steps FROM steps WHERE $__timeFilter(start_ns) GROUP BY 1`,
+		"rawSql": `SELECT $__timeGroup(start_ns, '1s') AS time, count(*)::DOUBLE AS steps FROM steps WHERE run_id = 'demo' AND $__timeFilter(start_ns) GROUP BY 1`,
 	})
 	f := frameOf(t, resp, "A")
 	if f.TimeSeriesSchema().Type != data.TimeSeriesTypeWide {
@@ -179,8 +179,10 @@ func TestFindingsBuilder(t *testing.T) {
 		t.Errorf("rank = %#v", r)
 	}
 	comm := frameOf(t, resp, "C")
-	if comm.Rows() != 3 { // comm_exposed_ratio x2 (critical), straggler_rank (warn)
-		t.Errorf("critical+warn communication findings = %d, want 3", comm.Rows())
+	// demo: comm_exposed_ratio x2 (critical), straggler_rank (warn);
+	// throttled: straggler_rank on rank 3 (warn)
+	if want := storeCount(t, "SELECT count(*) FROM findings WHERE severity IN ('critical', 'warn') AND category = 'communication'"); int64(comm.Rows()) != want || want != 4 {
+		t.Errorf("critical+warn communication findings = %d, the store has %d, want 4", comm.Rows(), want)
 	}
 }
 
@@ -264,7 +266,7 @@ func TestTimeoutAndCancel(t *testing.T) {
 	}
 	// The server is still fine afterwards.
 	resp = plug.query(context.Background(), t, demoDS(), demoRange(), map[string]any{"rawSql": "SELECT count(*) AS n FROM runs"})
-	if n := at(frameOf(t, resp, "A").Fields[0], 0); n != int64(1) {
+	if n := at(frameOf(t, resp, "A").Fields[0], 0); n != int64(2) { // demo and throttled
 		t.Errorf("runs after cancel = %v", n)
 	}
 }
@@ -272,7 +274,7 @@ func TestTimeoutAndCancel(t *testing.T) {
 func TestCheckHealth(t *testing.T) {
 	ctx := context.Background()
 	ok := plug.health(ctx, t, demoDS())
-	if ok.Status != backend.HealthStatusOk || !strings.Contains(ok.Message, fmt.Sprintf("1 runs, %d findings", storeCount(t, "SELECT count(*) FROM findings"))) {
+	if ok.Status != backend.HealthStatusOk || !strings.Contains(ok.Message, fmt.Sprintf("%d runs, %d findings", storeCount(t, "SELECT count(*) FROM runs"), storeCount(t, "SELECT count(*) FROM findings"))) {
 		t.Errorf("healthy store: %v %q", ok.Status, ok.Message)
 	}
 	for _, c := range []struct {
@@ -297,7 +299,8 @@ func TestResources(t *testing.T) {
 	type opt struct{ Text, Value string }
 	var runs, ranks, hosts, dets, sevs []opt
 	plug.resource(ctx, t, demoDS(), "runs", &runs)
-	if len(runs) != 1 || runs[0].Value != "demo" || runs[0].Text != "demo" {
+	// newest first (by start)
+	if len(runs) != 2 || runs[0] != (opt{"throttled", "throttled"}) || runs[1] != (opt{"demo", "demo"}) {
 		t.Errorf("runs = %+v", runs)
 	}
 	plug.resource(ctx, t, demoDS(), "ranks?run=demo", &ranks)

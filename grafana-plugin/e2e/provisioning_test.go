@@ -84,6 +84,12 @@ type dashboard struct {
 			Query      map[string]any `json:"query"`
 		} `json:"list"`
 	} `json:"templating"`
+	Annotations struct {
+		List []struct {
+			Name   string         `json:"name"`
+			Target map[string]any `json:"target"`
+		} `json:"list"`
+	} `json:"annotations"`
 	Panels []struct {
 		ID         int              `json:"id"`
 		Title      string           `json:"title"`
@@ -98,8 +104,13 @@ type dashboard struct {
 // directly rather than through JetStream.
 var emptyOnDemo = map[string]bool{
 	"GPU memory reserved but unused per run (GiB)": true,
-	"Ingestion by run":  true,
-	"Hardware counters": true,
+	"Ingestion by run": true,
+	// hardware counters: checked on the throttled run instead
+	"SM clock per GPU":               true,
+	"Power per GPU":                  true,
+	"Temperature per GPU":            true,
+	"Clock throttle reasons per GPU": true,
+	"GPU counters per rank":          true,
 	// the demo run (HTA's sampled pair) is balanced: no rank holds the
 	// other up by 5% of a step
 	"Root causes (the report's headline first)": true,
@@ -202,6 +213,73 @@ func TestProvisionedDashboards(t *testing.T) {
 	if panels < 20 {
 		t.Errorf("ran %d panel queries", panels)
 	}
+	checkHardwarePanels(t)
+}
+
+// checkHardwarePanels runs the run dashboard's GPU counter panels and its
+// annotations on the throttled run (bench/throttled8: rank 3's GPU drops
+// its clock 30%): each has rows, and the annotation names rank 3.
+func checkHardwarePanels(t *testing.T) {
+	ctx := context.Background()
+	saved := map[string][]string{}
+	for k, v := range demoVars {
+		saved[k] = v
+	}
+	defer func() { demoVars = saved }()
+	demoVars["run"], demoVars["host"] = []string{"throttled"}, []string{"node-a"}
+	demoVars["rank"] = []string{"0", "1", "2", "3", "4", "5", "6", "7"}
+	var d dashboard
+	b, err := os.ReadFile(filepath.Join(grafanaDir, "dashboards/run-drilldown.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	rowsOf := func(tgt map[string]any) (int, []string) {
+		resp := plug.query(ctx, t, demoDS(), demoRange(), interpolateModel(t, tgt))
+		r := resp.Responses[tgt["refId"].(string)]
+		if r.Error != nil {
+			t.Errorf("%v", r.Error)
+			return 0, nil
+		}
+		rows := 0
+		var text []string
+		for _, f := range r.Frames {
+			n, _ := f.RowLen()
+			rows = max(rows, n)
+			if fld, _ := f.FieldByName("text"); fld != nil {
+				for i := range fld.Len() {
+					if v, ok := fld.ConcreteAt(i); ok {
+						text = append(text, fmt.Sprint(v))
+					}
+				}
+			}
+		}
+		return rows, text
+	}
+	hardware := 0
+	for _, p := range d.Panels {
+		if !strings.Contains(p.Title, "GPU") || !emptyOnDemo[p.Title] {
+			continue
+		}
+		for _, tgt := range p.Targets {
+			hardware++
+			if n, _ := rowsOf(tgt); n == 0 {
+				t.Errorf("panel %q: no rows on the throttled run", p.Title)
+			}
+		}
+	}
+	if hardware != 5 {
+		t.Errorf("checked %d hardware panels, want 5", hardware)
+	}
+	if len(d.Annotations.List) != 1 {
+		t.Fatalf("annotations %+v", d.Annotations.List)
+	}
+	_, text := rowsOf(d.Annotations.List[0].Target)
+	if len(text) != 1 || !strings.HasPrefix(text[0], "gpu_throttle on rank 3: ") {
+		t.Errorf("annotations on the throttled run: %q, want gpu_throttle on rank 3", text)
+	}
 }
 
 // alertRules is Grafana's alert rule provisioning format, the parts read.
@@ -225,15 +303,21 @@ type alertRules struct {
 func TestProvisionedAlertRules(t *testing.T) {
 	var cfg alertRules
 	readYAML(t, filepath.Join(grafanaDir, "provisioning/alerting/trainscope-rules.yaml"), &cfg)
-	// Which series each rule fires for on the demo run (run/rank).
+	// Which series each rule fires for on the demo run and the throttled
+	// one (run/rank): there rank 3 arrives last, and every rank's GPU
+	// idles between its steps (the generator leaves a quarter of each
+	// step empty)
 	want := map[string][]string{
-		"trainscope-straggler":    {"demo/0"},
+		"trainscope-straggler":    {"demo/0", "throttled/3"},
 		"trainscope-comm-exposed": {"demo/0", "demo/1"},
-		"trainscope-gpu-idle":     {"demo/0", "demo/1"},
+		"trainscope-gpu-idle": {"demo/0", "demo/1", "throttled/0", "throttled/1", "throttled/2", "throttled/3",
+			"throttled/4", "throttled/5", "throttled/6", "throttled/7"},
 		"trainscope-memory-waste": nil,
 		"trainscope-mem-oom":      nil,
 		"trainscope-hang":         nil,
 		"trainscope-low-mfu":      {"demo/0", "demo/1"},
+		"trainscope-gpu-throttle": {"throttled/3"},
+		"trainscope-gpu-xid":      nil,
 	}
 	seen := 0
 	for _, g := range cfg.Groups {

@@ -102,7 +102,7 @@ func TestTLSAndToken(t *testing.T) {
 	good := dsConfig{id: 100, jsonData: map[string]any{"address": "grpc+tls://" + addr, "timeoutSeconds": 5},
 		secure: map[string]string{"tlsCACert": ca, "token": token}}
 
-	if r := plug.health(ctx, t, good); r.Status != backend.HealthStatusOk || !strings.Contains(r.Message, fmt.Sprintf("1 runs, %d findings", storeCount(t, "SELECT count(*) FROM findings"))) {
+	if r := plug.health(ctx, t, good); r.Status != backend.HealthStatusOk || !strings.Contains(r.Message, fmt.Sprintf("%d runs, %d findings", storeCount(t, "SELECT count(*) FROM runs"), storeCount(t, "SELECT count(*) FROM findings"))) {
 		t.Fatalf("TLS with CA and token: %v %q", r.Status, r.Message)
 	}
 	resp := plug.query(ctx, t, good, demoRange(), map[string]any{"queryType": "findings", "run": "demo", "severity": "critical"})

@@ -19,6 +19,10 @@ export class DataSource extends DataSourceWithBackend<TrainscopeQuery, Trainscop
   constructor(instanceSettings: DataSourceInstanceSettings<TrainscopeOptions>) {
     super(instanceSettings);
     this.variables = new TrainscopeVariableSupport(this);
+    // Annotations are SQL queries like any other: a row's time (and
+    // timeEnd), text and tags columns make an annotation, e.g. the run
+    // dashboard's GPU hardware findings.
+    this.annotations = {};
   }
 
   getDefaultQuery(): Partial<TrainscopeQuery> {

@@ -18,6 +18,11 @@ import (
 // RunID is the run the sample is loaded as.
 const RunID = "demo"
 
+// ThrottledRunID is the generated 8-rank run whose rank 3 GPU throttles
+// (bench/throttled8: traces and a dcgm-exporter scrape), loaded beside the
+// sample so that the hardware-counter panels and alerts have data.
+const ThrottledRunID = "throttled"
+
 // SampleDir is bench/sample of the repository this module sits in.
 func SampleDir() string {
 	_, file, _, _ := runtime.Caller(0)
@@ -42,10 +47,27 @@ func Open(ctx context.Context, path string) (*duck.Store, error) {
 	return st, nil
 }
 
+// throttledFiles are bench/throttled8's files.
+func throttledFiles() ([]string, error) {
+	dir := filepath.Join(SampleDir(), "..", "throttled8")
+	files, err := filepath.Glob(filepath.Join(dir, "*"))
+	if err != nil || len(files) == 0 {
+		return nil, fmt.Errorf("no throttled run in %s (%v)", dir, err)
+	}
+	return files, nil
+}
+
 func load(ctx context.Context, st *duck.Store, files []string) error {
 	t0 := time.Now()
 	if _, err := ingest.Load(ctx, st, files, ingest.Options{RunID: RunID, Host: "demo-node", Rank: -1, GPU: "A100-80G"}); err != nil {
 		return fmt.Errorf("load sample: %w", err)
+	}
+	thr, err := throttledFiles()
+	if err != nil {
+		return err
+	}
+	if _, err := ingest.Load(ctx, st, thr, ingest.Options{RunID: ThrottledRunID, Rank: -1}); err != nil {
+		return fmt.Errorf("load throttled run: %w", err)
 	}
 	set, err := detectors.NewSet(detectors.Config{})
 	if err != nil {
@@ -57,9 +79,14 @@ func load(ctx context.Context, st *duck.Store, files []string) error {
 	if _, err := set.Run(ctx, st); err != nil {
 		return fmt.Errorf("detectors: %w", err)
 	}
-	return st.Exec(ctx, `INSERT INTO analyses (run_id, analyzed_ns, step_lo, step_hi, ranks, findings, took_ms)
-		SELECT ?, ?, NULL, NULL, (SELECT count(*) FROM ranks WHERE run_id = ?), (SELECT count(*) FROM findings WHERE run_id = ?), ?`,
-		RunID, time.Now().UnixNano(), RunID, RunID, float64(time.Since(t0).Milliseconds()))
+	for _, run := range []string{RunID, ThrottledRunID} {
+		if err := st.Exec(ctx, `INSERT INTO analyses (run_id, analyzed_ns, step_lo, step_hi, ranks, findings, took_ms)
+			SELECT ?, ?, NULL, NULL, (SELECT count(*) FROM ranks WHERE run_id = ?), (SELECT count(*) FROM findings WHERE run_id = ?), ?`,
+			run, time.Now().UnixNano(), run, run, float64(time.Since(t0).Milliseconds())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Serve starts a Flight SQL server over st on a free localhost port and
