@@ -325,3 +325,57 @@ func TestThrottledFixture(t *testing.T) {
 		}
 	}
 }
+
+// tensor_idle on a real trace (TraceLens' Qwen on an H100, whose matmuls
+// mfu links to their operators) with a dcgm-exporter scrape placed in its
+// window: a tensor pipe active 1% of the steps while matmuls take 18% of
+// the GPU span is idle while they run; 15% is busy enough.
+func TestTensorIdleOnRealTrace(t *testing.T) {
+	trace := corpusDir("tracelens/tests__traces__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz")
+	cfg := detectors.Config{Thresholds: map[string]map[string]float64{"tensor_idle": {"min_matmul_pct": 10}}}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		tensor float64
+		want   bool
+	}{{0.01, true}, {0.15, false}} {
+		dir := trace(t)
+		st, _ := analyzeDir(t, dir, "q", detectors.Window{})
+		var host string
+		var device int
+		var lo, hi int64
+		if err := st.Conn().QueryRowContext(ctx, `SELECT r.host, min(s.device), min(s.ts), max(s.ts + s.dur) FROM slices_detail s JOIN ranks r USING (run_id, rank)
+			WHERE s.kind = 'kernel' AND s.device IS NOT NULL GROUP BY r.host`).Scan(&host, &device, &lo, &hi); err != nil {
+			t.Fatal(err)
+		}
+		var sb strings.Builder
+		for ts := lo; ts <= hi; ts += max((hi-lo)/10, 1) {
+			fmt.Fprintf(&sb, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{gpu=\"%d\",Hostname=\"%s\"} %g %d\n", device, host, tc.tensor, ts/1_000_000)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "dcgm.prom"), []byte(sb.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		st, res := analyzeDir(t, dir, "q", detectors.Window{}, cfg)
+		for _, r := range res {
+			if r.Err != nil {
+				t.Errorf("%s: %v", r.Detector.Name, r.Err)
+			}
+		}
+		var msgs []string
+		rows, err := st.Query(ctx, `SELECT message FROM findings WHERE detector = 'tensor_idle'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var m string
+			rows.Scan(&m)
+			msgs = append(msgs, m)
+		}
+		rows.Close()
+		if got := len(msgs) == 1; got != tc.want {
+			t.Errorf("tensor active %.2f: findings %q, want one: %v", tc.tensor, msgs, tc.want)
+		}
+		if tc.want && len(msgs) == 1 && !strings.Contains(msgs[0], "tensor pipe is active 6% of the time its matmul kernels run") {
+			t.Errorf("message %q", msgs[0])
+		}
+	}
+}

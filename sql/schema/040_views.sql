@@ -286,17 +286,22 @@ WHERE l.rank = l.late_rank;
 -- dcgm-exporter scrape names a host and a GPU index) takes the rank whose
 -- GPU work ran on that host and device, when exactly one rank did (with
 -- CUDA_VISIBLE_DEVICES set per process every rank sees device 0, and the
--- index says nothing: rank stays NULL).
+-- index says nothing: rank stays NULL). Traces that name no host match the
+-- counters of a run whose counters come from one host.
 CREATE OR REPLACE VIEW counters_by_rank AS
 WITH d AS (
     SELECT run_id, host, device, min(rank) AS rank, count(DISTINCT rank) AS ranks
     FROM (SELECT DISTINCT run_id, rank, host, device FROM slices_detail
           WHERE device IS NOT NULL AND kind IN ('kernel', 'comm', 'memcpy', 'memset'))
     GROUP BY run_id, host, device
+), ch AS (
+    SELECT run_id, count(DISTINCT host) FILTER (WHERE host <> '') AS hosts FROM counters GROUP BY run_id
 )
 SELECT c.run_id, coalesce(c.rank, CASE WHEN d.ranks = 1 THEN d.rank END) AS rank, c.host, c.device, c.ts, c.metric, c.value, c.labels
 FROM counters c
-LEFT JOIN d ON d.run_id = c.run_id AND d.host = c.host AND d.device = c.device;
+JOIN ch ON ch.run_id = c.run_id
+-- traces that name no host match the counters of the run's only host
+LEFT JOIN d ON d.run_id = c.run_id AND d.device = c.device AND (d.host = c.host OR d.host = '' AND ch.hosts = 1);
 
 -- GPU counters under one vocabulary, whatever sampled them (dcgm-exporter,
 -- the agent's NVML sampler, an Nsight Systems export): each source metric
