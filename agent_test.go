@@ -24,19 +24,7 @@ import (
 func TestAgentPublishesOnce(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	t.Setenv("TRAINSCOPE_NATS_LISTEN", "127.0.0.1:0")
-	t.Setenv("TRAINSCOPE_AGENT_POLL", "50ms")
-	t.Setenv("TRAINSCOPE_AGENT_SETTLE", "100ms")
-	cfg, err := loadConfig("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Serve.DataDir, cfg.Serve.HTTP, cfg.Serve.Flight = t.TempDir(), "127.0.0.1:0", ""
-	cfg.Serve.Quiet = 200 * time.Millisecond
-	srv, err := startServer(ctx, cfg, mustSet(t), t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := agentServer(ctx, t)
 	defer srv.stop()
 
 	watched := t.TempDir()
@@ -85,6 +73,27 @@ func TestAgentPublishesOnce(t *testing.T) {
 	}
 }
 
+// agentServer starts a serve on free local ports for agents to publish
+// to (agents watch folders every 50 ms and take files settled for 100 ms);
+// the caller stops it.
+func agentServer(ctx context.Context, t *testing.T) *server {
+	t.Helper()
+	t.Setenv("TRAINSCOPE_NATS_LISTEN", "127.0.0.1:0")
+	t.Setenv("TRAINSCOPE_AGENT_POLL", "50ms")
+	t.Setenv("TRAINSCOPE_AGENT_SETTLE", "100ms")
+	cfg, err := loadConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Serve.DataDir, cfg.Serve.HTTP, cfg.Serve.Flight = t.TempDir(), "127.0.0.1:0", ""
+	cfg.Serve.Quiet = 200 * time.Millisecond
+	srv, err := startServer(ctx, cfg, mustSet(t), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
 // offlineCount runs a count query over the sample run loaded as analyze
 // loads it.
 func offlineCount(t *testing.T, q string) int64 {
@@ -130,18 +139,7 @@ func TestAgentSamplesCounters(t *testing.T) {
 	defer exporter.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	t.Setenv("TRAINSCOPE_NATS_LISTEN", "127.0.0.1:0")
-	t.Setenv("TRAINSCOPE_AGENT_POLL", "50ms")
-	t.Setenv("TRAINSCOPE_AGENT_SETTLE", "100ms")
-	cfg, err := loadConfig("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Serve.DataDir, cfg.Serve.HTTP, cfg.Serve.Flight = t.TempDir(), "127.0.0.1:0", ""
-	srv, err := startServer(ctx, cfg, mustSet(t), t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := agentServer(ctx, t)
 	defer srv.stop()
 	agent := func(runID string, watched string, counters ...string) (stop func() string) {
 		actx, acancel := context.WithCancel(ctx)

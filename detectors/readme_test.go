@@ -16,7 +16,8 @@ import (
 var sources = []string{"runs", "ranks", "process_groups", "threads", "stacks", "slices", "slices_core", "slices_detail",
 	"steps", "counters", "mem_segments", "mem_blocks", "mem_events", "mem_settings", "script_flags", "script_context",
 	"analysis_window", "gpu_specs", "gpu_window", "host_window", "gpu_span", "gpu_busy", "gpu_class_time",
-	"collective_instances", "collective_waits", "late_arrivals", "host_op_time", "step_memory_peaks", "findings"}
+	"collective_instances", "collective_waits", "late_arrivals", "host_op_time", "step_memory_peaks", "findings",
+	"gpu_samples", "gpu_counters_wide"}
 
 var (
 	fromJoin  = regexp.MustCompile(`(?i)\b(?:FROM|JOIN)\s+([a-z_][a-z0-9_]*)`)

@@ -143,7 +143,7 @@ func recordGPUSpecs(ctx context.Context, st *duck.Store) error {
 // a temporary table of the same name, which DuckDB resolves before the view
 // (also inside other views); BuildReport reads them too and drops them
 // afterwards.
-var sharedViews = []string{"gpu_window", "gpu_span", "collective_instances", "collective_waits", "gpu_class_time", "gpu_busy", "host_op_time", "step_memory_peaks"}
+var sharedViews = []string{"gpu_window", "gpu_span", "collective_instances", "collective_waits", "gpu_class_time", "gpu_busy", "host_op_time", "step_memory_peaks", "gpu_samples"}
 
 func materialize(ctx context.Context, st *duck.Store, timed func(string, time.Duration)) error {
 	dropMaterialized(ctx, st)

@@ -96,14 +96,22 @@ func sweep(t *testing.T, s *Sampler, at time.Time) map[string]float64 {
 	return out
 }
 
-func TestSamplerReadsEveryGPU(t *testing.T) {
+// openFakeNode opens a sampler on a fresh fake node; the warnings it
+// gives collect in the slice.
+func openFakeNode(t *testing.T) (*fakeNode, *Sampler, *[]string) {
+	t.Helper()
 	node := newFakeNode()
-	var warnings []string
-	s, err := OpenNVML(node, "", func(w string) { warnings = append(warnings, w) })
+	warnings := new([]string)
+	s, err := OpenNVML(node, "", func(w string) { *warnings = append(*warnings, w) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(s.Close)
+	return node, s, warnings
+}
+
+func TestSamplerReadsEveryGPU(t *testing.T) {
+	_, s, warnings := openFakeNode(t)
 	if g := s.GPUs(); len(g) != 8 || g[3].Device != 3 || g[3].Name != "NVIDIA H100 80GB HBM3" || !strings.HasPrefix(g[3].UUID, "GPU-") {
 		t.Fatalf("GPUs %+v", g)
 	}
@@ -122,21 +130,15 @@ func TestSamplerReadsEveryGPU(t *testing.T) {
 	if len(got) != 8*len(want) {
 		t.Errorf("%d samples, want %d (8 GPUs x %d counters; NVLink unsupported)", len(got), 8*len(want), len(want))
 	}
-	if len(warnings) != 0 {
-		t.Errorf("warnings %q: an unsupported counter is left out silently", warnings)
+	if len(*warnings) != 0 {
+		t.Errorf("warnings %q: an unsupported counter is left out silently", *warnings)
 	}
 }
 
 // The cases: clocks that drop, a throttle reason, an XID event and
 // a GPU that disappears, sweep after sweep.
 func TestSamplerFollowsTheGPUs(t *testing.T) {
-	node := newFakeNode()
-	var warnings []string
-	s, err := OpenNVML(node, "", func(w string) { warnings = append(warnings, w) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	node, s, warnings := openFakeNode(t)
 	t0 := time.Unix(1_700_000_000, 0)
 	sweep(t, s, t0)
 
@@ -157,8 +159,8 @@ func TestSamplerFollowsTheGPUs(t *testing.T) {
 			t.Errorf("lost GPU 5 still sampled: %s", k)
 		}
 	}
-	if len(warnings) != 1 || !strings.Contains(warnings[0], "GPU 5") || !strings.Contains(warnings[0], "lost") {
-		t.Errorf("warnings %q, want one about GPU 5 lost", warnings)
+	if w := *warnings; len(w) != 1 || !strings.Contains(w[0], "GPU 5") || !strings.Contains(w[0], "lost") {
+		t.Errorf("warnings %q, want one about GPU 5 lost", w)
 	}
 	// next sweep: the XID is not repeated, GPU 5 stays out, the others go on
 	got = sweep(t, s, t0.Add(200*time.Millisecond))

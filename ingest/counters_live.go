@@ -97,27 +97,15 @@ func (e *ExporterSource) Read(ctx context.Context, t *stream.CounterTable) error
 			if math.IsNaN(x.Value) || math.IsInf(x.Value, 0) {
 				continue
 			}
-			if g, err := strconv.ParseInt(x.Labels["gpu"], 10, 32); err == nil && g >= 0 {
-				t.Device.Append(int32(g))
-			} else {
-				t.Device.AppendNull()
-			}
-			ts := at
-			if x.TimestampMs != 0 {
-				ts = x.TimestampMs * 1_000_000
-			}
-			t.TS.Append(ts)
-			t.Metric.Append(t.Str.ID(x.Name))
-			t.Value.Append(x.Value)
-			if l, ok := labelsJSON(x.Labels, map[string]bool{"gpu": true}); ok {
-				t.Labels.Append(t.Str.ID(l))
-			} else {
-				t.Labels.AppendNull()
-			}
+			appendSample(t, x, at, exporterDrop)
 		}
 	}
 	return nil
 }
+
+// exporterDrop: an exporter's samples keep every label but gpu (its
+// Hostname is not the host column there).
+var exporterDrop = map[string]bool{"gpu": true}
 
 // CounterLoop samples a source at every tick and publishes what it read
 // as one counters batch every FlushEvery ticks, and once more when its

@@ -80,6 +80,30 @@ func labelsJSON(labels map[string]string, drop map[string]bool) (string, bool) {
 	return string(b), true
 }
 
+// appendSample adds a scrape's sample to t: its device from the gpu label,
+// at its own timestamp or else at (and then it says true), with its labels
+// but those in drop (nil: the ones with columns of their own) as JSON.
+func appendSample(t *stream.CounterTable, x dcgm.Sample, at int64, drop map[string]bool) (untimed bool) {
+	if g, err := strconv.ParseInt(x.Labels["gpu"], 10, 32); err == nil && g >= 0 {
+		t.Device.Append(int32(g))
+	} else {
+		t.Device.AppendNull()
+	}
+	ts := x.TimestampMs * 1_000_000
+	if x.TimestampMs == 0 {
+		ts, untimed = at, true
+	}
+	t.TS.Append(ts)
+	t.Metric.Append(t.Str.ID(x.Name))
+	t.Value.Append(x.Value)
+	if l, ok := labelsJSON(x.Labels, drop); ok {
+		t.Labels.Append(t.Str.ID(l))
+	} else {
+		t.Labels.AppendNull()
+	}
+	return untimed
+}
+
 // batches turns the samples into counters rows, one batch per host (the
 // Hostname label, else host, else "unknown"), device from the gpu label.
 // A sample without a timestamp (dcgm-exporter writes none) is placed at
@@ -110,23 +134,8 @@ func (s *scrapeFile) batches(runID, host string) ([]Batch, []string) {
 				t = &stream.CounterTable{Str: stream.NewStrings()}
 				byHost[h] = t
 			}
-			if g, err := strconv.ParseInt(x.Labels["gpu"], 10, 32); err == nil && g >= 0 {
-				t.Device.Append(int32(g))
-			} else {
-				t.Device.AppendNull()
-			}
-			ts := x.TimestampMs * 1_000_000
-			if x.TimestampMs == 0 {
-				ts = s.mtimeNS
+			if appendSample(t, x, s.mtimeNS, nil) {
 				untimed++
-			}
-			t.TS.Append(ts)
-			t.Metric.Append(t.Str.ID(x.Name))
-			t.Value.Append(x.Value)
-			if l, ok := labelsJSON(x.Labels, nil); ok {
-				t.Labels.Append(t.Str.ID(l))
-			} else {
-				t.Labels.AppendNull()
 			}
 		}
 	}

@@ -240,19 +240,11 @@ ORDER BY time
 """, fmt="time_series"), w=12, h=8, field={"min": 0, "max": 1, "custom": {"drawStyle": "line", "lineInterpolation": "stepAfter"}},
         desc="1 while the GPU reports a slowing clock event reason (SW power cap, HW slowdown, SW or HW thermal slowdown, HW power brake); clock_reasons_text(bits) in SQL names them.")
 run.add("table", "GPU counters per rank", rt("""
-SELECT rank, subject AS gpu,
-       max(value) FILTER (WHERE metric = 'sm_clock_mhz') AS sm_clock_mhz,
-       100 * max(value) FILTER (WHERE metric = 'clock_drop') AS clock_drop_pct,
-       100 * max(value) FILTER (WHERE metric = 'throttle_share') AS throttled_pct,
-       clock_reasons_text(max(value) FILTER (WHERE metric = 'throttle_reasons')) AS reasons,
-       max(value) FILTER (WHERE metric = 'power_w') AS power_w,
-       max(value) FILTER (WHERE metric = 'power_limit_w') AS power_limit_w,
-       max(value) FILTER (WHERE metric = 'temp_max_c') AS temp_max_c,
-       100 * max(value) FILTER (WHERE metric = 'fb_used_frac') AS fb_used_pct,
-       max(value) FILTER (WHERE metric = 'xid') AS last_xid
-FROM metrics
-WHERE run_id = $__run AND detector = 'gpu_counters' AND rank IN $__ranks
-GROUP BY rank, subject
+SELECT rank, subject AS gpu, sm_clock_mhz, 100 * clock_drop AS clock_drop_pct, 100 * throttle_share AS throttled_pct,
+       clock_reasons_text(throttle_reasons) AS reasons, power_w, power_limit_w, temp_max_c,
+       100 * fb_used_frac AS fb_used_pct, xid AS last_xid
+FROM gpu_counters_wide
+WHERE run_id = $__run AND rank IN $__ranks
 ORDER BY clock_drop_pct DESC, rank
 """), w=24, h=8, desc="gpu_counters over the analysed steps: median SM clock and its drop against the run's median, share of samples throttled and why, power, temperature, framebuffer, last XID.")
 

@@ -6,43 +6,35 @@
 -- threshold: min_share = 0.25  # a cap in this share of the rank's samples
 -- threshold: min_ranks_share = 0.5  # this share of the run's GPUs capped
 -- fix: a power cap on every GPU while they compute is the GPU working at its limit (normal for dense matmuls; a lower limit than the GPU's default, nvidia-smi -q -d POWER, is not); thermal slowdowns mean cooling: check inlet temperature, fans and airflow of the named hosts; HW slowdown or power brake is a signal from the board or chassis (power supply): have the node checked
-WITH c AS (
-    SELECT run_id, rank, any_value(subject) AS subject,
-           max(value) FILTER (WHERE metric = 'throttle_share') AS share,
-           max(value) FILTER (WHERE metric = 'throttle_reasons') AS reasons,
-           max(value) FILTER (WHERE metric = 'power_at_limit_share') AS at_limit,
-           max(value) FILTER (WHERE metric = 'power_w') AS power,
-           max(value) FILTER (WHERE metric = 'power_limit_w') AS power_limit,
-           max(value) FILTER (WHERE metric = 'temp_max_c') AS temp,
-           max(value) FILTER (WHERE metric = 'in_window') AS in_window
-    FROM metrics WHERE detector = 'gpu_counters'
-    GROUP BY run_id, rank
-), capped AS (
-    SELECT * FROM c WHERE coalesce(share, 0) >= $min_share OR coalesce(at_limit, 0) >= $min_share
+WITH capped AS (
+    -- capped: the larger of the two shares, the rank's worst
+    SELECT *, greatest(coalesce(throttle_share, 0), coalesce(power_at_limit_share, 0)) AS capped
+    FROM gpu_counters_wide
+    WHERE coalesce(throttle_share, 0) >= $min_share OR coalesce(power_at_limit_share, 0) >= $min_share
 ), n AS (
-    SELECT run_id, count(*) AS ranks FROM c GROUP BY run_id
+    SELECT run_id, count(*) AS ranks FROM gpu_counters_wide GROUP BY run_id
 )
 SELECT x.run_id,
        CASE WHEN count(*) = 1 THEN min(x.rank) END AS rank,
        printf('ranks %s', list_sort(list(x.rank))) AS subject,
        'capped_share' AS metric,
-       max(greatest(coalesce(x.share, 0), coalesce(x.at_limit, 0))) AS value,
+       max(x.capped) AS value,
        $min_share AS threshold,
        printf('%d of %d GPUs run capped during the steps: %s (worst: %s, %s in %.0f%% of its samples%s)',
               count(*), any_value(n.ranks),
-              clock_reasons_text(bit_or(coalesce(x.reasons, 0)::UBIGINT) | CASE WHEN max(coalesce(x.at_limit, 0)) >= $min_share THEN 4 ELSE 0 END),
-              arg_max(x.subject, greatest(coalesce(x.share, 0), coalesce(x.at_limit, 0))),
-              arg_max(CASE WHEN coalesce(x.share, 0) >= coalesce(x.at_limit, 0) THEN clock_reasons_text(coalesce(x.reasons, 0)::UBIGINT) ELSE 'power at its limit' END,
-                      greatest(coalesce(x.share, 0), coalesce(x.at_limit, 0))),
-              100 * max(greatest(coalesce(x.share, 0), coalesce(x.at_limit, 0))),
-              coalesce(printf(', up to %.0f °C', max(x.temp)), '')) AS message,
+              clock_reasons_text(bit_or(coalesce(x.throttle_reasons, 0)::UBIGINT) | CASE WHEN max(coalesce(x.power_at_limit_share, 0)) >= $min_share THEN 4 ELSE 0 END),
+              arg_max(x.subject, x.capped),
+              arg_max(CASE WHEN coalesce(x.throttle_share, 0) >= coalesce(x.power_at_limit_share, 0) THEN clock_reasons_text(coalesce(x.throttle_reasons, 0)::UBIGINT) ELSE 'power at its limit' END,
+                      x.capped),
+              100 * max(x.capped),
+              coalesce(printf(', up to %.0f °C', max(x.temp_max_c)), '')) AS message,
        'the capped GPUs run below their boost clock for that share of the steps; every rank waits for the slowest at each collective' AS impact,
        'gpu_counters throttle_share and power_at_limit_share under the threshold on every rank' AS validation,
        CASE WHEN min(x.in_window) = 1 THEN 'measured' ELSE 'inferred' END AS confidence,
        json_object('ranks', list_sort(list(x.rank)), 'of_ranks', any_value(n.ranks),
-                   'reasons', clock_reasons_text(bit_or(coalesce(x.reasons, 0)::UBIGINT)),
-                   'max_share', max(greatest(coalesce(x.share, 0), coalesce(x.at_limit, 0))),
-                   'temp_max_c', max(x.temp), 'power_w', max(x.power), 'power_limit_w', max(x.power_limit))::VARCHAR AS evidence
+                   'reasons', clock_reasons_text(bit_or(coalesce(x.throttle_reasons, 0)::UBIGINT)),
+                   'max_share', max(x.capped),
+                   'temp_max_c', max(x.temp_max_c), 'power_w', max(x.power_w), 'power_limit_w', max(x.power_limit_w))::VARCHAR AS evidence
 FROM capped x JOIN n ON n.run_id = x.run_id
 GROUP BY x.run_id
 HAVING count(*) >= $min_ranks_share * any_value(n.ranks)

@@ -7,17 +7,14 @@
 -- fix: see what holds the memory: the allocator's reserved-but-unused memory (mem_reserved_unused, PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation) or other processes on the GPU (nvidia-smi); lower the peak with activation checkpointing, a smaller micro-batch or sharded optimizer state
 SELECT run_id, rank, subject,
        'fb_used_frac' AS metric,
-       max(value) FILTER (WHERE metric = 'fb_used_frac') AS value,
+       fb_used_frac AS value,
        $min_frac AS threshold,
        printf('rank %d''s GPU (%s) used up to %.1f%% of its framebuffer (%.1f GiB) during the steps',
-              rank, subject, 100 * max(value) FILTER (WHERE metric = 'fb_used_frac'),
-              max(value) FILTER (WHERE metric = 'fb_used_max_mib') / 1024) AS message,
+              rank, subject, 100 * fb_used_frac, fb_used_max_mib / 1024) AS message,
        'allocation retries slow the steps near the peak; a little more memory per step fails with out-of-memory' AS impact,
        'gpu_counters fb_used_frac under the threshold' AS validation,
        'measured' AS confidence,
-       json_object('fb_used_frac', max(value) FILTER (WHERE metric = 'fb_used_frac'),
-                   'fb_used_max_mib', max(value) FILTER (WHERE metric = 'fb_used_max_mib'))::VARCHAR AS evidence
-FROM metrics WHERE detector = 'gpu_counters'
-GROUP BY run_id, rank, subject
-HAVING max(value) FILTER (WHERE metric = 'fb_used_frac') >= $min_frac
+       json_object('fb_used_frac', fb_used_frac, 'fb_used_max_mib', fb_used_max_mib)::VARCHAR AS evidence
+FROM gpu_counters_wide
+WHERE fb_used_frac >= $min_frac
 ORDER BY run_id, rank

@@ -7,21 +7,7 @@
 -- threshold: min_share = 0.25  # or a slowing reason in this share of the rank's samples
 -- threshold: min_slowdown = 0.05  # and its compute kernels this much slower than its peers'
 -- fix: cool or power the GPU back to its clocks: check its temperature and fans or airflow (thermal), its power limit against its peers' (nvidia-smi -q -d POWER,PERFORMANCE, a lowered limit or a power-brake signal from the chassis), and the node's other GPUs; if it persists, drain the node and have the GPU serviced
-WITH c AS (
-    SELECT run_id, rank, any_value(subject) AS subject,
-           max(value) FILTER (WHERE metric = 'sm_clock_mhz') AS clock,
-           max(value) FILTER (WHERE metric = 'run_sm_clock_mhz') AS run_clock,
-           max(value) FILTER (WHERE metric = 'clock_drop') AS drop,
-           max(value) FILTER (WHERE metric = 'throttle_share') AS share,
-           max(value) FILTER (WHERE metric = 'throttle_reasons') AS reasons,
-           max(value) FILTER (WHERE metric = 'temp_max_c') AS temp,
-           max(value) FILTER (WHERE metric = 'power_w') AS power,
-           max(value) FILTER (WHERE metric = 'power_limit_w') AS power_limit,
-           max(value) FILTER (WHERE metric = 'samples') AS samples,
-           max(value) FILTER (WHERE metric = 'in_window') AS in_window
-    FROM metrics WHERE detector = 'gpu_counters'
-    GROUP BY run_id, rank
-), k AS (
+WITH k AS (
     SELECT run_id, rank,
            max(value) FILTER (WHERE metric = 'slowdown') AS slowdown,
            max(value) FILTER (WHERE metric = 'extra_ns') AS extra_ns
@@ -30,28 +16,28 @@ WITH c AS (
 )
 SELECT c.run_id, c.rank, r.host, c.subject,
        'sm_clock_drop' AS metric,
-       coalesce(c.drop, 0) AS value,
+       coalesce(c.clock_drop, 0) AS value,
        $min_drop AS threshold,
        printf('rank %d''s GPU (%s) throttles: %s%s; its compute kernels run %.0f%% slower than its peers'' (%s more GPU time in the window), so the counters explain its slowness',
               c.rank, c.subject,
-              CASE WHEN c.drop >= $min_drop
-                   THEN printf('SM clock %.0f MHz against the run''s median %.0f MHz (-%.0f%%)', c.clock, c.run_clock, 100 * c.drop)
-                   ELSE printf('SM clock %.0f MHz (run median %.0f MHz)', c.clock, c.run_clock) END,
-              CASE WHEN coalesce(c.share, 0) > 0
-                   THEN printf(', %s in %.0f%% of its samples', clock_reasons_text(c.reasons::UBIGINT), 100 * c.share) ELSE '' END
-                || CASE WHEN c.temp IS NOT NULL THEN printf(', up to %.0f °C', c.temp) ELSE '' END
-                || CASE WHEN c.power IS NOT NULL AND c.power_limit IS NOT NULL THEN printf(', %.0f W of a %.0f W limit', c.power, c.power_limit) ELSE '' END,
+              CASE WHEN c.clock_drop >= $min_drop
+                   THEN printf('SM clock %.0f MHz against the run''s median %.0f MHz (-%.0f%%)', c.sm_clock_mhz, c.run_sm_clock_mhz, 100 * c.clock_drop)
+                   ELSE printf('SM clock %.0f MHz (run median %.0f MHz)', c.sm_clock_mhz, c.run_sm_clock_mhz) END,
+              CASE WHEN coalesce(c.throttle_share, 0) > 0
+                   THEN printf(', %s in %.0f%% of its samples', clock_reasons_text(c.throttle_reasons::UBIGINT), 100 * c.throttle_share) ELSE '' END
+                || CASE WHEN c.temp_max_c IS NOT NULL THEN printf(', up to %.0f °C', c.temp_max_c) ELSE '' END
+                || CASE WHEN c.power_w IS NOT NULL AND c.power_limit_w IS NOT NULL THEN printf(', %.0f W of a %.0f W limit', c.power_w, c.power_limit_w) ELSE '' END,
               100 * (k.slowdown - 1), fmt_ns(k.extra_ns)) AS message,
        printf('up to %s of compute per window on rank %d, and the waiting it causes its peers', fmt_ns(k.extra_ns), c.rank) AS impact,
        'gpu_counters clock_drop under the threshold and no slowing reason, with kernel_speed slowdown back near 1.00' AS validation,
        CASE WHEN c.in_window = 1 THEN 'measured' ELSE 'inferred' END AS confidence,
-       json_object('sm_clock_mhz', c.clock, 'run_sm_clock_mhz', c.run_clock, 'clock_drop', c.drop,
-                   'throttle_share', c.share, 'throttle_reasons', c.reasons, 'reasons', clock_reasons_text(c.reasons::UBIGINT),
-                   'temp_max_c', c.temp, 'power_w', c.power, 'power_limit_w', c.power_limit,
+       json_object('sm_clock_mhz', c.sm_clock_mhz, 'run_sm_clock_mhz', c.run_sm_clock_mhz, 'clock_drop', c.clock_drop,
+                   'throttle_share', c.throttle_share, 'throttle_reasons', c.throttle_reasons, 'reasons', clock_reasons_text(c.throttle_reasons::UBIGINT),
+                   'temp_max_c', c.temp_max_c, 'power_w', c.power_w, 'power_limit_w', c.power_limit_w,
                    'samples', c.samples, 'samples_in_steps', c.in_window = 1,
                    'kernel_slowdown', k.slowdown, 'extra_ns', k.extra_ns)::VARCHAR AS evidence
-FROM c
+FROM gpu_counters_wide c
 JOIN k ON k.run_id = c.run_id AND k.rank = c.rank
 LEFT JOIN ranks r ON r.run_id = c.run_id AND r.rank = c.rank
-WHERE (c.drop >= $min_drop OR c.share >= $min_share) AND k.slowdown - 1 >= $min_slowdown
-ORDER BY c.run_id, c.drop DESC, c.rank
+WHERE (c.clock_drop >= $min_drop OR c.throttle_share >= $min_share) AND k.slowdown - 1 >= $min_slowdown
+ORDER BY c.run_id, c.clock_drop DESC, c.rank

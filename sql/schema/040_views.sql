@@ -292,7 +292,10 @@ CREATE OR REPLACE VIEW counters_by_rank AS
 WITH d AS (
     SELECT run_id, host, device, min(rank) AS rank, count(DISTINCT rank) AS ranks
     FROM (SELECT DISTINCT run_id, rank, host, device FROM slices_detail
-          WHERE device IS NOT NULL AND kind IN ('kernel', 'comm', 'memcpy', 'memset'))
+          WHERE device IS NOT NULL AND kind IN ('kernel', 'comm', 'memcpy', 'memset')
+            -- only runs with counters that name no rank (a scrape's, the
+            -- agent's): the others need no lookup, and skip the scan
+            AND run_id IN (SELECT DISTINCT run_id FROM counters WHERE rank IS NULL))
     GROUP BY run_id, host, device
 ), ch AS (
     SELECT run_id, count(DISTINCT host) FILTER (WHERE host <> '') AS hosts FROM counters GROUP BY run_id
@@ -344,3 +347,35 @@ WITH names(source, metric, scale) AS (VALUES
 SELECT c.run_id, c.rank, c.host, c.device, c.ts, n.metric, c.value * n.scale AS value, c.labels
 FROM counters_by_rank c
 JOIN names n ON n.source = c.metric;
+
+-- gpu_counters' metrics of each rank side by side, one column per metric:
+-- what the hardware detectors (gpu_throttle, gpu_clock_cap, gpu_mem_full,
+-- tensor_idle) and dashboards read.
+CREATE OR REPLACE VIEW gpu_counters_wide AS
+SELECT run_id, rank, any_value(subject) AS subject,
+       max(value) FILTER (WHERE metric = 'samples') AS samples,
+       max(value) FILTER (WHERE metric = 'in_window') AS in_window,
+       max(value) FILTER (WHERE metric = 'sm_clock_mhz') AS sm_clock_mhz,
+       max(value) FILTER (WHERE metric = 'sm_clock_min_mhz') AS sm_clock_min_mhz,
+       max(value) FILTER (WHERE metric = 'run_sm_clock_mhz') AS run_sm_clock_mhz,
+       max(value) FILTER (WHERE metric = 'clock_drop') AS clock_drop,
+       max(value) FILTER (WHERE metric = 'throttle_share') AS throttle_share,
+       max(value) FILTER (WHERE metric = 'throttle_reasons') AS throttle_reasons,
+       max(value) FILTER (WHERE metric = 'power_w') AS power_w,
+       max(value) FILTER (WHERE metric = 'power_limit_w') AS power_limit_w,
+       max(value) FILTER (WHERE metric = 'power_at_limit_share') AS power_at_limit_share,
+       max(value) FILTER (WHERE metric = 'temp_max_c') AS temp_max_c,
+       max(value) FILTER (WHERE metric = 'xid') AS xid,
+       max(value) FILTER (WHERE metric = 'ecc_dbe_new') AS ecc_dbe_new,
+       max(value) FILTER (WHERE metric = 'fb_used_max_mib') AS fb_used_max_mib,
+       max(value) FILTER (WHERE metric = 'fb_used_frac') AS fb_used_frac,
+       max(value) FILTER (WHERE metric = 'gpu_util') AS gpu_util,
+       max(value) FILTER (WHERE metric = 'sm_active') AS sm_active,
+       max(value) FILTER (WHERE metric = 'tensor_active') AS tensor_active,
+       max(value) FILTER (WHERE metric = 'dram_active') AS dram_active,
+       max(value) FILTER (WHERE metric = 'nvlink_bps') AS nvlink_bps,
+       max(value) FILTER (WHERE metric = 'pcie_bps') AS pcie_bps,
+       max(value) FILTER (WHERE metric = 'nvlink_share_of_peak') AS nvlink_share_of_peak
+FROM metrics
+WHERE detector = 'gpu_counters'
+GROUP BY run_id, rank;
