@@ -60,3 +60,31 @@ func TestAnalyzeEveryCorpusArtifact(t *testing.T) {
 		})
 	}
 }
+
+// Each corpus dcgm-exporter scrape goes through analyze beside the sample
+// run to a report in which every detector ran; its only warning is that
+// the exporter wrote no timestamps.
+func TestAnalyzeCorpusScrapes(t *testing.T) {
+	scrapes, _ := filepath.Glob(filepath.Join(corpus, "dcgm", "*.prom"))
+	if len(scrapes) == 0 {
+		t.Skip("corpus not present at " + corpus)
+	}
+	for _, f := range scrapes {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(context.Background(), append([]string{"analyze", "-q", "--workers", "1", f}, sampleRun...), &out, &errOut)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut.String())
+			}
+			rep := out.String()
+			if !strings.HasPrefix(rep, "# trainscope report\n") || strings.Contains(rep, "## Detectors that failed") {
+				t.Fatalf("report:\n%s", head(rep, 20))
+			}
+			for _, line := range strings.Split(strings.TrimSpace(errOut.String()), "\n") {
+				if strings.Contains(line, "warning") && !strings.Contains(line, "carry no timestamp") {
+					t.Errorf("warning: %s", line)
+				}
+			}
+		})
+	}
+}
