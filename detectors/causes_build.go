@@ -327,6 +327,19 @@ func (r *Report) findingCauses(run string, sw stepWindow) []Cause {
 				CostPct: 100 * extra / max(sw.medianNS, 1), Fix: f.Fix,
 				Headline: fmt.Sprintf("a slow link under %s costs %s a step (%.1f%%): %s", f.Subject, Duration(extra), 100*extra/max(sw.medianNS, 1), f.Message),
 				Evidence: []string{f.Message}})
+		case "gpu_link":
+			// what NVLink would save is unknown from the counters alone:
+			// the cost is the transfer time the PCIe path slows, an upper bound
+			xfer := ev["transfer_share"] * sw.medianNS
+			var ranks []int
+			if m, ok := f.Evidence.(map[string]any); ok {
+				ranks = ranksOf(fmt.Sprint(m["ranks"]))
+			}
+			out = append(out, Cause{RunID: run, Kind: "slow_link", Why: "pcie_path", Host: f.Host, Ranks: ranks, CostNS: xfer,
+				CostPct: 100 * xfer / max(sw.medianNS, 1), Fix: f.Fix,
+				Headline: fmt.Sprintf("collectives on %s bypass NVLink: up to %s a step (%.1f%%) of transfer at PCIe bandwidth (NVLink %.2f GB/s of its %.0f GB/s, PCIe %.1f GB/s)",
+					f.Host, Duration(xfer), 100*xfer/max(sw.medianNS, 1), ev["nvlink_gbs"], ev["link_peak_gbs"], ev["pcie_gbs"]),
+				Evidence: []string{"counters: " + f.Message}})
 		}
 	}
 	return out
@@ -422,7 +435,7 @@ func (r *Report) linkFindings(run string, causes []Cause, waiters map[waitKey][]
 			case "hang":
 				isShow = (f.Detector == "hang" || f.Detector == "gpu_xid") && own[rank]
 			case "slow_link":
-				isShow = f.Detector == "slow_link"
+				isShow = f.Detector == "slow_link" && c.Why == "" || f.Detector == "gpu_link" && c.Why == "pcie_path" && f.Host == c.Host
 			case "slow_host":
 				isShow = f.Detector == "slow_host" || own[rank] && (f.Detector == "slow_rank" || f.Detector == "straggler_rank" || f.Detector == "gpu_throttle")
 			default:

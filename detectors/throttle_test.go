@@ -2,6 +2,7 @@ package detectors_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -19,17 +20,19 @@ type gpuState struct {
 	usedMiB            float64
 	xid                int
 	lost               bool
+	nvlinkGBs, pcieGBs float64 // link throughput, TX and RX each
 }
 
 // hwRun is a generated 8-rank job on one 8-GPU host (rank r on device r)
 // with a dcgm-exporter scrape of every GPU every 50 ms, timestamped, saved
 // with the traces. Each of 7 steps of 140 ms runs eight GEMMs of gemmUS
 // (rank, step) µs back to back and then an all-reduce that ends 2 ms after
-// the last rank's GEMMs: a rank whose GEMMs are slower arrives last and its
+// the last rank's GEMMs (or xferUS): a rank whose GEMMs are slower arrives last and its
 // peers wait. state(rank, t) gives its GPU's counters at t µs into the run.
 type hwRun struct {
 	gemmUS func(rank, step int) int64
 	state  func(rank int, atUS int64) gpuState
+	xferUS int64 // the all-reduce's transfer after the last arrival; 0 is 2 ms
 }
 
 const (
@@ -57,7 +60,7 @@ func (h hwRun) write(t *testing.T) string {
 				b.launch("cudaLaunchKernel", at, 10, "kernel", gemm, 7, at+20, g, nil)
 				at += g + 100
 			}
-			end := base + 200 + 8*(slowest+100) + 2000
+			end := base + 200 + 8*(slowest+100) + cmp.Or(h.xferUS, 2000)
 			b.launch("cudaLaunchKernel", at, 10, "kernel", allReduce, 20, at+20, end-at-20, ncclArgs)
 		}
 		b.write(t, dir)
@@ -78,6 +81,10 @@ func (h hwRun) write(t *testing.T) string {
 			{"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB)."},
 			{"DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered."},
 			{"TRAINSCOPE_GPU_LOST", "1 once NVML has lost the GPU."},
+			{"DCGM_FI_PROF_NVLINK_TX_BYTES", "The rate of data transmitted over NVLink, not including protocol headers, in bytes per second."},
+			{"DCGM_FI_PROF_NVLINK_RX_BYTES", "The rate of data received over NVLink, not including protocol headers, in bytes per second."},
+			{"DCGM_FI_PROF_PCIE_TX_BYTES", "The rate of data transmitted over the PCIe bus - including both protocol headers and data payloads - in bytes per second."},
+			{"DCGM_FI_PROF_PCIE_RX_BYTES", "The rate of data received over the PCIe bus - including both protocol headers and data payloads - in bytes per second."},
 		} {
 			fmt.Fprintf(&sb, "# HELP %s %s\n# TYPE %s gauge\n", fam.name, fam.help, fam.name)
 			for r := range hwRanks {
@@ -86,7 +93,9 @@ func (h hwRun) write(t *testing.T) string {
 					"DCGM_FI_DEV_POWER_MGMT_LIMIT": 700, "DCGM_FI_DEV_GPU_TEMP": s.temp,
 					"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": float64(s.reasons), "DCGM_FI_DEV_FB_USED": s.usedMiB,
 					"DCGM_FI_DEV_FB_FREE": 81559 - s.usedMiB, "DCGM_FI_DEV_XID_ERRORS": float64(s.xid),
-					"TRAINSCOPE_GPU_LOST": map[bool]float64{true: 1}[s.lost]}[fam.name]
+					"TRAINSCOPE_GPU_LOST":          map[bool]float64{true: 1}[s.lost],
+					"DCGM_FI_PROF_NVLINK_TX_BYTES": s.nvlinkGBs * 1e9, "DCGM_FI_PROF_NVLINK_RX_BYTES": s.nvlinkGBs * 1e9,
+					"DCGM_FI_PROF_PCIE_TX_BYTES": s.pcieGBs * 1e9, "DCGM_FI_PROF_PCIE_RX_BYTES": s.pcieGBs * 1e9}[fam.name]
 				fmt.Fprintf(&sb, "%s{gpu=\"%d\",UUID=\"GPU-%08d-0000-0000-0000-000000000000\",device=\"nvidia%d\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"node-a\"} %g %d\n",
 					fam.name, r, r, r, v, ms)
 			}
@@ -98,9 +107,11 @@ func (h hwRun) write(t *testing.T) string {
 	return dir
 }
 
-// healthy is a busy H100 at its boost clock.
+// healthy is a busy H100 at its boost clock; its NVLink carries a 2 ms
+// all-reduce per 140 ms step (about 5 GB/s each way on average) and its
+// PCIe the input batches.
 func healthy(int, int64) gpuState {
-	return gpuState{clock: 1980, power: 640, temp: 66, usedMiB: 61000}
+	return gpuState{clock: 1980, power: 640, temp: 66, usedMiB: 61000, nvlinkGBs: 5, pcieGBs: 2}
 }
 
 // throttledRank3 is the case: from step 3 on rank 3's GPU runs
@@ -197,8 +208,9 @@ func TestHardwareFindings(t *testing.T) {
 		name string
 		run  hwRun
 		want []string
+		msg  string // a part of the first finding's message, where set
 	}{
-		{"clean", hwRun{gemmUS: even, state: healthy}, nil},
+		{"clean", hwRun{gemmUS: even, state: healthy}, nil, ""},
 		{"weak throttle: rank 2 clock -12%, GEMMs 1.14x", hwRun{
 			gemmUS: func(rank, _ int) int64 { return map[bool]int64{true: 11_400, false: 10_000}[rank == 2] },
 			state: func(rank int, at int64) gpuState {
@@ -207,13 +219,13 @@ func TestHardwareFindings(t *testing.T) {
 					s.clock = 1742
 				}
 				return s
-			}}, []string{"gpu_throttle 2"}},
+			}}, []string{"gpu_throttle 2"}, ""},
 		{"power cap across the job, no slower peer", hwRun{gemmUS: even,
 			state: func(rank int, at int64) gpuState {
 				s := healthy(rank, at)
 				s.clock, s.power, s.reasons = 1650, 699, 0x4
 				return s
-			}}, []string{"gpu_clock_cap -"}},
+			}}, []string{"gpu_clock_cap -"}, ""},
 		{"XID 79 on rank 4", hwRun{gemmUS: even,
 			state: func(rank int, at int64) gpuState {
 				s := healthy(rank, at)
@@ -221,13 +233,13 @@ func TestHardwareFindings(t *testing.T) {
 					s.xid = 79
 				}
 				return s
-			}}, []string{"gpu_xid 4"}},
+			}}, []string{"gpu_xid 4"}, ""},
 		{"GPU 6 lost", hwRun{gemmUS: even,
 			state: func(rank int, at int64) gpuState {
 				s := healthy(rank, at)
 				s.lost = rank == 6 && at > 500_000
 				return s
-			}}, []string{"gpu_xid 6"}},
+			}}, []string{"gpu_xid 6"}, ""},
 		{"rank 1 framebuffer 97% full", hwRun{gemmUS: even,
 			state: func(rank int, at int64) gpuState {
 				s := healthy(rank, at)
@@ -235,7 +247,38 @@ func TestHardwareFindings(t *testing.T) {
 					s.usedMiB = 79_300
 				}
 				return s
-			}}, []string{"gpu_mem_full 1"}},
+			}}, []string{"gpu_mem_full 1"}, ""},
+		// NCCL_P2P_DISABLE=1: 20 ms all-reduces between the host's GPUs
+		// go over PCIe and host memory, NVLink reads near zero
+		{"P2P off: NVLink idle, PCIe busy, long collectives", hwRun{gemmUS: even, xferUS: 20_000,
+			state: func(rank int, at int64) gpuState {
+				s := healthy(rank, at)
+				s.nvlinkGBs, s.pcieGBs = 0.02, 9
+				return s
+			}}, []string{"gpu_link -"}, "node-a: the collective traffic of ranks 0, 1, 2, 3, 4, 5, 6, 7 goes over PCIe, not NVLink: NVLink 0.04 GB/s against a 900 GB/s link (0.0%), PCIe 18.0 GB/s, while the collectives transfer 14% of the steps"},
+		{"rank 5's NVLink down, its traffic on PCIe", hwRun{gemmUS: even, xferUS: 20_000,
+			state: func(rank int, at int64) gpuState {
+				s := healthy(rank, at)
+				s.nvlinkGBs = 60
+				if rank == 5 {
+					s.nvlinkGBs, s.pcieGBs = 0, 7
+				}
+				return s
+			}}, []string{"gpu_link 5"}, "node-a: the collective traffic of rank 5 goes over PCIe, not NVLink: NVLink 0.00 GB/s against a 900 GB/s link (0.0%), PCIe 14.0 GB/s"},
+		// distractors: long collectives that do use NVLink, and a busy PCIe
+		// (input pipeline) beside a quiet NVLink with short collectives
+		{"long collectives over NVLink", hwRun{gemmUS: even, xferUS: 20_000,
+			state: func(rank int, at int64) gpuState {
+				s := healthy(rank, at)
+				s.nvlinkGBs = 60
+				return s
+			}}, nil, ""},
+		{"PCIe busy with input, NVLink quiet, short collectives", hwRun{gemmUS: even,
+			state: func(rank int, at int64) gpuState {
+				s := healthy(rank, at)
+				s.nvlinkGBs, s.pcieGBs = 0.05, 12
+				return s
+			}}, nil, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -244,12 +287,16 @@ func TestHardwareFindings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []string
+			var got, msgs []string
 			for _, f := range rep.Findings {
 				if strings.HasPrefix(f.Detector, "gpu_") && f.Detector != "gpu_counters" && f.Category != "summary" &&
 					f.Detector != "gpu_idle" && f.Detector != "gpu_gaps" && f.Detector != "gpu_time_util" {
 					got = append(got, fmt.Sprintf("%s %v", f.Detector, rankOf(f.Rank)))
+					msgs = append(msgs, f.Message)
 				}
+			}
+			if tc.msg != "" && (len(msgs) == 0 || !strings.Contains(msgs[0], tc.msg)) {
+				t.Errorf("messages %q, want one with %q", msgs, tc.msg)
 			}
 			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
 				t.Errorf("hardware findings %q, want %q", got, tc.want)
@@ -377,5 +424,38 @@ func TestTensorIdleOnRealTrace(t *testing.T) {
 		if tc.want && len(msgs) == 1 && !strings.Contains(msgs[0], "tensor pipe is active 6% of the time its matmul kernels run") {
 			t.Errorf("message %q", msgs[0])
 		}
+	}
+}
+
+// With peer-to-peer off, the host's collectives go over PCIe: the report's
+// first cause is that path, shown by gpu_link, and costs the transfer time.
+func TestNVLinkBypassIsACause(t *testing.T) {
+	run := hwRun{gemmUS: func(int, int) int64 { return 10_000 }, xferUS: 20_000,
+		state: func(rank int, at int64) gpuState {
+			s := healthy(rank, at)
+			s.nvlinkGBs, s.pcieGBs = 0.02, 9
+			return s
+		}}
+	st, res := analyzeDir(t, run.write(t), "p2p", detectors.Window{})
+	rep, err := detectors.BuildReport(context.Background(), st, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Causes) == 0 {
+		t.Fatal("no cause")
+	}
+	c := rep.Causes[0]
+	if c.Kind != "slow_link" || c.Why != "pcie_path" || c.Host != "node-a" || len(c.Ranks) != hwRanks ||
+		!strings.HasPrefix(c.Headline, "collectives on node-a bypass NVLink: up to 19.978 ms a step (14.3%) of transfer at PCIe bandwidth (NVLink 0.04 GB/s of its 900 GB/s, PCIe 18.0 GB/s)") {
+		t.Fatalf("first cause %+v, want the PCIe path on node-a", c)
+	}
+	shown := false
+	for _, id := range c.Shown {
+		for _, f := range rep.Findings {
+			shown = shown || f.ID == id && f.Detector == "gpu_link"
+		}
+	}
+	if !shown {
+		t.Errorf("cause shown by %v, want gpu_link", c.Shown)
 	}
 }
