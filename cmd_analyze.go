@@ -171,6 +171,9 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 		}
 		return err
 	}
+	// The traces' Go memory is garbage now; hand it back to the system
+	// before DuckDB's detectors need theirs, so the two do not add up.
+	debug.FreeOSMemory()
 	tLoad := time.Now()
 	rep, err := detect(ctx, st, set, window, f.steps, errOut)
 	if err != nil {
