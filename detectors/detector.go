@@ -301,7 +301,7 @@ type Set struct {
 	// script brings are tuned by the same thresholds.
 	Config Config
 	// Timed, when set, hears how long each shared view took to compute
-	// ("view gpu_window") and each detector took to run ("detector
+	// ("view gpu_busy") and each detector took to run ("detector
 	// top_kernels"): what `analyze --timing` lists.
 	Timed func(what string, took time.Duration)
 }
