@@ -76,6 +76,7 @@ func TraceBatches(tr *kineto.Trace, runID, host string) []Batch {
 		WorldSize: int32(tr.Dist.WorldSize), Backend: tr.Dist.Backend, GPUName: tr.GPUName(),
 		BaseTimeNS: tr.BaseTimeNS, StartNS: tr.StartNS, EndNS: tr.EndNS, Complete: tr.Complete,
 		Events: int64(tr.Counts["events"]), JSONBytes: tr.JSONBytes}
+	row.Device, row.HasDevice = tr.Device()
 	for _, d := range tr.Devices {
 		if d.Name == row.GPUName {
 			row.GPUMemBytes, row.NumSMs = d.TotalGlobalMem, int32(d.NumSMs)

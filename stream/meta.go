@@ -35,6 +35,7 @@ var RanksSchema = arrow.NewSchema([]arrow.Field{
 	field("complete", boolean, true),
 	field("events", i64, true),
 	field("json_bytes", i64, true),
+	field("device", i32, true),
 }, nil)
 
 // RankFromSnapshot is the rank_source of a rank known only from a memory
@@ -53,6 +54,9 @@ type RankRow struct {
 	BaseTimeNS, StartNS, EndNS      int64
 	Complete                        bool
 	Events, JSONBytes               int64
+	// Device is the CUDA device its GPU work ran on, where HasDevice.
+	Device    int32
+	HasDevice bool
 }
 
 // RanksRecord builds a ranks batch.
@@ -83,6 +87,11 @@ func RanksRecord(rows []RankRow) arrow.RecordBatch {
 		}
 		b.Field(14).(*array.Int64Builder).Append(r.Events)
 		b.Field(15).(*array.Int64Builder).Append(r.JSONBytes)
+		if r.HasDevice {
+			b.Field(16).(*array.Int32Builder).Append(r.Device)
+		} else {
+			b.Field(16).AppendNull()
+		}
 	}
 	return b.NewRecordBatch()
 }

@@ -112,17 +112,25 @@ func (f *flexString) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// Device is the CUDA device of the trace's first GPU activity, false when
+// it has none: the GPU a rank ran on, which counters of that GPU name.
+func (t *Trace) Device() (int32, bool) {
+	if t.Slices != nil {
+		for i, v := range t.Slices.Device.V {
+			if t.Slices.Device.Valid(i) {
+				return v, true
+			}
+		}
+	}
+	return 0, false
+}
+
 // GPUName is the name of the device the rank's kernels ran on, or of the
 // first visible device when that is unknown.
 func (t *Trace) GPUName() string {
 	dev := -1
-	if t.Slices != nil {
-		for i, v := range t.Slices.Device.V {
-			if t.Slices.Device.Valid(i) {
-				dev = int(v)
-				break
-			}
-		}
+	if d, ok := t.Device(); ok {
+		dev = int(d)
 	}
 	for _, d := range t.Devices {
 		if d.ID == dev {

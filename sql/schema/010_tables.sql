@@ -151,6 +151,9 @@ CREATE TABLE IF NOT EXISTS counters (
 -- a sample's other labels as a JSON object (dcgm-exporter's UUID,
 -- modelName, pod ...), NULL where its source has none
 ALTER TABLE counters ADD COLUMN IF NOT EXISTS labels VARCHAR;
+-- the CUDA device of the rank's first GPU activity: counters_by_rank looks
+-- up the rank of a GPU's counters here
+ALTER TABLE ranks ADD COLUMN IF NOT EXISTS device INTEGER;
 
 -- The host call tree of each rank: one row per distinct call stack, the
 -- frame (a host slice's kind and name) and its caller's stack. Slices point

@@ -284,18 +284,14 @@ WHERE l.rank = l.late_rank;
 
 -- Counters with the rank of their GPU: a sample that names no rank (a
 -- dcgm-exporter scrape names a host and a GPU index) takes the rank whose
--- GPU work ran on that host and device, when exactly one rank did (with
+-- GPU work ran on that host and device (ranks.device), when exactly one rank did (with
 -- CUDA_VISIBLE_DEVICES set per process every rank sees device 0, and the
 -- index says nothing: rank stays NULL). Traces that name no host match the
 -- counters of a run whose counters come from one host.
 CREATE OR REPLACE VIEW counters_by_rank AS
 WITH d AS (
     SELECT run_id, host, device, min(rank) AS rank, count(DISTINCT rank) AS ranks
-    FROM (SELECT DISTINCT run_id, rank, host, device FROM slices_detail
-          WHERE device IS NOT NULL AND kind IN ('kernel', 'comm', 'memcpy', 'memset')
-            -- only runs with counters that name no rank (a scrape's, the
-            -- agent's): the others need no lookup, and skip the scan
-            AND run_id IN (SELECT DISTINCT run_id FROM counters WHERE rank IS NULL))
+    FROM ranks WHERE device IS NOT NULL
     GROUP BY run_id, host, device
 ), ch AS (
     SELECT run_id, count(DISTINCT host) FILTER (WHERE host <> '') AS hosts FROM counters GROUP BY run_id
