@@ -145,10 +145,7 @@ func Load(ctx context.Context, st *duck.Store, files []string, opt Options) (*St
 	if had && opt.Progress != nil {
 		fmt.Fprintf(opt.Progress, "replacing run %s already in the database\n", opt.RunID)
 	}
-	// 256K rows a flush: large enough that a folder of small traces costs
-	// a few inserts, small enough that what waits stays under ~60 MB (1M
-	// rows held 130 MB more at the peak of an 8-rank load)
-	sink := newBufferedSink(st, 1<<18)
+	sink := newBufferedSink(st, 1<<20)
 	stats, err := Read(ctx, sink, files, opt)
 	if err != nil {
 		sink.Flush(context.WithoutCancel(ctx)) // releases what waits; the load failed anyway

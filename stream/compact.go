@@ -110,3 +110,8 @@ func Messages(table string, rec arrow.RecordBatch, target int) ([][]byte, error)
 	}
 	return out, nil
 }
+
+// CompactDicts is rec with every dictionary column over only the strings
+// its rows use (rec itself, retained, when it has none). The caller
+// releases the result.
+func CompactDicts(rec arrow.RecordBatch) arrow.RecordBatch { return compactDicts(rec) }
