@@ -27,6 +27,7 @@ type Store struct {
 	conn      *sql.Conn
 	arrow     *duckdb.Arrow
 	views     int
+	tempDir   string // an in-memory store's spill folder, removed at Close
 }
 
 // Options tune Open.
@@ -89,6 +90,15 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		_, err = conn.ExecContext(ctx, "SET autoload_known_extensions = false")
 	}
 
+	if err == nil && path == "" && !opt.ReadOnly {
+		// An in-memory database spills to ".tmp" under the working folder
+		// by default, which may be read-only or shared: give it a folder
+		// of its own in the system's temp folder instead.
+		s.tempDir, err = os.MkdirTemp("", "trainscope-duckdb-")
+		if err == nil {
+			_, err = conn.ExecContext(ctx, "SET temp_directory = '"+strings.ReplaceAll(s.tempDir, "'", "''")+"'")
+		}
+	}
 	if err == nil && opt.Threads > 0 {
 		_, err = conn.ExecContext(ctx, fmt.Sprintf("SET threads = %d", opt.Threads))
 	}
@@ -257,6 +267,9 @@ func (s *Store) Close() error {
 	}
 	if s.connector != nil {
 		errs = append(errs, s.connector.Close())
+	}
+	if s.tempDir != "" {
+		errs = append(errs, os.RemoveAll(s.tempDir))
 	}
 	return errors.Join(errs...)
 }

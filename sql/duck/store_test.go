@@ -507,3 +507,39 @@ func TestExportParquet(t *testing.T) {
 	checkRows(t, st, []string{"run-1|12", "run-2|12"},
 		"SELECT run_id, count(*) FROM read_parquet('"+glob+"', hive_partitioning = true) GROUP BY ALL ORDER BY 1")
 }
+
+// An in-memory store past its memory limit keeps table blocks in a folder
+// of its own under TMPDIR (not ".tmp" in the working folder), and removes
+// it at Close.
+func TestInMemorySpillsToItsOwnTempDir(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	ctx := context.Background()
+	st, err := duck.Open(ctx, "", duck.Options{Threads: 1, MemoryLimit: "64MB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ~300 MB of strings against a 64 MB limit
+	if err := st.Exec(ctx, "CREATE TABLE big AS SELECT range AS id, repeat('x', 120) || range::VARCHAR AS s FROM range(2000000)"); err != nil {
+		st.Close()
+		t.Fatalf("a table over the memory limit: %v", err)
+	}
+	var n int64
+	if err := st.Conn().QueryRowContext(ctx, "SELECT count(DISTINCT s) FROM big").Scan(&n); err != nil || n != 2_000_000 {
+		t.Fatalf("count = %d, %v", n, err)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(tmp, "trainscope-duckdb-*"))
+	if len(dirs) != 1 {
+		t.Fatalf("temp folders %q, want one under TMPDIR", dirs)
+	}
+	spilled, _ := filepath.Glob(filepath.Join(dirs[0], "*"))
+	if len(spilled) == 0 {
+		t.Errorf("nothing spilled into %s", dirs[0])
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "*")); len(left) != 0 {
+		t.Errorf("left after Close: %q", left)
+	}
+}
