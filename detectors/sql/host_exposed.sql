@@ -8,15 +8,20 @@ WITH RECURSIVE launchers AS (
     -- threads that issue GPU work (CUDA runtime calls): a thread that never
     -- does (tqdm's monitor, a logger) cannot keep the GPU waiting
     SELECT run_id, rank, tid FROM host_window WHERE kind = 'runtime' GROUP BY run_id, rank, tid
+), launching AS (
+    SELECT DISTINCT run_id, rank FROM launchers
 ), per AS (
     -- gpu_busy_dur: the part of the slice during which the GPU was busy
-    -- (computed by the reader, against all of the rank's GPU work)
+    -- (computed by the reader, against all of the rank's GPU work); a rank
+    -- whose trace shows no launching thread keeps all its threads (joins,
+    -- not EXISTS: DuckDB's mark joins for those took twice as long)
     SELECT h.run_id, h.rank, h.kind, h.stack_id, count(*) AS calls, sum(h.self_dur) AS self_ns,
            sum(h.self_dur * (1.0 - h.gpu_busy_dur / h.dur)) AS exposed_self_ns
     FROM host_window h
+    LEFT JOIN launchers l ON l.run_id = h.run_id AND l.rank = h.rank AND l.tid = h.tid
+    LEFT JOIN launching x ON x.run_id = h.run_id AND x.rank = h.rank
     WHERE h.kind IN ('python', 'cpu_op', 'annotation') AND h.self_dur > 0 AND h.dur > 0
-      AND (EXISTS (SELECT 1 FROM launchers l WHERE l.run_id = h.run_id AND l.rank = h.rank AND l.tid = h.tid)
-           OR NOT EXISTS (SELECT 1 FROM launchers l WHERE l.run_id = h.run_id AND l.rank = h.rank))
+      AND (l.tid IS NOT NULL OR x.rank IS NULL)
     GROUP BY h.run_id, h.rank, h.kind, h.stack_id
 ), used AS (
     SELECT DISTINCT run_id, rank, stack_id FROM per
