@@ -304,6 +304,9 @@ type Set struct {
 	// ("view gpu_busy") and each detector took to run ("detector
 	// top_kernels"): what `analyze --timing` lists.
 	Timed func(what string, took time.Duration)
+	// Workers is how many detectors run at once on an in-memory store
+	// (each on a connection of its own); 0 or 1 runs them one by one.
+	Workers int
 }
 
 // Config selects and tunes detectors.

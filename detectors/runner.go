@@ -5,7 +5,10 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/trainscope/trainscope/gpu"
 	"github.com/trainscope/trainscope/sql/duck"
@@ -56,7 +59,9 @@ GROUP BY r.run_id, r.rank`)
 }
 
 // Run runs every detector of the set, metrics first (findings may read the
-// metrics table), replacing earlier results of the same runs.
+// metrics table), replacing earlier results of the same runs. On an
+// in-memory store with Workers > 1 the detectors of each kind run on that
+// many connections at once.
 func (s *Set) Run(ctx context.Context, st *duck.Store) ([]Result, error) {
 	// config audit findings belong to RunAudit; leave them
 	if err := st.Exec(ctx, "DELETE FROM findings WHERE run_id IN (SELECT run_id FROM ranks) AND category NOT IN ('config', 'config_memory')"); err != nil {
@@ -68,12 +73,20 @@ func (s *Set) Run(ctx context.Context, st *duck.Store) ([]Result, error) {
 	if err := recordGPUSpecs(ctx, st); err != nil {
 		return nil, err
 	}
-	if err := materialize(ctx, st, s.Timed); err != nil {
+	shared := s.Workers > 1 && st.Path == ""
+	if err := materialize(ctx, st, shared, s.Timed); err != nil {
+		ReleaseShared(context.WithoutCancel(ctx), st)
 		return nil, err
 	}
 	// the shared views stay computed for BuildReport, which drops them
 	// (ReleaseShared); a failed pass drops them here
-	res, err := s.runKinds(ctx, st, KindMetric, KindFinding)
+	var res []Result
+	var err error
+	if shared {
+		res, err = s.runParallel(ctx, st, KindMetric, KindFinding)
+	} else {
+		res, err = s.runKinds(ctx, st, KindMetric, KindFinding)
+	}
 	if err != nil {
 		ReleaseShared(context.WithoutCancel(ctx), st)
 	}
@@ -92,20 +105,84 @@ func (s *Set) runKinds(ctx context.Context, st *duck.Store, kinds ...string) ([]
 			if d.Kind != kind {
 				continue
 			}
-			r, err := d.run(ctx, st)
+			r, err := runOne(ctx, d, st)
 			if err != nil {
-				if ctx.Err() != nil {
-					return out, err
-				}
-				r = Result{Detector: d, Err: err, Elapsed: r.Elapsed}
+				return out, err
 			}
-			if s.Timed != nil {
-				s.Timed("detector "+d.Name, r.Elapsed)
-			}
+			s.timed(r)
 			out = append(out, r)
 		}
 	}
 	return out, nil
+}
+
+// runParallel is runKinds on Workers connections: the store's and forks
+// of it. The detectors of one kind share a queue; the results come out in
+// the set's order, as runKinds gives them.
+func (s *Set) runParallel(ctx context.Context, st *duck.Store, kinds ...string) ([]Result, error) {
+	stores := []*duck.Store{st}
+	defer func() {
+		for _, f := range stores[1:] {
+			f.Close()
+		}
+	}()
+	for len(stores) < s.Workers {
+		f, err := st.Fork(ctx)
+		if err != nil {
+			return nil, err
+		}
+		stores = append(stores, f)
+	}
+	var out []Result
+	for _, kind := range kinds {
+		var ds []*Detector
+		for _, d := range s.Detectors {
+			if d.Kind == kind {
+				ds = append(ds, d)
+			}
+		}
+		res := make([]Result, len(ds))
+		var next atomic.Int64
+		g, gctx := errgroup.WithContext(ctx)
+		for _, w := range stores {
+			g.Go(func() error {
+				for i := int(next.Add(1) - 1); i < len(ds); i = int(next.Add(1) - 1) {
+					r, err := runOne(gctx, ds[i], w)
+					if err != nil {
+						return err
+					}
+					res[i] = r
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return out, err
+		}
+		for _, r := range res {
+			s.timed(r)
+		}
+		out = append(out, res...)
+	}
+	return out, nil
+}
+
+// runOne runs d; its failure is its Result's Err, unless ctx was cancelled.
+func runOne(ctx context.Context, d *Detector, st *duck.Store) (Result, error) {
+	r, err := d.run(ctx, st)
+	if err != nil {
+		if ctx.Err() != nil {
+			return r, err
+		}
+		r = Result{Detector: d, Err: err, Elapsed: r.Elapsed}
+	}
+	return r, nil
+}
+
+func (s *Set) timed(r Result) {
+	if s.Timed != nil {
+		s.Timed("detector "+r.Detector.Name, r.Elapsed)
+	}
 }
 
 // recordGPUSpecs adds the catalog entry of every GPU name the ranks report
@@ -148,11 +225,20 @@ func recordGPUSpecs(ctx context.Context, st *duck.Store) error {
 // scans of the view cost about 0.55 s less than that in all).
 var sharedViews = []string{"gpu_span", "collective_instances", "collective_waits", "gpu_class_time", "gpu_busy", "host_op_time", "step_memory_peaks", "gpu_samples"}
 
-func materialize(ctx context.Context, st *duck.Store, timed func(string, time.Duration)) error {
+// materialize computes the shared views. By default each becomes a
+// temporary table of the same name, which only the store's connection
+// sees. With shared set, each view is renamed and a table of its name
+// takes its place in the database, so that forks see it too (an in-memory
+// store only: a table left by a crash must not outlive the process).
+func materialize(ctx context.Context, st *duck.Store, shared bool, timed func(string, time.Duration)) error {
 	dropMaterialized(ctx, st)
 	for _, v := range sharedViews {
 		t0 := time.Now()
-		if err := st.Exec(ctx, fmt.Sprintf("CREATE TEMP TABLE %s AS SELECT * FROM main.%s", v, v)); err != nil {
+		q := fmt.Sprintf("CREATE TEMP TABLE %s AS SELECT * FROM main.%s", v, v)
+		if shared {
+			q = fmt.Sprintf("ALTER VIEW main.%s RENAME TO %s; CREATE TABLE main.%s AS SELECT * FROM main.%s", v, v+viewSuffix, v, v+viewSuffix)
+		}
+		if err := st.Exec(ctx, q); err != nil {
 			return fmt.Errorf("materialize %s: %w", v, err)
 		}
 		if timed != nil {
@@ -162,6 +248,9 @@ func materialize(ctx context.Context, st *duck.Store, timed func(string, time.Du
 	return nil
 }
 
+// viewSuffix renames a shared view while a table of its name stands in.
+const viewSuffix = "__view"
+
 // ReleaseShared drops the shared views' tables that Run computed, so the
 // views read the store again. BuildReport calls it when it is done; call
 // it after a Run whose results are not made into a report before the
@@ -170,7 +259,12 @@ func ReleaseShared(ctx context.Context, st *duck.Store) { dropMaterialized(ctx, 
 
 func dropMaterialized(ctx context.Context, st *duck.Store) {
 	for i := len(sharedViews) - 1; i >= 0; i-- {
-		st.Exec(ctx, "DROP TABLE IF EXISTS temp."+sharedViews[i])
+		v := sharedViews[i]
+		st.Exec(ctx, "DROP TABLE IF EXISTS temp."+v)
+		var renamed bool
+		if err := st.Conn().QueryRowContext(ctx, "SELECT count(*) > 0 FROM duckdb_views() WHERE schema_name = 'main' AND view_name = ?", v+viewSuffix).Scan(&renamed); err == nil && renamed {
+			st.Exec(ctx, fmt.Sprintf("DROP TABLE IF EXISTS main.%s; ALTER VIEW main.%s RENAME TO %s", v, v+viewSuffix, v))
+		}
 	}
 }
 

@@ -18,7 +18,8 @@ import (
 )
 
 // Store is one DuckDB database with a single connection. It is not safe for
-// concurrent use: one goroutine owns it (readers hand it batches).
+// concurrent use: one goroutine owns it (readers hand it batches); Fork
+// gives another goroutine a connection of its own.
 type Store struct {
 	Path string
 
@@ -40,6 +41,10 @@ type Options struct {
 	ReadOnly bool
 }
 
+// maxConns bounds the connections of one database: the store's own and
+// those of its forks.
+const maxConns = 8
+
 // Open opens (creating if needed) the database at path; "" is in-memory.
 func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	dsn := path
@@ -60,7 +65,7 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		return nil, fmt.Errorf("open database %s: %w", displayPath(path), err)
 	}
 	db := sql.OpenDB(connector)
-	db.SetMaxOpenConns(1)
+	db.SetMaxOpenConns(maxConns)
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		db.Close()
@@ -115,6 +120,22 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	return s, nil
 }
 
+// Fork is a second connection to the same database, for work that runs
+// beside the store's own (detectors of one pass, say): it sees every table,
+// view and macro of the database, but neither the store's temporary tables
+// nor its settings made with SET for the session. Close it before the
+// store; closing it closes only its connection.
+func (s *Store) Fork(ctx context.Context) (*Store, error) {
+	if s.db == nil {
+		return nil, fmt.Errorf("fork of a fork")
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("fork database %s: %w", displayPath(s.Path), err)
+	}
+	return &Store{Path: s.Path, conn: conn}, nil
+}
+
 func displayPath(p string) string {
 	if p == "" {
 		return "(in memory)"
@@ -131,7 +152,7 @@ func (s *Store) applySchema(ctx context.Context) error {
 	return nil
 }
 
-// Conn is the store's only connection. Callers must not close it.
+// Conn is the store's connection. Callers must not close it.
 func (s *Store) Conn() *sql.Conn { return s.conn }
 
 // Exec runs a statement.
