@@ -271,16 +271,18 @@ fnd.add("table", "Findings", target(None, queryType="findings", run="${run:csv}"
         desc="The findings builder (run, detector, category, severity), worst first. message says what was seen; fix what to change.")
 
 # GPU hardware findings on the time axis: at the first step of the rank
-# whose counters show the fault (a throttled sample, else its first step)
+# whose counters show the fault (a throttled sample, else its first step);
+# a finding on several GPUs (a cap across the job, NVLink unused on a host)
+# at the first such step of any rank
 hw_annotations = {"name": "GPU hardware findings", "enable": True, "iconColor": "red", "datasource": DS,
                   "target": rt("""
 SELECT make_timestamp_ns(coalesce(min(rs.start_ns) FILTER (WHERE rs.throttle_share > 0), min(rs.start_ns))) AS time,
-       f.detector || ' on rank ' || f.rank || ': ' || f.message AS text,
+       f.detector || coalesce(' on rank ' || f.rank, ' on ' || f.subject, '') || ': ' || f.message AS text,
        f.severity AS tags
 FROM findings f
-JOIN rank_steps rs ON rs.run_id = f.run_id AND rs.rank = f.rank
-WHERE f.run_id = $__run AND f.detector IN ('gpu_throttle', 'gpu_clock_cap', 'gpu_xid', 'gpu_mem_full')
-GROUP BY f.detector, f.rank, f.message, f.severity
+JOIN rank_steps rs ON rs.run_id = f.run_id AND (rs.rank = f.rank OR f.rank IS NULL)
+WHERE f.run_id = $__run AND f.detector IN ('gpu_throttle', 'gpu_clock_cap', 'gpu_xid', 'gpu_mem_full', 'gpu_link')
+GROUP BY f.detector, f.rank, f.subject, f.message, f.severity
 """)}
 
 for name, d in {
