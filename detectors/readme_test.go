@@ -1,6 +1,7 @@
 package detectors_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"regexp"
@@ -9,15 +10,36 @@ import (
 	"testing"
 
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/sql/duck"
 )
 
-// sources are the tables and views a detector may read, as named in the
-// schema (sql/schema) and by the runner.
-var sources = []string{"runs", "ranks", "process_groups", "threads", "stacks", "slices", "slices_core", "slices_detail",
-	"steps", "counters", "mem_segments", "mem_blocks", "mem_events", "mem_settings", "script_flags", "script_context",
-	"analysis_window", "gpu_specs", "gpu_window", "host_window", "gpu_span", "gpu_busy", "gpu_class_time",
-	"collective_instances", "collective_waits", "late_arrivals", "host_op_time", "step_memory_peaks", "findings",
-	"gpu_samples", "gpu_counters_wide"}
+// schemaSources are the tables and views of the schema (sql/schema), less
+// the pipeline's bookkeeping: what a detector may read.
+func schemaSources(t *testing.T) []string {
+	ctx := context.Background()
+	st, err := duck.Open(ctx, "", duck.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rows, err := st.Query(ctx, `SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' AND NOT temporary
+		UNION SELECT view_name FROM duckdb_views() WHERE schema_name = 'main' AND NOT internal AND NOT temporary`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != "metrics" { // read per detector, below
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 var (
 	fromJoin  = regexp.MustCompile(`(?i)\b(?:FROM|JOIN)\s+([a-z_][a-z0-9_]*)`)
@@ -26,7 +48,7 @@ var (
 
 // reads lists what a detector's SQL reads: tables and views, and the
 // metrics of other detectors it builds on.
-func reads(d *detectors.Detector) []string {
+func reads(d *detectors.Detector, sources []string) []string {
 	var out []string
 	for _, m := range fromJoin.FindAllStringSubmatch(d.SQL, -1) {
 		if name := strings.ToLower(m[1]); slices.Contains(sources, name) && !slices.Contains(out, "`"+name+"`") {
@@ -47,6 +69,7 @@ func reads(d *detectors.Detector) []string {
 // TestDetectorsReadme keeps detectors/README.md's catalogue in step with
 // the detector headers; `make golden` (-update) regenerates it.
 func TestDetectorsReadme(t *testing.T) {
+	sources := schemaSources(t)
 	ds, err := detectors.Builtin()
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +93,7 @@ func TestDetectorsReadme(t *testing.T) {
 				kind += ", " + d.Severity
 			}
 			fmt.Fprintf(&b, "\n#### `%s` (%s; [%s](sql/%s))\n\n%s\n", d.Name, kind, d.Name+".sql", d.Name+".sql", d.Description)
-			if r := reads(d); len(r) > 0 {
+			if r := reads(d, sources); len(r) > 0 {
 				fmt.Fprintf(&b, "\n- reads: %s\n", strings.Join(r, ", "))
 			}
 			for _, p := range d.Params {

@@ -5,16 +5,8 @@
 -- threshold: near_s = 120  # with no sample inside a rank's steps, use its GPU's samples this many seconds around them
 -- threshold: slowing_reasons = 236  # the clock event reasons that slow a busy GPU (NVML bits): SW power cap 0x4, HW slowdown 0x8, SW thermal 0x20, HW thermal 0x40, HW power brake 0x80
 -- threshold: at_limit = 0.97  # power at this share of its limit counts as at the limit
-WITH sw AS (
-    SELECT s.run_id, s.rank, min(s.start_ns) AS lo, max(s.end_ns) AS hi
-    FROM steps s JOIN analysis_window w ON w.run_id = s.run_id AND w.rank = s.rank
-    WHERE (w.step_lo IS NULL OR s.step >= w.step_lo) AND (w.step_hi IS NULL OR s.step <= w.step_hi)
-    GROUP BY ALL
-), win AS (
-    -- the analysed steps; a trace without steps is its whole span
-    SELECT r.run_id, r.rank, coalesce(sw.lo, r.start_ns) AS lo, coalesce(sw.hi, r.end_ns) AS hi
-    FROM ranks r LEFT JOIN sw ON sw.run_id = r.run_id AND sw.rank = r.rank
-    WHERE coalesce(sw.lo, r.start_ns) IS NOT NULL
+WITH win AS (
+    SELECT run_id, rank, lo, hi FROM analysed_span
 ), g AS (
     SELECT g.run_id, g.rank, g.host, g.device, g.ts, g.metric, g.value, g.ts BETWEEN w.lo AND w.hi AS inside
     FROM gpu_samples g JOIN win w ON w.run_id = g.run_id AND w.rank = g.rank

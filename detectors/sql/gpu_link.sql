@@ -7,15 +7,9 @@
 -- threshold: min_pcie_gbs = 1.0  # PCIe throughput (TX + RX, GB/s) that shows the traffic went there
 -- threshold: min_transfer = 0.05  # the ranks' collectives transfer for this share of the analysed window
 -- fix: find why NCCL does not use NVLink between these GPUs: NCCL_DEBUG=INFO prints each channel's path (via P2P/IPC or NVLS is NVLink; via SHM or NET is not); check NCCL_P2P_DISABLE, NCCL_P2P_LEVEL and NCCL_SHM settings in the launch environment, that the container sees every GPU of the node (CUDA_VISIBLE_DEVICES, --gpus, IPC namespace), and nvidia-smi nvlink --status and nvidia-smi topo -m for links that are down; with P2P over NVLink the same collectives run at several times the bandwidth
-WITH sw AS (
-    SELECT s.run_id, s.rank, min(s.start_ns) AS lo, max(s.end_ns) AS hi
-    FROM steps s JOIN analysis_window w ON w.run_id = s.run_id AND w.rank = s.rank
-    WHERE (w.step_lo IS NULL OR s.step >= w.step_lo) AND (w.step_hi IS NULL OR s.step <= w.step_hi)
-    GROUP BY ALL
-), win AS (
-    SELECT r.run_id, r.rank, r.host, coalesce(sw.hi, r.end_ns) - coalesce(sw.lo, r.start_ns) AS span_ns,
-           count(*) OVER (PARTITION BY r.run_id, r.host) AS host_ranks
-    FROM ranks r LEFT JOIN sw ON sw.run_id = r.run_id AND sw.rank = r.rank
+WITH win AS (
+    SELECT run_id, rank, host, hi - lo AS span_ns, count(*) OVER (PARTITION BY run_id, host) AS host_ranks
+    FROM analysed_span
 ), xfer AS (
     SELECT run_id, rank, sum(transfer_ns) AS transfer_ns FROM collective_instances GROUP BY ALL
 ), x AS (

@@ -282,6 +282,19 @@ JOIN peers p ON p.run_id = l.run_id AND p.comm = l.comm AND p.step IS NOT DISTIN
 LEFT JOIN top_host t ON t.run_id = l.run_id AND t.comm = l.comm AND t.step IS NOT DISTINCT FROM l.step AND t.seq = l.seq
 WHERE l.rank = l.late_rank;
 
+-- Per rank: the time its analysed steps span (lo to hi); a trace without
+-- steps spans its whole trace. What counters are read over.
+CREATE OR REPLACE VIEW analysed_span AS
+WITH sw AS (
+    SELECT s.run_id, s.rank, min(s.start_ns) AS lo, max(s.end_ns) AS hi
+    FROM steps s JOIN analysis_window w ON w.run_id = s.run_id AND w.rank = s.rank
+    WHERE (w.step_lo IS NULL OR s.step >= w.step_lo) AND (w.step_hi IS NULL OR s.step <= w.step_hi)
+    GROUP BY ALL
+)
+SELECT r.run_id, r.rank, r.host, coalesce(sw.lo, r.start_ns) AS lo, coalesce(sw.hi, r.end_ns) AS hi
+FROM ranks r LEFT JOIN sw ON sw.run_id = r.run_id AND sw.rank = r.rank
+WHERE coalesce(sw.lo, r.start_ns) IS NOT NULL;
+
 -- Counters with the rank of their GPU: a sample that names no rank (a
 -- dcgm-exporter scrape names a host and a GPU index) takes the rank whose
 -- GPU work ran on that host and device (ranks.device), when exactly one rank did (with
