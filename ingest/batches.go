@@ -36,11 +36,17 @@ func Release(bs []Batch) {
 
 // TraceBatches turns a trace into its table batches: events first, the
 // ranks row last, so that a ranks row in the store means the trace's other
-// batches were sent before it. The caller releases them.
+// batches were sent before it. The caller releases them. It takes the
+// trace's slice columns: afterwards tr.Slices has only its length.
 func TraceBatches(tr *kineto.Trace, runID, host string) []Batch {
 	var out []Batch
+	// what the ranks row needs from the slices, before they are handed over
+	gpuName := tr.GPUName()
+	device, hasDevice := tr.Device()
 	if tr.Slices.Len() > 0 {
-		core, detail := tr.Slices.SplitRecords(runID, host, tr.Rank)
+		// the trace's columns go as they are copied: a big trace is never
+		// held twice (its slices are no use to the caller afterwards)
+		core, detail := tr.Slices.TakeRecords(runID, host, tr.Rank)
 		out = append(out, Batch{"slices_core", core}, Batch{"slices_detail", detail})
 		if len(tr.Slices.Stacks) > 0 {
 			out = append(out, Batch{"stacks", stream.StacksRecord(runID, tr.Rank, tr.Slices.Stacks, tr.Slices.Str)})
@@ -73,10 +79,10 @@ func TraceBatches(tr *kineto.Trace, runID, host string) []Batch {
 		out = append(out, Batch{"process_groups", stream.ProcessGroupsRecord(runID, tr.Rank, pgs)})
 	}
 	row := stream.RankRow{RunID: runID, Rank: tr.Rank, Host: host, Source: tr.Path, RankSource: tr.RankSource,
-		WorldSize: int32(tr.Dist.WorldSize), Backend: tr.Dist.Backend, GPUName: tr.GPUName(),
+		WorldSize: int32(tr.Dist.WorldSize), Backend: tr.Dist.Backend, GPUName: gpuName,
 		BaseTimeNS: tr.BaseTimeNS, StartNS: tr.StartNS, EndNS: tr.EndNS, Complete: tr.Complete,
 		Events: int64(tr.Counts["events"]), JSONBytes: tr.JSONBytes}
-	row.Device, row.HasDevice = tr.Device()
+	row.Device, row.HasDevice = device, hasDevice
 	for _, d := range tr.Devices {
 		if d.Name == row.GPUName {
 			row.GPUMemBytes, row.NumSMs = d.TotalGlobalMem, int32(d.NumSMs)

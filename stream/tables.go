@@ -18,6 +18,7 @@ type SliceTable struct {
 	Detail bool
 
 	detailRows []int32
+	taken      int // rows handed over by TakeRecords, whose columns are gone
 
 	Step                                      Num[int32]
 	Kind, Cat, Name                           Dict
@@ -55,7 +56,7 @@ func NewSliceTable(str *Strings, detail bool) *SliceTable {
 }
 
 // Len is the number of rows.
-func (t *SliceTable) Len() int { return len(t.TS.V) }
+func (t *SliceTable) Len() int { return max(len(t.TS.V), t.taken) }
 
 // Record wraps the columns as one record batch without copying them.
 func (t *SliceTable) Record(runID, host string, rank int32) arrow.RecordBatch {
@@ -246,6 +247,17 @@ func (t *SliceTable) DetailRows() int { return len(t.detailRows) }
 // without details (CoreSchema, for slices_core) and the rows marked with
 // MarkDetail (SlicesSchema, for slices_detail). Either may have no rows.
 func (t *SliceTable) SplitRecords(runID, host string, rank int32) (core, detail arrow.RecordBatch) {
+	return t.split(runID, host, rank, false)
+}
+
+// TakeRecords is SplitRecords that drops each of t's columns once it is
+// copied, so that a big trace is never held twice; afterwards t keeps only
+// its length (Len) and its call stacks.
+func (t *SliceTable) TakeRecords(runID, host string, rank int32) (core, detail arrow.RecordBatch) {
+	return t.split(runID, host, rank, true)
+}
+
+func (t *SliceTable) split(runID, host string, rank int32, take bool) (core, detail arrow.RecordBatch) {
 	n := t.Len()
 	isDetail := make([]bool, n)
 	for _, r := range t.detailRows {
@@ -262,41 +274,58 @@ func (t *SliceTable) SplitRecords(runID, host string, rank int32) (core, detail 
 			coreIdx = append(coreIdx, int32(i))
 		}
 	}
-	c := t.gather(coreIdx, false, nil)
-	d := t.gather(detailIdx, true, pos)
-	return c.Record(runID, host, rank), d.Record(runID, host, rank)
-}
-
-// gather copies the rows idx into a new table; pos maps original rows to
-// their new index for the sparse columns (nil: drop sparse columns).
-func (t *SliceTable) gather(idx []int32, detail bool, pos []int32) *SliceTable {
-	g := &SliceTable{Str: t.Str, Detail: detail}
-	g.Step, g.Device = gatherNum(&t.Step, idx), gatherNum(&t.Device, idx)
-	g.Kind.Num, g.Cat.Num, g.Name.Num = gatherNum(&t.Kind.Num, idx), gatherNum(&t.Cat.Num, idx), gatherNum(&t.Name.Num, idx)
-	g.TS, g.Dur, g.PID, g.TID = gatherNum(&t.TS, idx), gatherNum(&t.Dur, idx), gatherNum(&t.PID, idx), gatherNum(&t.TID, idx)
-	g.Stream, g.Correlation = gatherNum(&t.Stream, idx), gatherNum(&t.Correlation, idx)
-	g.ExternalID, g.LaunchTS = gatherNum(&t.ExternalID, idx), gatherNum(&t.LaunchTS, idx)
-	g.SelfDur, g.StackID, g.GPUBusyDur = gatherNum(&t.SelfDur, idx), gatherNum(&t.StackID, idx), gatherNum(&t.GPUBusyDur, idx)
-	g.Stacks = t.Stacks
-	if pos == nil {
-		return g
+	c := &SliceTable{Str: t.Str, Stacks: t.Stacks}
+	d := &SliceTable{Str: t.Str, Detail: true, Stacks: t.Stacks}
+	for _, col := range []struct{ src, c, d *Num[int32] }{
+		{&t.Step, &c.Step, &d.Step}, {&t.Device, &c.Device, &d.Device},
+		{&t.Kind.Num, &c.Kind.Num, &d.Kind.Num}, {&t.Cat.Num, &c.Cat.Num, &d.Cat.Num}, {&t.Name.Num, &c.Name.Num, &d.Name.Num},
+		{&t.StackID, &c.StackID, &d.StackID},
+	} {
+		splitNum(col.src, col.c, col.d, coreIdx, detailIdx, take)
 	}
-	remap32 := func(s *Sparse[int32]) Sparse[int32] { return remapSparse(s, pos) }
-	remap64 := func(s *Sparse[int64]) Sparse[int64] { return remapSparse(s, pos) }
-	g.GridX, g.GridY, g.GridZ = remap32(&t.GridX), remap32(&t.GridY), remap32(&t.GridZ)
-	g.BlockX, g.BlockY, g.BlockZ = remap32(&t.BlockX), remap32(&t.BlockY), remap32(&t.BlockZ)
-	g.Registers, g.SharedMem, g.Occupancy = remap32(&t.Registers), remap64(&t.SharedMem), remapSparse(&t.Occupancy, pos)
-	g.Bytes = remap64(&t.Bytes)
-	g.CollInElems, g.CollOutElems, g.CollGroupSize = remap64(&t.CollInElems), remap64(&t.CollOutElems), remap32(&t.CollGroupSize)
-	g.Flops = remap64(&t.Flops)
+	for _, col := range []struct{ src, c, d *Num[int64] }{
+		{&t.TS, &c.TS, &d.TS}, {&t.Dur, &c.Dur, &d.Dur}, {&t.PID, &c.PID, &d.PID}, {&t.TID, &c.TID, &d.TID},
+		{&t.Stream, &c.Stream, &d.Stream}, {&t.Correlation, &c.Correlation, &d.Correlation},
+		{&t.ExternalID, &c.ExternalID, &d.ExternalID}, {&t.LaunchTS, &c.LaunchTS, &d.LaunchTS},
+		{&t.SelfDur, &c.SelfDur, &d.SelfDur}, {&t.GPUBusyDur, &c.GPUBusyDur, &d.GPUBusyDur},
+	} {
+		splitNum(col.src, col.c, col.d, coreIdx, detailIdx, take)
+	}
+	for _, p := range []struct{ dst, src *Sparse[int32] }{
+		{&d.GridX, &t.GridX}, {&d.GridY, &t.GridY}, {&d.GridZ, &t.GridZ},
+		{&d.BlockX, &t.BlockX}, {&d.BlockY, &t.BlockY}, {&d.BlockZ, &t.BlockZ},
+		{&d.Registers, &t.Registers}, {&d.CollGroupSize, &t.CollGroupSize},
+	} {
+		*p.dst = remapSparse(p.src, pos)
+	}
+	for _, p := range []struct{ dst, src *Sparse[int64] }{
+		{&d.SharedMem, &t.SharedMem}, {&d.Bytes, &t.Bytes}, {&d.CollInElems, &t.CollInElems},
+		{&d.CollOutElems, &t.CollOutElems}, {&d.Flops, &t.Flops},
+	} {
+		*p.dst = remapSparse(p.src, pos)
+	}
+	d.Occupancy = remapSparse(&t.Occupancy, pos)
 	for _, p := range []struct{ dst, src *SparseDict }{
-		{&g.CopyKind, &t.CopyKind}, {&g.HostMem, &t.HostMem}, {&g.CollName, &t.CollName}, {&g.CollDtype, &t.CollDtype},
-		{&g.PGName, &t.PGName}, {&g.PGDesc, &t.PGDesc}, {&g.PGRanks, &t.PGRanks}, {&g.CollAlgo, &t.CollAlgo}, {&g.CollProto, &t.CollProto},
-		{&g.FlopsDtype, &t.FlopsDtype},
+		{&d.CopyKind, &t.CopyKind}, {&d.HostMem, &t.HostMem}, {&d.CollName, &t.CollName}, {&d.CollDtype, &t.CollDtype},
+		{&d.PGName, &t.PGName}, {&d.PGDesc, &t.PGDesc}, {&d.PGRanks, &t.PGRanks}, {&d.CollAlgo, &t.CollAlgo}, {&d.CollProto, &t.CollProto},
+		{&d.FlopsDtype, &t.FlopsDtype},
 	} {
 		p.dst.Sparse = remapSparse(&p.src.Sparse, pos)
 	}
-	return g
+	if take {
+		stacks := t.Stacks
+		*t = SliceTable{Str: t.Str, Detail: t.Detail, Stacks: stacks, taken: n}
+	}
+	return c.Record(runID, host, rank), d.Record(runID, host, rank)
+}
+
+// splitNum copies src's rows coreIdx into c and detailIdx into d, and with
+// take drops src.
+func splitNum[T int32 | int64 | float64 | uint8](src, c, d *Num[T], coreIdx, detailIdx []int32, take bool) {
+	*c, *d = gatherNum(src, coreIdx), gatherNum(src, detailIdx)
+	if take {
+		*src = Num[T]{}
+	}
 }
 
 func gatherNum[T int32 | int64 | float64 | uint8](c *Num[T], idx []int32) Num[T] {

@@ -384,7 +384,15 @@ func TestCoreSliceTableRecord(t *testing.T) {
 	}
 }
 
+// SplitRecords and TakeRecords give the same two records; TakeRecords
+// leaves the table its length and no columns.
 func TestSplitRecords(t *testing.T) {
+	for _, take := range []bool{false, true} {
+		t.Run(map[bool]string{false: "split", true: "take"}[take], func(t *testing.T) { testSplit(t, take) })
+	}
+}
+
+func testSplit(t *testing.T, take bool) {
 	str := NewStrings()
 	tb := NewSliceTable(str, true)
 	// rows 0 and 2 are host ops, 1 and 3 kernels with details
@@ -413,7 +421,16 @@ func TestSplitRecords(t *testing.T) {
 	if tb.DetailRows() != 2 {
 		t.Fatalf("DetailRows = %d", tb.DetailRows())
 	}
-	core, detail := tb.SplitRecords("r", "h", 0)
+	split := tb.SplitRecords
+	if take {
+		split = tb.TakeRecords
+	}
+	core, detail := split("r", "h", 0)
+	if take {
+		if tb.Len() != 4 || tb.TS.V != nil || tb.Name.V != nil || tb.Step.V != nil {
+			t.Errorf("after TakeRecords: Len %d, columns TS %v name %v step %v", tb.Len(), tb.TS.V, tb.Name.V, tb.Step.V)
+		}
+	}
 	defer core.Release()
 	defer detail.Release()
 	if !core.Schema().Equal(CoreSchema) || !detail.Schema().Equal(SlicesSchema) {
