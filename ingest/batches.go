@@ -27,10 +27,12 @@ type Batch struct {
 	Rec   arrow.RecordBatch
 }
 
-// Release releases every batch's record.
+// Release releases every batch's record (a batch already sent has none).
 func Release(bs []Batch) {
 	for _, b := range bs {
-		b.Rec.Release()
+		if b.Rec != nil {
+			b.Rec.Release()
+		}
 	}
 }
 
@@ -46,8 +48,11 @@ func TraceBatches(tr *kineto.Trace, runID, host string) []Batch {
 	if tr.Slices.Len() > 0 {
 		// the trace's columns go as they are copied: a big trace is never
 		// held twice (its slices are no use to the caller afterwards)
-		core, detail := tr.Slices.TakeRecords(runID, host, tr.Rank)
-		out = append(out, Batch{"slices_core", core}, Batch{"slices_detail", detail})
+		cores, detail := tr.Slices.TakeRecords(runID, host, tr.Rank)
+		for _, c := range cores {
+			out = append(out, Batch{"slices_core", c})
+		}
+		out = append(out, Batch{"slices_detail", detail})
 		if len(tr.Slices.Stacks) > 0 {
 			out = append(out, Batch{"stacks", stream.StacksRecord(runID, tr.Rank, tr.Slices.Stacks, tr.Slices.Str)})
 		}
@@ -131,7 +136,7 @@ func Send(ctx context.Context, sink Sink, path string, bs []Batch, warn func(str
 	if b, ok := sink.(interface{ BeginArtifact(path string) }); ok {
 		b.BeginArtifact(path)
 	}
-	for _, b := range bs {
+	for i, b := range bs {
 		if b.Rec.NumRows() == 0 {
 			continue
 		}
@@ -152,6 +157,11 @@ func Send(ctx context.Context, sink Sink, path string, bs []Batch, warn func(str
 		}
 		err := sink.Insert(ctx, b.Table, rec)
 		rec.Release()
+		// what the sink keeps it retained: drop the batch's own reference
+		// now, so a big trace's records go as they are inserted, not at
+		// the end
+		b.Rec.Release()
+		bs[i] = Batch{}
 		if err != nil {
 			return fmt.Errorf("%s: %s: %w", path, b.Table, err)
 		}

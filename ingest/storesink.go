@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -86,6 +87,7 @@ type bufferedSink struct {
 	limit   int64
 	rows    int64
 	big     int64 // rows waiting in batches of largeBatch rows or more
+	huge    bool  // a batch of hugeBatch rows waits
 	order   []string
 	pending map[string][]arrow.RecordBatch
 }
@@ -96,6 +98,10 @@ func newBufferedSink(st *duck.Store, limit int64) *bufferedSink {
 
 // largeBatch is the size of a batch that counts as large.
 const largeBatch = 32 << 10
+
+// hugeBatch is the size of a batch that comes from a trace too big to be
+// one batch (stream.SliceTable.TakeRecords' chunks).
+const hugeBatch = 1 << 18
 
 // Insert keeps rec (retaining it) until the next flush.
 func (s *bufferedSink) Insert(ctx context.Context, table string, rec arrow.RecordBatch) error {
@@ -108,6 +114,7 @@ func (s *bufferedSink) Insert(ctx context.Context, table string, rec arrow.Recor
 	if rec.NumRows() >= largeBatch {
 		s.big += rec.NumRows()
 	}
+	s.huge = s.huge || rec.NumRows() >= hugeBatch
 	if s.rows >= s.limit || s.big >= s.limit/4 {
 		return s.Flush(ctx)
 	}
@@ -116,14 +123,7 @@ func (s *bufferedSink) Insert(ctx context.Context, table string, rec arrow.Recor
 
 // Flush inserts everything waiting, the ranks rows last, and releases it.
 func (s *bufferedSink) Flush(ctx context.Context) error {
-	defer func() {
-		for _, recs := range s.pending {
-			for _, r := range recs {
-				r.Release()
-			}
-		}
-		s.pending, s.order, s.rows, s.big = map[string][]arrow.RecordBatch{}, nil, 0, 0
-	}()
+	defer s.release()
 	for _, t := range s.order {
 		if t == "ranks" {
 			continue
@@ -133,7 +133,29 @@ func (s *bufferedSink) Flush(ctx context.Context) error {
 		}
 	}
 	if recs := s.pending["ranks"]; len(recs) > 0 {
-		return StoreSink{s.st}.insertRanks(ctx, recs)
+		if err := (StoreSink{s.st}).insertRanks(ctx, recs); err != nil {
+			return err
+		}
+	}
+	if s.huge {
+		// a trace so big that its slices come in chunks: the chunks just
+		// inserted are garbage, and DuckDB's share grows next; hand the Go
+		// memory back now, or the two add up (a 1.5 GB trace peaked at
+		// 1.72 GB, 1.30 GB with this, in the same time). Not for ordinary
+		// traces: with other files still being read it costs their readers
+		// (syn8: +0.35-0.7 s for 65 MB less)
+		s.release()
+		debug.FreeOSMemory()
 	}
 	return nil
+}
+
+// release drops what waits.
+func (s *bufferedSink) release() {
+	for _, recs := range s.pending {
+		for _, r := range recs {
+			r.Release()
+		}
+	}
+	s.pending, s.order, s.rows, s.big, s.huge = map[string][]arrow.RecordBatch{}, nil, 0, 0, false
 }

@@ -247,17 +247,23 @@ func (t *SliceTable) DetailRows() int { return len(t.detailRows) }
 // without details (CoreSchema, for slices_core) and the rows marked with
 // MarkDetail (SlicesSchema, for slices_detail). Either may have no rows.
 func (t *SliceTable) SplitRecords(runID, host string, rank int32) (core, detail arrow.RecordBatch) {
-	return t.split(runID, host, rank, false)
+	cores, detail := t.split(runID, host, rank, false, 0)
+	return cores[0], detail
 }
+
+// takeChunkRows is how many rows each core record of TakeRecords holds at
+// most (a variable for tests).
+var takeChunkRows = 1 << 18
 
 // TakeRecords is SplitRecords that drops each of t's columns once it is
-// copied, so that a big trace is never held twice; afterwards t keeps only
-// its length (Len) and its call stacks.
-func (t *SliceTable) TakeRecords(runID, host string, rank int32) (core, detail arrow.RecordBatch) {
-	return t.split(runID, host, rank, true)
+// copied, so that a big trace is never held twice, and cuts the core rows
+// into records of 256K rows, each freed on its own once inserted;
+// afterwards t keeps only its length (Len) and its call stacks.
+func (t *SliceTable) TakeRecords(runID, host string, rank int32) (core []arrow.RecordBatch, detail arrow.RecordBatch) {
+	return t.split(runID, host, rank, true, takeChunkRows)
 }
 
-func (t *SliceTable) split(runID, host string, rank int32, take bool) (core, detail arrow.RecordBatch) {
+func (t *SliceTable) split(runID, host string, rank int32, take bool, chunk int) (core []arrow.RecordBatch, detail arrow.RecordBatch) {
 	n := t.Len()
 	isDetail := make([]bool, n)
 	for _, r := range t.detailRows {
@@ -274,22 +280,33 @@ func (t *SliceTable) split(runID, host string, rank int32, take bool) (core, det
 			coreIdx = append(coreIdx, int32(i))
 		}
 	}
-	c := &SliceTable{Str: t.Str, Stacks: t.Stacks}
-	d := &SliceTable{Str: t.Str, Detail: true, Stacks: t.Stacks}
-	for _, col := range []struct{ src, c, d *Num[int32] }{
-		{&t.Step, &c.Step, &d.Step}, {&t.Device, &c.Device, &d.Device},
-		{&t.Kind.Num, &c.Kind.Num, &d.Kind.Num}, {&t.Cat.Num, &c.Cat.Num, &d.Cat.Num}, {&t.Name.Num, &c.Name.Num, &d.Name.Num},
-		{&t.StackID, &c.StackID, &d.StackID},
-	} {
-		splitNum(col.src, col.c, col.d, coreIdx, detailIdx, take)
+	chunks := [][]int32{coreIdx}
+	if chunk > 0 && len(coreIdx) > chunk {
+		chunks = nil
+		for lo := 0; lo < len(coreIdx); lo += chunk {
+			chunks = append(chunks, coreIdx[lo:min(lo+chunk, len(coreIdx))])
+		}
 	}
-	for _, col := range []struct{ src, c, d *Num[int64] }{
-		{&t.TS, &c.TS, &d.TS}, {&t.Dur, &c.Dur, &d.Dur}, {&t.PID, &c.PID, &d.PID}, {&t.TID, &c.TID, &d.TID},
-		{&t.Stream, &c.Stream, &d.Stream}, {&t.Correlation, &c.Correlation, &d.Correlation},
-		{&t.ExternalID, &c.ExternalID, &d.ExternalID}, {&t.LaunchTS, &c.LaunchTS, &d.LaunchTS},
-		{&t.SelfDur, &c.SelfDur, &d.SelfDur}, {&t.GPUBusyDur, &c.GPUBusyDur, &d.GPUBusyDur},
+	cs := make([]*SliceTable, len(chunks))
+	for k := range cs {
+		cs[k] = &SliceTable{Str: t.Str, Stacks: t.Stacks}
+	}
+	d := &SliceTable{Str: t.Str, Detail: true, Stacks: t.Stacks}
+	for _, col := range []func(*SliceTable) *Num[int32]{
+		func(x *SliceTable) *Num[int32] { return &x.Step }, func(x *SliceTable) *Num[int32] { return &x.Device },
+		func(x *SliceTable) *Num[int32] { return &x.Kind.Num }, func(x *SliceTable) *Num[int32] { return &x.Cat.Num },
+		func(x *SliceTable) *Num[int32] { return &x.Name.Num }, func(x *SliceTable) *Num[int32] { return &x.StackID },
 	} {
-		splitNum(col.src, col.c, col.d, coreIdx, detailIdx, take)
+		splitNum(t, cs, d, col, chunks, detailIdx, take)
+	}
+	for _, col := range []func(*SliceTable) *Num[int64]{
+		func(x *SliceTable) *Num[int64] { return &x.TS }, func(x *SliceTable) *Num[int64] { return &x.Dur },
+		func(x *SliceTable) *Num[int64] { return &x.PID }, func(x *SliceTable) *Num[int64] { return &x.TID },
+		func(x *SliceTable) *Num[int64] { return &x.Stream }, func(x *SliceTable) *Num[int64] { return &x.Correlation },
+		func(x *SliceTable) *Num[int64] { return &x.ExternalID }, func(x *SliceTable) *Num[int64] { return &x.LaunchTS },
+		func(x *SliceTable) *Num[int64] { return &x.SelfDur }, func(x *SliceTable) *Num[int64] { return &x.GPUBusyDur },
+	} {
+		splitNum(t, cs, d, col, chunks, detailIdx, take)
 	}
 	for _, p := range []struct{ dst, src *Sparse[int32] }{
 		{&d.GridX, &t.GridX}, {&d.GridY, &t.GridY}, {&d.GridZ, &t.GridZ},
@@ -316,13 +333,20 @@ func (t *SliceTable) split(runID, host string, rank int32, take bool) (core, det
 		stacks := t.Stacks
 		*t = SliceTable{Str: t.Str, Detail: t.Detail, Stacks: stacks, taken: n}
 	}
-	return c.Record(runID, host, rank), d.Record(runID, host, rank)
+	for _, c := range cs {
+		core = append(core, c.Record(runID, host, rank))
+	}
+	return core, d.Record(runID, host, rank)
 }
 
-// splitNum copies src's rows coreIdx into c and detailIdx into d, and with
-// take drops src.
-func splitNum[T int32 | int64 | float64 | uint8](src, c, d *Num[T], coreIdx, detailIdx []int32, take bool) {
-	*c, *d = gatherNum(src, coreIdx), gatherNum(src, detailIdx)
+// splitNum copies column col of t's rows chunks[k] into cs[k] and of its
+// rows detailIdx into d, and with take drops t's column.
+func splitNum[T int32 | int64](t *SliceTable, cs []*SliceTable, d *SliceTable, col func(*SliceTable) *Num[T], chunks [][]int32, detailIdx []int32, take bool) {
+	src := col(t)
+	for k, idx := range chunks {
+		*col(cs[k]) = gatherNum(src, idx)
+	}
+	*col(d) = gatherNum(src, detailIdx)
 	if take {
 		*src = Num[T]{}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // ---- helpers --------------------------------------------------------------
@@ -421,15 +422,22 @@ func testSplit(t *testing.T, take bool) {
 	if tb.DetailRows() != 2 {
 		t.Fatalf("DetailRows = %d", tb.DetailRows())
 	}
-	split := tb.SplitRecords
+	var core, detail arrow.RecordBatch
 	if take {
-		split = tb.TakeRecords
-	}
-	core, detail := split("r", "h", 0)
-	if take {
+		// one core row a record: the two host ops come as two records
+		defer func(n int) { takeChunkRows = n }(takeChunkRows)
+		takeChunkRows = 1
+		var cores []arrow.RecordBatch
+		cores, detail = tb.TakeRecords("r", "h", 0)
+		if len(cores) != 2 || cores[0].NumRows() != 1 || cores[1].NumRows() != 1 {
+			t.Fatalf("core records %v, want two of one row", cores)
+		}
+		core = concatRecords(t, cores)
 		if tb.Len() != 4 || tb.TS.V != nil || tb.Name.V != nil || tb.Step.V != nil {
 			t.Errorf("after TakeRecords: Len %d, columns TS %v name %v step %v", tb.Len(), tb.TS.V, tb.Name.V, tb.Step.V)
 		}
+	} else {
+		core, detail = tb.SplitRecords("r", "h", 0)
 	}
 	defer core.Release()
 	defer detail.Release()
@@ -493,4 +501,31 @@ func TestSparseFill(t *testing.T) {
 			t.Errorf("%s: rows %v vals %v, want %v %v", tc.name, s.Rows, s.Vals, tc.wantRows, tc.wantVals)
 		}
 	}
+}
+
+// concatRecords is recs as one record (releasing them).
+func concatRecords(t *testing.T, recs []arrow.RecordBatch) arrow.RecordBatch {
+	t.Helper()
+	cols := make([]arrow.Array, recs[0].NumCols())
+	n := int64(0)
+	for _, r := range recs {
+		n += r.NumRows()
+	}
+	for i := range cols {
+		parts := make([]arrow.Array, len(recs))
+		for k, r := range recs {
+			parts[k] = r.Column(i)
+		}
+		c, err := array.Concatenate(parts, memory.DefaultAllocator)
+		if err != nil {
+			t.Fatalf("concatenate %s: %v", recs[0].ColumnName(i), err)
+		}
+		defer c.Release()
+		cols[i] = c
+	}
+	out := array.NewRecordBatch(recs[0].Schema(), cols, n)
+	for _, r := range recs {
+		r.Release()
+	}
+	return out
 }
