@@ -80,13 +80,11 @@ func (s *Set) Run(ctx context.Context, st *duck.Store) ([]Result, error) {
 	}
 	// the shared views stay computed for BuildReport, which drops them
 	// (ReleaseShared); a failed pass drops them here
-	var res []Result
-	var err error
+	workers := 1
 	if shared {
-		res, err = s.runParallel(ctx, st, KindMetric, KindFinding)
-	} else {
-		res, err = s.runKinds(ctx, st, KindMetric, KindFinding)
+		workers = s.Workers
 	}
+	res, err := s.runKinds(ctx, st, workers, KindMetric, KindFinding)
 	if err != nil {
 		ReleaseShared(context.WithoutCancel(ctx), st)
 	}
@@ -94,39 +92,20 @@ func (s *Set) Run(ctx context.Context, st *duck.Store) ([]Result, error) {
 }
 
 // runKinds runs the set's detectors of each kind in turn (metrics before
-// the findings that read them) and collects their results. A detector that
-// fails is a Result with Err set, not the end of the pass: one broken
-// query (or one input it did not foresee) must not hide every other
-// detector's findings. Only a cancelled context stops the pass.
-func (s *Set) runKinds(ctx context.Context, st *duck.Store, kinds ...string) ([]Result, error) {
-	var out []Result
-	for _, kind := range kinds {
-		for _, d := range s.Detectors {
-			if d.Kind != kind {
-				continue
-			}
-			r, err := runOne(ctx, d, st)
-			if err != nil {
-				return out, err
-			}
-			s.timed(r)
-			out = append(out, r)
-		}
-	}
-	return out, nil
-}
-
-// runParallel is runKinds on Workers connections: the store's and forks
-// of it. The detectors of one kind share a queue; the results come out in
-// the set's order, as runKinds gives them.
-func (s *Set) runParallel(ctx context.Context, st *duck.Store, kinds ...string) ([]Result, error) {
+// the findings that read them) and collects their results, in the set's
+// order. The detectors of one kind share a queue that workers connections
+// take from: the store's own and forks of it. A detector that fails is a
+// Result with Err set, not the end of the pass: one broken query (or one
+// input it did not foresee) must not hide every other detector's findings.
+// Only a cancelled context stops the pass.
+func (s *Set) runKinds(ctx context.Context, st *duck.Store, workers int, kinds ...string) ([]Result, error) {
 	stores := []*duck.Store{st}
 	defer func() {
 		for _, f := range stores[1:] {
 			f.Close()
 		}
 	}()
-	for len(stores) < s.Workers {
+	for len(stores) < workers {
 		f, err := st.Fork(ctx)
 		if err != nil {
 			return nil, err
@@ -259,12 +238,24 @@ func ReleaseShared(ctx context.Context, st *duck.Store) { dropMaterialized(ctx, 
 
 func dropMaterialized(ctx context.Context, st *duck.Store) {
 	for i := len(sharedViews) - 1; i >= 0; i-- {
-		v := sharedViews[i]
-		st.Exec(ctx, "DROP TABLE IF EXISTS temp."+v)
-		var renamed bool
-		if err := st.Conn().QueryRowContext(ctx, "SELECT count(*) > 0 FROM duckdb_views() WHERE schema_name = 'main' AND view_name = ?", v+viewSuffix).Scan(&renamed); err == nil && renamed {
-			st.Exec(ctx, fmt.Sprintf("DROP TABLE IF EXISTS main.%s; ALTER VIEW main.%s RENAME TO %s", v, v+viewSuffix, v))
+		st.Exec(ctx, "DROP TABLE IF EXISTS temp."+sharedViews[i])
+	}
+	// views renamed for a shared pass: their tables go, their names return
+	rows, err := st.Query(ctx, "SELECT view_name FROM duckdb_views() WHERE schema_name = 'main' AND suffix(view_name, ?)", viewSuffix)
+	if err != nil {
+		return
+	}
+	var renamed []string
+	for rows.Next() {
+		var n string
+		if rows.Scan(&n) == nil {
+			renamed = append(renamed, n)
 		}
+	}
+	rows.Close()
+	for _, n := range renamed {
+		v := strings.TrimSuffix(n, viewSuffix)
+		st.Exec(ctx, fmt.Sprintf("DROP TABLE IF EXISTS main.%s; ALTER VIEW main.%s RENAME TO %s", v, n, v))
 	}
 }
 
