@@ -310,9 +310,16 @@ func (c *Consumer) commitLocked(ctx context.Context, items []*item) (map[string]
 	return c.commit(ctx, items)
 }
 
-// settle acknowledges a committed fetch: batches are acked, poison is
-// terminated, and OnCommit hears of the runs it touched.
+// settle acknowledges a committed fetch: OnCommit hears of the runs it
+// touched, then batches are acked, poison is terminated and the stats
+// count them. In that order, whoever sees a message counted (or settled
+// on the stream) knows that OnCommit has heard of its run: a test that
+// waits for the count and then moves the scheduler's clock cannot move it
+// before the scheduler marked the run.
 func (c *Consumer) settle(items []*item, runs map[string]bool) {
+	if c.OnCommit != nil && len(runs) > 0 {
+		c.OnCommit(runs)
+	}
 	c.Stats.Commits.Add(1)
 	c.Stats.LastCommit.Store(time.Now().UnixNano())
 	for _, it := range items {
@@ -330,9 +337,6 @@ func (c *Consumer) settle(items []*item, runs map[string]bool) {
 			c.Stats.Bytes.Add(int64(len(it.msg.Data())))
 			_ = it.msg.Ack()
 		}
-	}
-	if c.OnCommit != nil && len(runs) > 0 {
-		c.OnCommit(runs)
 	}
 }
 

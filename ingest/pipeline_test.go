@@ -28,6 +28,8 @@ type pipe struct {
 	js     jetstream.JetStream
 	stream jetstream.Stream
 	sc     stream.StreamConfig
+	// onCommit, when set, is the consumers' OnCommit, given their stats
+	onCommit func(*ingest.IngestStats, map[string]bool)
 }
 
 func startPipe(t testing.TB) *pipe {
@@ -84,6 +86,9 @@ func (p *pipe) consume(t *testing.T, st *duck.Store, cond func(*ingest.IngestSta
 		t.Fatal(err)
 	}
 	c := &ingest.Consumer{St: st, Mu: &sync.Mutex{}, Cons: cons, Cfg: cfg, Stats: &ingest.IngestStats{}, Logf: t.Logf}
+	if p.onCommit != nil {
+		c.OnCommit = func(runs map[string]bool) { p.onCommit(c.Stats, runs) }
+	}
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
 	deadline := time.Now().Add(30 * time.Second)
@@ -189,6 +194,35 @@ func TestPipelineMatchesOffline(t *testing.T) {
 	}
 	if again := fingerprint(t, online); fmt.Sprint(again) != fmt.Sprint(got) {
 		t.Fatalf("redelivery changed the tables:\n%v\n%v", again, got)
+	}
+}
+
+// OnCommit hears of a commit before its messages are counted: whoever
+// waits for the count (serve's tests, then moving the scheduler's clock)
+// knows the scheduler has marked the run by then. Counted first, a
+// loaded machine could run the waiter between the two, and the run was
+// marked at the moved clock's time and never became quiet.
+func TestOnCommitBeforeCounted(t *testing.T) {
+	p := startPipe(t)
+	sent := p.publishFiles(t, "live", sampleFiles(t))
+	var mu sync.Mutex
+	var seen []int64 // messages counted when OnCommit ran
+	p.onCommit = func(s *ingest.IngestStats, runs map[string]bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !runs["live"] {
+			t.Errorf("OnCommit heard of %v, not run live", runs)
+		}
+		seen = append(seen, s.Messages.Load())
+	}
+	p.consume(t, openStore(t), func(s *ingest.IngestStats) bool { return s.Messages.Load() == sent })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) == 0 {
+		t.Fatal("OnCommit never ran")
+	}
+	if last := seen[len(seen)-1]; last >= sent {
+		t.Fatalf("the last commit's OnCommit ran with all %d messages already counted (%d)", sent, last)
 	}
 }
 
