@@ -17,7 +17,7 @@ import (
 type Cause struct {
 	ID     string  `json:"id"`
 	RunID  string  `json:"run_id"`
-	Kind   string  `json:"kind"` // late_rank, one_off_stall, slow_host, hang, slow_link
+	Kind   string  `json:"kind"` // late_rank, one_off_stall, slow_host, hang, slow_link, slow_kernel
 	Rank   *int    `json:"rank,omitempty"`
 	Ranks  []int   `json:"ranks,omitempty"`
 	Host   string  `json:"host,omitempty"`
@@ -41,6 +41,7 @@ type Cause struct {
 	Shown    []string `json:"shown_by,omitempty"`
 	Explains []string `json:"explains,omitempty"`
 	Waiters  []Waiter `json:"waiters,omitempty"`
+	finding  string   // the finding a slow_kernel cause comes from
 }
 
 // Waiter is a peer and how long it waited for a late rank.

@@ -327,6 +327,30 @@ func (r *Report) findingCauses(run string, sw stepWindow) []Cause {
 				CostPct: 100 * extra / max(sw.medianNS, 1), Fix: f.Fix,
 				Headline: fmt.Sprintf("a slow link under %s costs %s a step (%.1f%%): %s", f.Subject, Duration(extra), 100*extra/max(sw.medianNS, 1), f.Message),
 				Evidence: []string{f.Message}})
+		case "below_roofline":
+			// a kernel far below its roofline: what it would save at the
+			// roofline, per rank and step, is what the step could lose (an
+			// upper bound: compute that overlaps other work saves less)
+			cost := ev["saved_ns"] / max(ev["ranks"], 1) / nSteps
+			roof := 0.0
+			if f.Value != nil {
+				roof = 100 * *f.Value
+			}
+			var rank *int
+			if f.Rank != nil {
+				rank = ptr(int(*f.Rank))
+			}
+			fix := f.Fix
+			if m, ok := f.Evidence.(map[string]any); ok {
+				if a, ok := m["advice"].(string); ok && a != "" {
+					fix = a
+				}
+			}
+			out = append(out, Cause{RunID: run, Kind: "slow_kernel", Rank: rank, CostNS: cost,
+				CostPct: 100 * cost / max(sw.medianNS, 1), Fix: fix, finding: f.ID,
+				Headline: fmt.Sprintf("the kernels of %s run at %.0f%% of their roofline: at the roofline each step would be up to %s shorter (%.1f%%)",
+					f.Subject, roof, Duration(cost), 100*cost/max(sw.medianNS, 1)),
+				Evidence: []string{f.Message}})
 		case "gpu_link":
 			// what NVLink would save is unknown from the counters alone:
 			// the cost is the transfer time the PCIe path slows, an upper bound
@@ -436,6 +460,8 @@ func (r *Report) linkFindings(run string, causes []Cause, waiters map[waitKey][]
 				isShow = (f.Detector == "hang" || f.Detector == "gpu_xid") && own[rank]
 			case "slow_link":
 				isShow = f.Detector == "slow_link" && c.Why == "" || f.Detector == "gpu_link" && c.Why == "pcie_path" && f.Host == c.Host
+			case "slow_kernel":
+				isShow = f.ID == c.finding
 			case "slow_host":
 				isShow = f.Detector == "slow_host" || own[rank] && (f.Detector == "slow_rank" || f.Detector == "straggler_rank" || f.Detector == "gpu_throttle")
 			default:
@@ -455,6 +481,8 @@ func (r *Report) linkFindings(run string, causes []Cause, waiters map[waitKey][]
 				explained = !own[rank]
 			case "slow_link":
 				explained = own[rank] && f.Detector == "comm_exposed_ratio"
+			case "slow_kernel":
+				explained = false
 			default:
 				// what peers that waited for it show (not their exposed
 				// communication: that is transfer, their waits are set

@@ -188,7 +188,7 @@ func (r *Report) loadRuns(ctx context.Context, st *duck.Store) error {
 SELECT k.run_id, list(k.rank ORDER BY k.rank), max(k.world_size), list(DISTINCT k.gpu_name ORDER BY k.gpu_name) FILTER (WHERE k.gpu_name <> ''),
        sum(k.events)::BIGINT, count(*),
        (SELECT coalesce(min(step_lo)::VARCHAR || '-' || max(step_hi)::VARCHAR, 'all') FROM analysis_window w WHERE w.run_id = k.run_id),
-       (SELECT list(DISTINCT lower(flops_dtype) ORDER BY lower(flops_dtype)) FROM slices_detail d WHERE d.run_id = k.run_id AND d.flops_dtype IS NOT NULL)
+       (SELECT list(DISTINCT lower(flops_dtype) ORDER BY lower(flops_dtype)) FROM slices_detail d WHERE d.run_id = k.run_id AND d.flops_dtype IS NOT NULL AND d.op_class IN ('gemm', 'attention', 'conv'))
 FROM ranks k GROUP BY k.run_id ORDER BY k.run_id`)
 	if err != nil {
 		return err

@@ -168,7 +168,7 @@ func (r *Report) hasCollectives(run string) bool {
 }
 
 var causeTitle = map[string]string{"late_rank": "late rank", "one_off_stall": "one-off stall", "slow_host": "slow host",
-	"hang": "hang", "slow_link": "slow link"}
+	"hang": "hang", "slow_link": "slow link", "slow_kernel": "slow kernel"}
 
 func (r *Report) writeCause(b *strings.Builder, n int, c Cause) {
 	where := ""
@@ -181,7 +181,7 @@ func (r *Report) writeCause(b *strings.Builder, n int, c Cause) {
 		where = "ranks " + RankRanges(slices.Sorted(slices.Values(c.Ranks)))
 	}
 	why := ""
-	if c.Why != "" && c.Kind != "hang" && c.Kind != "slow_link" {
+	if c.Why != "" && c.Kind != "hang" && c.Kind != "slow_link" && c.Kind != "slow_kernel" {
 		why = ", " + strings.ReplaceAll(c.Why, "_", " ")
 	}
 	cost := fmt.Sprintf("costs %s a step (%.1f%%)", Duration(c.CostNS), c.CostPct)
@@ -191,7 +191,10 @@ func (r *Report) writeCause(b *strings.Builder, n int, c Cause) {
 	case c.Kind == "hang":
 		cost = "stops the run"
 	}
-	fmt.Fprintf(b, "%d. **%s: %s%s** — %s  \n   %s\n", n, causeTitle[c.Kind], where, why, cost, upperFirst(c.Headline))
+	if where != "" {
+		where = ": " + where
+	}
+	fmt.Fprintf(b, "%d. **%s%s%s** — %s  \n   %s\n", n, causeTitle[c.Kind], where, why, cost, upperFirst(c.Headline))
 	for _, e := range c.Evidence {
 		fmt.Fprintf(b, "   - evidence: %s\n", e)
 	}
@@ -417,7 +420,7 @@ func upperFirst(s string) string {
 }
 
 func firstClause(s string) string {
-	if i := strings.Index(s, ":"); i > 0 {
+	if i := strings.Index(s, ": "); i > 0 {
 		return s[:i]
 	}
 	return s

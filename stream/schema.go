@@ -90,6 +90,15 @@ var SlicesSchema = arrow.NewSchema([]arrow.Field{
 	// attention): the operator's floating-point operations and their dtype
 	field("flops", i64, true),
 	field("flops_dtype", DictString, true),
+	// the performance model of a host operator (gpu.OpCost): its class
+	// (gemm, attention, elementwise ...), its input shapes, the bytes it
+	// must move, and the GPU time and number of the kernels launched
+	// inside it
+	field("op_class", DictString, true),
+	field("op_shape", DictString, true),
+	field("op_bytes", i64, true),
+	field("op_gpu_dur", i64, true),
+	field("op_kernels", i32, true),
 }, nil)
 
 // CoreColumns is how many leading SlicesSchema columns every slice has;

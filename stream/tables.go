@@ -44,9 +44,16 @@ type SliceTable struct {
 	CollDtype                                    SparseDict
 	CollGroupSize                                Sparse[int32]
 	PGName, PGDesc, PGRanks, CollAlgo, CollProto SparseDict
-	// FLOPs of a host operator, from its input shapes
+	// A host operator's modelled cost (gpu.OpCost), from its input shapes:
+	// FLOPs and their dtype, its class, its shape, the bytes it must move,
+	// and the GPU time and count of the kernels launched inside it
 	Flops      Sparse[int64]
 	FlopsDtype SparseDict
+	OpClass    SparseDict
+	OpShape    SparseDict
+	OpBytes    Sparse[int64]
+	OpGPUDur   Sparse[int64]
+	OpKernels  Sparse[int32]
 }
 
 // NewSliceTable returns an empty table over the given string table; detail
@@ -104,6 +111,8 @@ func (t *SliceTable) Record(runID, host string, rank int32) arrow.RecordBatch {
 		t.PGName.dictArray(n, dict), t.PGDesc.dictArray(n, dict), t.PGRanks.dictArray(n, dict),
 		t.CollAlgo.dictArray(n, dict), t.CollProto.dictArray(n, dict),
 		sp64(&t.Flops, n), t.FlopsDtype.dictArray(n, dict),
+		t.OpClass.dictArray(n, dict), t.OpShape.dictArray(n, dict),
+		sp64(&t.OpBytes, n), sp64(&t.OpGPUDur, n), sp32(&t.OpKernels, n),
 	)
 	return newRecord(SlicesSchema, cols, n)
 }
@@ -311,13 +320,13 @@ func (t *SliceTable) split(runID, host string, rank int32, take bool, chunk int)
 	for _, p := range []struct{ dst, src *Sparse[int32] }{
 		{&d.GridX, &t.GridX}, {&d.GridY, &t.GridY}, {&d.GridZ, &t.GridZ},
 		{&d.BlockX, &t.BlockX}, {&d.BlockY, &t.BlockY}, {&d.BlockZ, &t.BlockZ},
-		{&d.Registers, &t.Registers}, {&d.CollGroupSize, &t.CollGroupSize},
+		{&d.Registers, &t.Registers}, {&d.CollGroupSize, &t.CollGroupSize}, {&d.OpKernels, &t.OpKernels},
 	} {
 		*p.dst = remapSparse(p.src, pos)
 	}
 	for _, p := range []struct{ dst, src *Sparse[int64] }{
 		{&d.SharedMem, &t.SharedMem}, {&d.Bytes, &t.Bytes}, {&d.CollInElems, &t.CollInElems},
-		{&d.CollOutElems, &t.CollOutElems}, {&d.Flops, &t.Flops},
+		{&d.CollOutElems, &t.CollOutElems}, {&d.Flops, &t.Flops}, {&d.OpBytes, &t.OpBytes}, {&d.OpGPUDur, &t.OpGPUDur},
 	} {
 		*p.dst = remapSparse(p.src, pos)
 	}
@@ -325,7 +334,7 @@ func (t *SliceTable) split(runID, host string, rank int32, take bool, chunk int)
 	for _, p := range []struct{ dst, src *SparseDict }{
 		{&d.CopyKind, &t.CopyKind}, {&d.HostMem, &t.HostMem}, {&d.CollName, &t.CollName}, {&d.CollDtype, &t.CollDtype},
 		{&d.PGName, &t.PGName}, {&d.PGDesc, &t.PGDesc}, {&d.PGRanks, &t.PGRanks}, {&d.CollAlgo, &t.CollAlgo}, {&d.CollProto, &t.CollProto},
-		{&d.FlopsDtype, &t.FlopsDtype},
+		{&d.FlopsDtype, &t.FlopsDtype}, {&d.OpClass, &t.OpClass}, {&d.OpShape, &t.OpShape},
 	} {
 		p.dst.Sparse = remapSparse(&p.src.Sparse, pos)
 	}

@@ -37,12 +37,23 @@ WITH n AS (
            sum(sy.calls) AS calls
     FROM sy JOIN gpu_span sp ON sp.run_id = sy.run_id AND sp.rank = sy.rank
     GROUP BY sy.run_id
+), rf AS (
+    -- the roofline of the operators whose shapes the trace recorded
+    SELECT run_id,
+           max(value) FILTER (WHERE metric = 'coverage_pct') AS coverage,
+           max(value) FILTER (WHERE metric = 'compute_bound_pct') AS rf_compute,
+           max(value) FILTER (WHERE metric = 'memory_bound_pct') AS rf_memory,
+           max(value) FILTER (WHERE metric = 'latency_bound_pct') AS rf_latency,
+           max(value) FILTER (WHERE metric = 'roof_pct') AS rf_roof
+    FROM metrics WHERE detector = 'roofline' AND subject = 'all'
+    GROUP BY run_id
 ), j AS (
     SELECT t.run_id, t.ranks, n.kernels, t.idle, t.compute, t.non_compute,
+           rf.coverage, rf.rf_compute, rf.rf_memory, rf.rf_latency, rf.rf_roof,
            coalesce(c.exposed, 0) AS exposed, c.worst_rank AS comm_rank,
            coalesce(l.short, 0) AS short,
            coalesce(s.sync, 0) AS sync, s.worst_rank AS sync_rank, coalesce(s.calls, 0) AS sync_calls
-    FROM t JOIN n USING (run_id) LEFT JOIN c USING (run_id) LEFT JOIN l USING (run_id) LEFT JOIN s USING (run_id)
+    FROM t JOIN n USING (run_id) LEFT JOIN c USING (run_id) LEFT JOIN l USING (run_id) LEFT JOIN s USING (run_id) LEFT JOIN rf USING (run_id)
 ), k AS (
     SELECT *,
            CASE WHEN kernels < $min_kernels THEN 'unclassified'
@@ -72,10 +83,15 @@ SELECT run_id,
                                                     100 * idle, 100 * short, 100 * $idle_ratio, 100 * $short_ratio)
            WHEN 'host-bound' THEN printf('host-bound: the GPU is idle %.1f%% of its span (threshold %.0f%%) while kernels are not short and synchronization is low: the CPU side (Python, data loading) sets the pace',
                                          100 * idle, 100 * $idle_ratio)
-           ELSE printf('GPU-bound: kernels keep the GPU busy %.1f%% of its span (compute %.1f%%, communication or memory only %.1f%%); whether compute or memory bandwidth limits them needs hardware counters (DCGM, Nsight Compute), which this trace does not carry',
-                       100 * (1 - idle), 100 * compute, 100 * non_compute)
+           ELSE CASE WHEN coverage IS NOT NULL
+           THEN printf('GPU-bound: kernels keep the GPU busy %.1f%% of its span (compute %.1f%%, communication or memory only %.1f%%); of the compute-kernel time whose operators have a roofline from their shapes (%.0f%% of it), %.0f%% is memory-bound, %.0f%% compute-bound and %.0f%% latency-bound, at %.0f%% of the roofline (roofline metric)',
+                       100 * (1 - idle), 100 * compute, 100 * non_compute, coverage, rf_memory, rf_compute, rf_latency, rf_roof)
+           ELSE printf('GPU-bound: kernels keep the GPU busy %.1f%% of its span (compute %.1f%%, communication or memory only %.1f%%); whether compute or memory bandwidth limits them needs the operators'' shapes (record_shapes=True) or hardware counters (DCGM, Nsight Compute), which this trace does not carry',
+                       100 * (1 - idle), 100 * compute, 100 * non_compute) END
        END AS message,
        json_object('idle_ratio', round(idle, 4), 'compute_ratio', round(compute, 4), 'exposed_comm_ratio', round(exposed, 4),
-                   'short_kernel_ratio', round(short, 4), 'sync_ratio', round(sync, 4), 'ranks', ranks)::VARCHAR AS evidence
+                   'short_kernel_ratio', round(short, 4), 'sync_ratio', round(sync, 4), 'ranks', ranks,
+                   'roofline_coverage_pct', coverage, 'memory_bound_pct', rf_memory, 'compute_bound_pct', rf_compute,
+                   'latency_bound_pct', rf_latency, 'roof_pct', rf_roof)::VARCHAR AS evidence
 FROM k
 ORDER BY run_id

@@ -23,7 +23,7 @@ SELECT m.run_id, m.rank,
        'mfu' AS metric,
        m.mfu / 100 AS value,
        $min_mfu AS threshold,
-       printf('rank %d reached %.1f%% MFU (%.1f TFLOP/s on %s, counting the %.2f TFLOP of matmul and attention operators in the window); %s',
+       printf('rank %d reached %.1f%% MFU (%.1f TFLOP/s on %s, counting the %.2f TFLOP of matmul, attention and convolution operators in the window); %s',
               m.rank, m.mfu, m.tflops, coalesce(g.catalog_key, r.gpu_name),
               m.tflop,
               CASE WHEN m.mm_peak IS NULL

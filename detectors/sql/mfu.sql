@@ -1,11 +1,11 @@
 -- name: mfu
 -- category: utilization
 -- kind: metric
--- description: per rank, model FLOPs utilisation over the analysis window: the FLOPs of the matmul and attention operators whose input shapes the trace recorded (record_shapes; forward and backward), over the GPU span, against the GPU's dense peak for each operator's dtype (gpu_specs, from the gpu/ catalog). Also how fast the kernels those operators launched ran while they ran (achieved TFLOP/s and % of peak). A lower bound: operators without a FLOP formula (convolutions, fused or custom kernels) count nothing
+-- description: per rank, model FLOPs utilisation over the analysis window: the FLOPs of the matmul, attention and convolution operators whose input shapes the trace recorded (record_shapes; forward and backward; gpu/perfmodel.go), over the GPU span, against the GPU's dense peak for each operator's dtype (gpu_specs, from the gpu/ catalog). Also how fast the kernels those operators launched ran while they ran (achieved TFLOP/s and % of peak). A lower bound: operators without a FLOP formula (fused or custom kernels) count nothing
 WITH ops AS (
     SELECT run_id, rank, external_id, flops, flops_dtype
     FROM host_window
-    WHERE flops IS NOT NULL
+    WHERE flops IS NOT NULL AND op_class IN ('gemm', 'attention', 'conv')
 ), spec AS (
     SELECT r.run_id, r.rank, g AS s, g.catalog_key
     FROM ranks r JOIN gpu_specs g ON g.gpu_name = r.gpu_name

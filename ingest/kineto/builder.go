@@ -46,6 +46,9 @@ type builder struct {
 
 	opColl     map[int64]opColl // external id -> the collective its host operator issued
 	kernelColl []collRef        // communication kernels named only by NCCL
+
+	costs  []opCostRow      // modelled host operators, in row order
+	shapes map[string]int32 // raw Input Dims -> id of its compact form
 }
 
 // MaxNameBytes bounds a name or category (the longest real kernel names,
@@ -72,9 +75,9 @@ type nameInfo struct {
 	proto     int32
 	copyKind  int32
 	hostMem   int32
-	stepNo    int32  // N of "ProfilerStep#N", or -1
-	recParams bool   // record_param_comms
-	flopOp    string // FLOP formula of a host operator (gpu.FlopOp), or ""
+	stepNo    int32 // N of "ProfilerStep#N", or -1
+	recParams bool  // record_param_comms
+	opModel   bool  // a host operator with a performance model (gpu.OpClass)
 }
 
 func (b *builder) init(t *Trace) {
@@ -86,6 +89,7 @@ func (b *builder) init(t *Trace) {
 	b.kinds = map[string]int32{}
 	b.raw = make(map[string]int32, 1024)
 	b.colls = map[string]int32{}
+	b.shapes = map[string]int32{}
 	b.strTIDs = map[string]int64{}
 	b.cpuSteps = map[int32]*span{}
 	b.gpuSteps = map[int32]*span{}
@@ -193,7 +197,7 @@ func (b *builder) nameInfo(id int32, kind string) nameInfo {
 	}
 	ni.recParams = name == "record_param_comms"
 	if kind == stream.KindCPUOp {
-		ni.flopOp = gpu.FlopOp(name)
+		ni.opModel = gpu.OpClass(name) != ""
 	}
 	if kind == stream.KindCPUOp || kind == stream.KindAnnotation {
 		// c10d's operators and NCCL's record_function ranges name the
@@ -502,17 +506,11 @@ func (b *builder) sliceIDs(e *event, catID, nameID int32, ts, dur int64) {
 	if ni.proto != 0 {
 		s.CollProto.Set(row, ni.proto)
 	}
-	flops := false
-	if ni.flopOp != "" && a.has&aInputDims != 0 {
-		if f, dt := gpu.OpFlops(ni.flopOp, a.inputDims, a.inputType); f > 0 {
-			s.Flops.Set(row, f)
-			if dt != "" {
-				s.FlopsDtype.Set(row, b.optID(dt))
-			}
-			flops = true
-		}
+	modelled := false
+	if ni.opModel && a.has&aInputDims != 0 {
+		modelled = b.opCost(row, nameID, a)
 	}
-	if gpuSide || coll != 0 || ni.copyKind != 0 || a.has&detailArgs != 0 || flops {
+	if gpuSide || coll != 0 || ni.copyKind != 0 || a.has&detailArgs != 0 || modelled {
 		s.MarkDetail(row)
 	}
 

@@ -42,7 +42,8 @@ type eventArgs struct {
 	totalAllocated, totalReserved int64
 	deviceID, deviceType          int64
 	name                          []byte
-	inputDims, inputType          []byte // raw JSON, read for FLOP operators
+	inputDims, inputType          []byte // raw JSON, read for modelled operators
+	concrete                      []byte // "Concrete Inputs", raw JSON
 }
 
 // bits of eventArgs.has
@@ -72,6 +73,7 @@ const (
 	aName
 	aInputDims
 	aInputType
+	aConcrete
 )
 
 // detailArgs are the args stored in slices_detail's columns.
@@ -275,6 +277,9 @@ func (c *cursor) parseArgs(a *eventArgs) {
 		case "Input type":
 			a.inputType = c.Raw()
 			a.has |= aInputType
+		case "Concrete Inputs":
+			a.concrete = c.Raw()
+			a.has |= aConcrete
 		default:
 			c.Skip()
 		}

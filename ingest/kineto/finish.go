@@ -66,6 +66,7 @@ func (b *builder) finish(opt Options) error {
 	}
 
 	b.bindFlows()
+	b.assignOpCosts()
 	b.assignSteps(n)
 	b.assignSelfTimes(n)
 	b.nameCollectives()

@@ -116,7 +116,12 @@ CREATE TABLE IF NOT EXISTS slices_detail (
     coll_algo       VARCHAR,
     coll_proto      VARCHAR,
     flops           BIGINT,  -- a host operator's FLOPs, from its input shapes
-    flops_dtype     VARCHAR
+    flops_dtype     VARCHAR,
+    op_class        VARCHAR, -- its performance model (gpu/perfmodel.go): gemm, attention, conv, softmax, norm, elementwise, reduction, embedding, optimizer
+    op_shape        VARCHAR, -- its Input Dims, compact
+    op_bytes        BIGINT,  -- the bytes it must read and write in device memory
+    op_gpu_dur      BIGINT,  -- the GPU time of the kernels launched inside it
+    op_kernels      INTEGER  -- how many kernels it launched
 );
 -- columns added after the first release: databases written before get them
 ALTER TABLE slices_detail ADD COLUMN IF NOT EXISTS flops BIGINT;
@@ -125,6 +130,11 @@ ALTER TABLE slices_detail ADD COLUMN IF NOT EXISTS stack_id INTEGER;
 ALTER TABLE slices_core ADD COLUMN IF NOT EXISTS stack_id INTEGER;
 ALTER TABLE slices_detail ADD COLUMN IF NOT EXISTS gpu_busy_dur BIGINT;
 ALTER TABLE slices_core ADD COLUMN IF NOT EXISTS gpu_busy_dur BIGINT;
+ALTER TABLE slices_detail ADD COLUMN IF NOT EXISTS op_class VARCHAR;
+ALTER TABLE slices_detail ADD COLUMN IF NOT EXISTS op_shape VARCHAR;
+ALTER TABLE slices_detail ADD COLUMN IF NOT EXISTS op_bytes BIGINT;
+ALTER TABLE slices_detail ADD COLUMN IF NOT EXISTS op_gpu_dur BIGINT;
+ALTER TABLE slices_detail ADD COLUMN IF NOT EXISTS op_kernels INTEGER;
 
 CREATE OR REPLACE VIEW slices AS
 SELECT * FROM slices_detail

@@ -388,3 +388,41 @@ SELECT run_id, rank, any_value(subject) AS subject,
 FROM metrics
 WHERE detector = 'gpu_counters'
 GROUP BY run_id, rank;
+
+-- The roofline of every modelled host operator call in the analysis window
+-- that launched GPU work (gpu/perfmodel.go gives its FLOPs and the bytes it
+-- must move from its recorded shapes; the reader, the GPU time of the
+-- kernels launched inside it): the least time its work takes on this GPU,
+-- at the dtype's dense peak (compute_ns) or at HBM bandwidth (memory_ns),
+-- whichever is longer. Ranks on a GPU the catalog does not know have none.
+CREATE OR REPLACE VIEW op_roofline AS
+WITH o AS (
+    SELECT s.run_id, s.rank, s.step, s.name, s.op_class, s.op_shape, s.flops_dtype AS dtype,
+           coalesce(s.flops, 0) AS flops, s.op_bytes AS bytes, s.op_gpu_dur AS gpu_ns, s.op_kernels AS kernels,
+           g.catalog_key AS gpu, peak_tflops(g, s.flops_dtype) * 1e12 AS peak_flops, g.hbm_gbs * 1e9 AS peak_bw
+    FROM slices_detail s
+    JOIN analysis_window w ON w.run_id = s.run_id AND w.rank = s.rank
+    JOIN ranks r ON r.run_id = s.run_id AND r.rank = s.rank
+    JOIN gpu_specs g ON g.gpu_name = r.gpu_name
+    WHERE s.op_class IS NOT NULL AND s.op_gpu_dur > 0
+      AND (w.step_lo IS NULL OR s.step >= w.step_lo)
+      AND (w.step_hi IS NULL OR s.step <= w.step_hi)
+      AND (s.step IS NOT NULL OR (w.step_lo IS NULL AND w.step_hi IS NULL))
+)
+SELECT *,
+       1e9 * flops / peak_flops AS compute_ns,
+       1e9 * bytes / peak_bw AS memory_ns,
+       greatest(coalesce(1e9 * flops / peak_flops, 0), 1e9 * bytes / peak_bw) AS ideal_ns
+FROM o;
+
+-- op_roofline summed per run and unique call (operator, shape, dtype):
+-- the unit the roofline detectors rank and advise on.
+CREATE OR REPLACE VIEW op_roofline_shapes AS
+SELECT run_id, op_class, name, op_shape, dtype, any_value(gpu) AS gpu,
+       count(*) AS calls, sum(kernels) AS kernels, count(DISTINCT rank) AS ranks,
+       arg_max(rank, gpu_ns) AS top_rank,
+       sum(gpu_ns) AS gpu_ns, sum(flops) AS flops, sum(bytes) AS bytes,
+       sum(compute_ns) AS compute_ns, sum(memory_ns) AS memory_ns, sum(ideal_ns) AS ideal_ns,
+       any_value(peak_flops) AS peak_flops, any_value(peak_bw) AS peak_bw
+FROM op_roofline
+GROUP BY run_id, op_class, name, op_shape, dtype;
