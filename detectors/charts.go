@@ -28,6 +28,9 @@ type Charts struct {
 	Timeline *Timeline
 	// Kernels are the kernels with the most GPU time, over all ranks.
 	Kernels []KernelTime
+	// Roofline is the unique operator calls against the GPU's roofs (nil
+	// without recorded shapes or a known GPU).
+	Roofline *RooflineChart
 }
 
 // RankTime is one rank's GPU time by what the GPU did.
@@ -93,6 +96,7 @@ func (r *Report) buildCharts(ctx context.Context, st *duck.Store) error {
 		c.TotalRanks = len(c.Ranks)
 		c.Ranks = r.pickRankBars(run.RunID, c.Ranks, MaxRankBars)
 		c.Kernels = r.topKernels(run.RunID, 12)
+		c.Roofline = r.roofline(run)
 		tl, err := r.loadTimeline(ctx, st, run)
 		if err != nil {
 			return fmt.Errorf("charts of run %s: %w", run.RunID, err)

@@ -23,7 +23,7 @@ func (r *Report) chartsHTML() string {
 	var b strings.Builder
 	for _, run := range r.Runs {
 		c := r.charts[run.RunID]
-		if c == nil || len(c.Ranks) == 0 && c.Timeline == nil && len(c.Kernels) == 0 {
+		if c == nil || len(c.Ranks) == 0 && c.Timeline == nil && len(c.Kernels) == 0 && c.Roofline == nil {
 			continue
 		}
 		if len(r.Runs) > 1 {
@@ -37,6 +37,9 @@ func (r *Report) chartsHTML() string {
 		}
 		if len(c.Kernels) > 0 {
 			writeKernelChart(&b, c.Kernels)
+		}
+		if c.Roofline != nil {
+			writeRoofline(&b, c.Roofline)
 		}
 	}
 	return b.String()

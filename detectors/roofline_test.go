@@ -127,3 +127,35 @@ func TestSlowGEMMBelowRoofline(t *testing.T) {
 		t.Errorf("cause shown by %v, want %s", c.Shown, found.ID)
 	}
 }
+
+// The HTML report draws the roofline: the GPU's roofs and a dot per
+// unique call, the slow GEMM among them with its share of the roofline.
+func TestRooflineChart(t *testing.T) {
+	st, res := analyzeDir(t, rooflineRun(t, 4), "roof", detectors.Window{})
+	rep, err := detectors.BuildReport(context.Background(), st, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rep.Charts("roof")
+	if c == nil || c.Roofline == nil {
+		t.Fatal("no roofline chart")
+	}
+	if c.Roofline.GPU != "H100-SXM" || c.Roofline.Peaks["bf16"] != 989.4 || c.Roofline.BWTBs != 3.35 {
+		t.Errorf("roofs: %+v", c.Roofline)
+	}
+	var page strings.Builder
+	if err := rep.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	html := page.String()
+	for _, want := range []string{`data-chart="roofline"`, "aten::addmm " + slowShape + " bf16: ", "% of its roofline", "BF16 989"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	// the two GEMMs and the add are drawn; the tiny muls' 64 FLOPs round
+	// to 0.00 TFLOP/s, which a log axis cannot show
+	if n := strings.Count(html, "<circle"); n != len(c.Roofline.Points) || n != 3 || c.Roofline.Skipped != 1 {
+		t.Errorf("%d dots for %d points", n, len(c.Roofline.Points))
+	}
+}

@@ -54,7 +54,9 @@ func Discover(paths []string) ([]string, error) {
 				}
 				return nil
 			}
-			if traceLike(d.Name()) {
+			// a CSV among traces is taken when it is an Nsight Compute
+			// export; other tables a folder holds are not ours
+			if traceLike(d.Name()) || IsNCU(path) {
 				found = append(found, path)
 			}
 			return nil
@@ -63,7 +65,7 @@ func Discover(paths []string) ([]string, error) {
 			return nil, err
 		}
 		if len(found) == 0 {
-			return nil, fmt.Errorf("%s: no traces in this folder (looked for *.json, *.json.gz, *.pt.trace.json[.gz], *.sqlite, *.prom)", p)
+			return nil, fmt.Errorf("%s: no traces in this folder (looked for *.json, *.json.gz, *.pt.trace.json[.gz], *.sqlite, *.prom, and Nsight Compute *.csv exports)", p)
 		}
 		sort.Strings(found)
 		for _, f := range found {

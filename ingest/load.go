@@ -19,6 +19,7 @@ import (
 
 	"github.com/trainscope/trainscope/ingest/kineto"
 	"github.com/trainscope/trainscope/ingest/memsnap"
+	"github.com/trainscope/trainscope/ingest/ncu"
 	"github.com/trainscope/trainscope/ingest/nsys"
 	"github.com/trainscope/trainscope/ingest/script"
 	"github.com/trainscope/trainscope/sql/duck"
@@ -125,6 +126,7 @@ type readResult struct {
 	more   []*kineto.Trace   // further traces of the same file (an nsys export holds one per GPU)
 	snap   *memsnap.Snapshot // a memory snapshot found among the traces
 	scrape *scrapeFile       // saved Prometheus scrapes (dcgm-exporter)
+	ncu    *ncu.Export       // an Nsight Compute CSV export
 	// script is a launch script given with the traces: its flags join the
 	// run for the config audit
 	script *script.Script
@@ -190,9 +192,12 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 				var snap *memsnap.Snapshot
 				var sc *script.Script
 				var scr *scrapeFile
+				var nc *ncu.Export
 				var err error
 				if IsScript(files[i]) {
 					sc, err = ReadScript(files[i])
+				} else if IsNCU(files[i]) {
+					nc, err = readNCU(files[i])
 				} else if IsScrape(files[i]) {
 					scr, err = readScrapes(files[i])
 				} else if nsys.IsSQLite(files[i]) {
@@ -212,7 +217,7 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 					}
 				}
 				select {
-				case results <- readResult{idx: i, trace: tr, more: more, snap: snap, script: sc, scrape: scr, err: err, took: time.Since(t0)}:
+				case results <- readResult{idx: i, trace: tr, more: more, snap: snap, script: sc, scrape: scr, ncu: nc, err: err, took: time.Since(t0)}:
 				case <-ctx.Done():
 					return
 				}
@@ -269,6 +274,24 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 			}
 			t0 := time.Now()
 			err := Send(ctx, sink, res.scrape.path, bs, opt.warn)
+			stats.Insert += time.Since(t0)
+			if err != nil {
+				return nil, err
+			}
+			sideFiles++
+			progress(opt.Progress, done, len(files), fs)
+			continue
+		}
+		if res.ncu != nil {
+			e := res.ncu
+			fs := &stats.Files[res.idx]
+			*fs = FileStat{Path: e.Path, Format: kineto.Format("ncu_" + e.Layout), Rank: -1, Events: len(e.Metrics), Read: res.took}
+			stats.ReadCPU += res.took
+			for _, n := range e.Notes {
+				opt.warn(e.Path + ": " + n)
+			}
+			t0 := time.Now()
+			err := Send(ctx, sink, e.Path, ncuBatches(e, opt.RunID, opt.Host), opt.warn)
 			stats.Insert += time.Since(t0)
 			if err != nil {
 				return nil, err
@@ -405,6 +428,10 @@ func progress(w io.Writer, done, total int, f *FileStat) {
 	}
 	if f.Format == "launch_script" {
 		fmt.Fprintf(w, "[%d/%d] %s: launch script, %d flag occurrences, parsed in %s\n", done, total, f.Path, f.Events, f.Read.Round(time.Millisecond))
+		return
+	}
+	if f.Format == "ncu_details" || f.Format == "ncu_raw" {
+		fmt.Fprintf(w, "[%d/%d] %s: Nsight Compute export (%s page), %d metrics into kernel_metrics, read in %s\n", done, total, f.Path, strings.TrimPrefix(string(f.Format), "ncu_"), f.Events, f.Read.Round(time.Millisecond))
 		return
 	}
 	if f.Format == "dcgm_scrape" {

@@ -154,6 +154,7 @@ var Tables = map[string]*arrow.Schema{
 	"mem_settings":   MemSettingsSchema,
 	"script_flags":   ScriptFlagsSchema,
 	"script_context": ScriptContextSchema,
+	"kernel_metrics": KernelMetricsSchema,
 }
 
 // CheckSchema says whether s is what table's batches look like: the same

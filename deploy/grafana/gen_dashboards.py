@@ -188,6 +188,20 @@ WHERE run_id = $__run AND detector = 'top_kernels'
 GROUP BY subject
 ORDER BY total_ms DESC
 """), w=12, h=8)
+run.add("table", "Operators by time saved at their roofline", rt("""
+SELECT subject AS "operator, shapes, dtype, bound",
+       max(value) FILTER (WHERE metric = 'saved_ns') / 1e6 AS saved_ms,
+       max(value) FILTER (WHERE metric = 'time_ns') / 1e6 AS gpu_ms,
+       max(value) FILTER (WHERE metric = 'roof_pct') AS roof_pct,
+       max(value) FILTER (WHERE metric = 'achieved_tflops') AS tflops,
+       max(value) FILTER (WHERE metric = 'achieved_tbs') AS tbs,
+       max(value) FILTER (WHERE metric = 'intensity') AS flop_per_byte,
+       max(value) FILTER (WHERE metric = 'calls') AS calls
+FROM metrics
+WHERE run_id = $__run AND detector = 'roofline_shapes'
+GROUP BY subject
+ORDER BY saved_ms DESC
+"""), w=12, h=8, desc="roofline_shapes: unique operator calls (their recorded input shapes and dtype) ranked by the GPU time their kernels would give back at the roofline of this GPU: the least time at the dtype's dense peak or at HBM bandwidth. Needs record_shapes=True and a GPU the catalog knows.")
 run.add("table", "Communication by group, collective and transport", rt("""
 SELECT subject AS "group collective algo/proto via transport",
        count(DISTINCT rank) AS ranks,

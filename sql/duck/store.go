@@ -255,7 +255,7 @@ var ExportTables = []string{"runs", "ranks", "process_groups", "threads", "stack
 // RunTables hold a run's events, one row set per run_id: what a run is
 // made of, as loaded or ingested.
 var RunTables = []string{"runs", "ranks", "process_groups", "threads", "stacks", "slices_core", "slices_detail", "steps", "counters",
-	"mem_segments", "mem_blocks", "mem_events", "mem_settings", "script_flags", "script_context"}
+	"mem_segments", "mem_blocks", "mem_events", "mem_settings", "script_flags", "script_context", "kernel_metrics"}
 
 // DeleteRun removes a run's events from every RunTables table and reports
 // whether there were any, so that loading a run into a database that
