@@ -96,3 +96,26 @@ func TestKernelLimitsFromNCU(t *testing.T) {
 		t.Errorf("kernel_limits on %q, want only the GEMM", got)
 	}
 }
+
+// Where Nsight Compute measured a call's kernel, its bound replaces the
+// modelled one: the slow GEMM that the roofline calls compute-bound is
+// latency-bound by measurement (20% and 15% of speed of light).
+func TestMeasuredBoundReplacesModelled(t *testing.T) {
+	dir := rooflineRun(t, 4)
+	ncuDetails(t, filepath.Join(dir, "gemm.ncu.csv"), []string{gemmKernel}, map[string][][4]string{gemmKernel: {
+		{"GPU Speed Of Light Throughput", "Compute (SM) Throughput", "%", "20.10"},
+		{"GPU Speed Of Light Throughput", "Memory Throughput", "%", "15.40"},
+	}})
+	st, _ := analyzeDir(t, dir, "ncu", detectors.Window{})
+	measured := "aten::addmm " + slowShape + " bf16, latency-bound"
+	if got := metric(t, st, "roofline_shapes", nil, measured, "ncu_sol_compute_pct"); got != 20.1 {
+		t.Errorf("ncu_sol_compute_pct = %v", got)
+	}
+	var msg string
+	if err := st.Conn().QueryRowContext(context.Background(), `SELECT message FROM findings WHERE detector = 'below_roofline'`).Scan(&msg); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(msg, "Nsight Compute measured its kernel at 20% of compute and 15% of memory speed of light") {
+		t.Errorf("below_roofline: %s", msg)
+	}
+}

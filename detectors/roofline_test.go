@@ -159,3 +159,42 @@ func TestRooflineChart(t *testing.T) {
 		t.Errorf("%d dots for %d points", n, len(c.Roofline.Points))
 	}
 }
+
+// The real H100 trace (TraceLens' Qwen1.5-0.5B): its top unique calls,
+// worked by hand from their recorded shapes and the trace's kernel times.
+func TestRooflineOnQwenTrace(t *testing.T) {
+	st, _ := analyzeDir(t, corpusDir("tracelens/tests__traces__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz")(t), "qwen", detectors.Window{})
+	for _, c := range []struct {
+		name, shape  string
+		calls        int64
+		flops, bytes int64
+	}{
+		// 48 x mm [8944,1024]·[1024,2816]: 2·8944·1024·2816 FLOPs;
+		// (8944·1024 + 1024·2816 + 8944·2816)·2 bytes
+		{"aten::mm", "[[8944,1024],[1024,2816]]", 48, 48 * 2 * 8944 * 1024 * 2816, 48 * (8944*1024 + 1024*2816 + 8944*2816) * 2},
+		// 24 x causal flash attention [16,559,16,64]: half of
+		// 4·16·16·559²·64; q, k, v, out read or written once in bf16
+		{"aten::_flash_attention_forward", "[[16,559,16,64],[16,559,16,64],[16,559,16,64]]", 24, 24 * 4 * 16 * 16 * 559 * 559 * 64 / 2, 24 * 4 * 16 * 559 * 16 * 64 * 2},
+		// 96 x RoPE's mul, [16,16,559,64] by a broadcast [1,1,559,64]
+		{"aten::mul", "[[16,16,559,64],[1,1,559,64]]", 96, 96 * 16 * 16 * 559 * 64, 96 * ((16*16*559*64+559*64)*2 + 16*16*559*64*2)},
+		// 72 x addmm, bias [1024] + [8944,1024]·[1024,1024]
+		{"aten::addmm", "[[1024],[8944,1024],[1024,1024]]", 72, 72 * 2 * 8944 * 1024 * 1024, 72 * (1024 + 8944*1024 + 1024*1024 + 8944*1024) * 2},
+		// 72 x copy_ of [16,16,559,64] bf16: read and written
+		{"aten::copy_", "[[16,16,559,64],[16,16,559,64]]", 72, 0, 72 * 2 * 16 * 16 * 559 * 64 * 2},
+	} {
+		var calls, flops, bytes, gpuNS int64
+		var tflops float64
+		err := st.Conn().QueryRowContext(context.Background(), `SELECT calls, flops, bytes, gpu_ns, flops / (gpu_ns / 1e9) / 1e12
+			FROM op_roofline_shapes WHERE name = ? AND op_shape = ?`, c.name, c.shape).Scan(&calls, &flops, &bytes, &gpuNS, &tflops)
+		if err != nil {
+			t.Errorf("%s %s: %v", c.name, c.shape, err)
+			continue
+		}
+		if calls != c.calls || flops != c.flops || bytes != c.bytes {
+			t.Errorf("%s %s: %d calls, %d FLOPs, %d bytes; want %d, %d, %d", c.name, c.shape, calls, flops, bytes, c.calls, c.flops, c.bytes)
+		}
+		if gpuNS <= 0 || tflops > 989.4 {
+			t.Errorf("%s: %d ns, %.1f TFLOP/s: above the H100's peak", c.name, gpuNS, tflops)
+		}
+	}
+}

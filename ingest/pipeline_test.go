@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -106,7 +107,7 @@ func (p *pipe) consume(t *testing.T, st *duck.Store, cond func(*ingest.IngestSta
 }
 
 var pipelineTables = []string{"slices_core", "slices_detail", "steps", "counters", "ranks", "threads", "stacks", "process_groups", "runs",
-	"mem_segments", "mem_blocks", "mem_events", "mem_settings"}
+	"mem_segments", "mem_blocks", "mem_events", "mem_settings", "kernel_metrics"}
 
 // fingerprint is a per-table row count and a checksum over its rows.
 func fingerprint(t *testing.T, st *duck.Store) map[string]string {
@@ -139,7 +140,12 @@ func sampleFiles(t *testing.T) []string {
 	if err := os.Symlink(must(filepath.Abs(snap)), link); err != nil {
 		t.Fatal(err)
 	}
-	return append(files, link)
+	files = append(files, link)
+	// and an Nsight Compute export: its metrics travel as kernel_metrics
+	if ncu, err := filepath.Glob("../../shared/corpus/ncu/CodeGandee*kernel_0005*.csv"); err == nil && len(ncu) == 1 {
+		files = append(files, ncu[0])
+	}
+	return files
 }
 
 func must[T any](v T, err error) T {
@@ -178,6 +184,9 @@ func TestPipelineMatchesOffline(t *testing.T) {
 		if got[tbl] != want[tbl] {
 			t.Errorf("%s: online %s, offline %s", tbl, got[tbl], want[tbl])
 		}
+	}
+	if strings.HasSuffix(files[len(files)-1], ".csv") && want["kernel_metrics"] == "0 rows, <nil>" {
+		t.Fatalf("the ncu export loaded nothing: %v", want)
 	}
 	if want["slices_core"] == "0 rows, <nil>" || (len(files) > 2 && want["mem_segments"] == "0 rows, <nil>") {
 		t.Fatalf("sample loaded nothing: %v", want)

@@ -92,13 +92,14 @@ var SlicesSchema = arrow.NewSchema([]arrow.Field{
 	field("flops_dtype", DictString, true),
 	// the performance model of a host operator (gpu.OpCost): its class
 	// (gemm, attention, elementwise ...), its input shapes, the bytes it
-	// must move, and the GPU time and number of the kernels launched
-	// inside it
+	// must move, and the GPU time, number and longest of the kernels
+	// launched inside it
 	field("op_class", DictString, true),
 	field("op_shape", DictString, true),
 	field("op_bytes", i64, true),
 	field("op_gpu_dur", i64, true),
 	field("op_kernels", i32, true),
+	field("op_kernel", DictString, true), // the longest kernel it launched
 }, nil)
 
 // CoreColumns is how many leading SlicesSchema columns every slice has;

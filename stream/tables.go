@@ -54,6 +54,7 @@ type SliceTable struct {
 	OpBytes    Sparse[int64]
 	OpGPUDur   Sparse[int64]
 	OpKernels  Sparse[int32]
+	OpKernel   SparseDict // the longest kernel it launched
 }
 
 // NewSliceTable returns an empty table over the given string table; detail
@@ -112,7 +113,7 @@ func (t *SliceTable) Record(runID, host string, rank int32) arrow.RecordBatch {
 		t.CollAlgo.dictArray(n, dict), t.CollProto.dictArray(n, dict),
 		sp64(&t.Flops, n), t.FlopsDtype.dictArray(n, dict),
 		t.OpClass.dictArray(n, dict), t.OpShape.dictArray(n, dict),
-		sp64(&t.OpBytes, n), sp64(&t.OpGPUDur, n), sp32(&t.OpKernels, n),
+		sp64(&t.OpBytes, n), sp64(&t.OpGPUDur, n), sp32(&t.OpKernels, n), t.OpKernel.dictArray(n, dict),
 	)
 	return newRecord(SlicesSchema, cols, n)
 }
@@ -334,7 +335,7 @@ func (t *SliceTable) split(runID, host string, rank int32, take bool, chunk int)
 	for _, p := range []struct{ dst, src *SparseDict }{
 		{&d.CopyKind, &t.CopyKind}, {&d.HostMem, &t.HostMem}, {&d.CollName, &t.CollName}, {&d.CollDtype, &t.CollDtype},
 		{&d.PGName, &t.PGName}, {&d.PGDesc, &t.PGDesc}, {&d.PGRanks, &t.PGRanks}, {&d.CollAlgo, &t.CollAlgo}, {&d.CollProto, &t.CollProto},
-		{&d.FlopsDtype, &t.FlopsDtype}, {&d.OpClass, &t.OpClass}, {&d.OpShape, &t.OpShape},
+		{&d.FlopsDtype, &t.FlopsDtype}, {&d.OpClass, &t.OpClass}, {&d.OpShape, &t.OpShape}, {&d.OpKernel, &t.OpKernel},
 	} {
 		p.dst.Sparse = remapSparse(&p.src.Sparse, pos)
 	}

@@ -154,8 +154,8 @@ func TestSliceTableRecord(t *testing.T) {
 	if !rec.Schema().Equal(SlicesSchema) {
 		t.Fatalf("schema = %s", rec.Schema())
 	}
-	if rec.NumRows() != 4 || rec.NumCols() != 48 {
-		t.Fatalf("rows/cols = %d/%d, want 4/48", rec.NumRows(), rec.NumCols())
+	if rec.NumRows() != 4 || rec.NumCols() != 49 {
+		t.Fatalf("rows/cols = %d/%d, want 4/49", rec.NumRows(), rec.NumCols())
 	}
 	for i := range rec.NumCols() {
 		if rec.Column(int(i)).Len() != 4 {

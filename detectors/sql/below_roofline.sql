@@ -2,7 +2,7 @@
 -- category: compute
 -- kind: finding
 -- severity: warn
--- description: unique operator calls (name, input shapes, dtype; record_shapes) whose kernels reach less than max_roof_pct of their roofline and would give back at least min_saved_pct of the run's GPU time at it, largest saving first, with the bound and the advice that follows from it: latency-bound (kernels averaging under latency_us) -> CUDA graphs or more work per call; a GEMM in FP32 -> bf16 or TF32; a GEMM with dims that are not multiples of 8 -> padding; other compute-bound work -> kernel selection or clocks; memory-bound work -> contiguous inputs, fusion, fused optimizers
+-- description: unique operator calls (name, input shapes, dtype; record_shapes) whose kernels reach less than max_roof_pct of their roofline (the bound measured by Nsight Compute where the run has an ncu export of the call's longest kernel, else modelled) and would give back at least min_saved_pct of the run's GPU time at it, largest saving first, with the bound and the advice that follows from it: latency-bound (kernels averaging under latency_us) -> CUDA graphs or more work per call; a GEMM in FP32 -> bf16 or TF32; a GEMM with dims that are not multiples of 8 -> padding; other compute-bound work -> kernel selection or clocks; memory-bound work -> contiguous inputs, fusion, fused optimizers
 -- threshold: max_roof_pct = 50  # a unique call reaching less than this percentage of its roofline is far below it
 -- threshold: min_saved_pct = 2  # time it would save at its roofline, percent of the run's GPU time (the ranks' GPU spans summed)
 -- threshold: latency_us = 10  # kernels averaging less than this are latency-bound
@@ -10,17 +10,29 @@
 -- fix: act on the bound the finding names: latency-bound calls want CUDA graphs (torch.compile mode="reduce-overhead") or more work per call; FP32 GEMMs want bf16 autocast or TF32; GEMMs with ragged dims want padding to multiples of 64; aligned compute-bound calls want a better kernel (torch.compile mode="max-autotune") or a GPU that holds its clock (see gpu_throttle); memory-bound calls want contiguous inputs and fusion with their neighbours
 WITH span AS (
     SELECT run_id, sum(span_ns) AS span_ns FROM gpu_span GROUP BY run_id
+), ncu AS (
+    -- Nsight Compute's measurement of the kernel, where the run has one:
+    -- its bound replaces the modelled one
+    SELECT run_id, kernel, avg(sol_compute_pct) AS sol_c, avg(sol_memory_pct) AS sol_m
+    FROM kernel_sol WHERE sol_compute_pct IS NOT NULL OR sol_memory_pct IS NOT NULL
+    GROUP BY run_id, kernel
 ), s AS (
-    SELECT o.*,
-           CASE WHEN gpu_ns / kernels < $latency_us * 1000 AND ideal_ns < 0.5 * gpu_ns THEN 'latency'
+    SELECT o.*, n.sol_c, n.sol_m,
+           CASE WHEN n.kernel IS NOT NULL
+                THEN CASE WHEN greatest(coalesce(n.sol_c, 0), coalesce(n.sol_m, 0)) < 60 THEN 'latency'
+                          WHEN coalesce(n.sol_c, 0) >= coalesce(n.sol_m, 0) THEN 'compute' ELSE 'memory' END
+                WHEN gpu_ns / kernels < $latency_us * 1000 AND ideal_ns < 0.5 * gpu_ns THEN 'latency'
                 WHEN coalesce(compute_ns, 0) >= memory_ns THEN 'compute' ELSE 'memory' END AS bound,
            greatest(gpu_ns - ideal_ns, 0) AS saved_ns,
            list_distinct(list_filter(regexp_extract_all(op_shape, '\d+')::BIGINT[], x -> x > 1 AND x % 8 <> 0)) AS ragged,
            sp.span_ns AS run_span_ns
     FROM op_roofline_shapes o JOIN span sp USING (run_id)
+    LEFT JOIN ncu n ON n.run_id = o.run_id AND n.kernel = o.kernel
 ), a AS (
     SELECT *,
-           CASE WHEN bound = 'latency'
+           CASE WHEN bound = 'latency' AND sol_c IS NOT NULL
+                THEN printf('Nsight Compute measured its kernel at %.0f%% of compute and %.0f%% of memory speed of light, far from both roofs: latency-bound (see kernel_limits for its occupancy and ncu''s hints)', sol_c, coalesce(sol_m, 0))
+                WHEN bound = 'latency'
                 THEN printf('latency-bound: its kernels average %s, too short to approach either roof (launch, ramp-up and tail dominate); capture the step in CUDA graphs (torch.compile mode="reduce-overhead") or give each call more work (a larger micro-batch, fused operators)', fmt_ns(gpu_ns / kernels))
                 WHEN op_class = 'gemm' AND dtype = 'fp32'
                 THEN printf('it runs in FP32, %.0f TFLOP/s peak without tensor cores: bf16 autocast (torch.autocast) or TF32 (torch.backends.cuda.matmul.allow_tf32 = True) moves it onto tensor cores, several times that roof', peak_flops / 1e12)
@@ -58,7 +70,8 @@ SELECT run_id,
        json_object('op', name, 'shape', op_shape, 'dtype', dtype, 'class', op_class, 'bound', bound, 'calls', calls, 'ranks', ranks,
                    'gpu_ns', gpu_ns, 'ideal_ns', round(ideal_ns), 'saved_ns', round(saved_ns), 'roof_pct', round(100 * ideal_ns / gpu_ns, 2),
                    'achieved_tflops', round(flops / (gpu_ns / 1e9) / 1e12, 2), 'achieved_tbs', round(bytes / (gpu_ns / 1e9) / 1e12, 3),
-                   'intensity', round(flops / bytes, 2), 'ragged_dims', ragged, 'gpu', gpu, 'advice', advice)::VARCHAR AS evidence
+                   'intensity', round(flops / bytes, 2), 'ragged_dims', ragged, 'gpu', gpu, 'kernel', kernel,
+                   'ncu_sol_compute_pct', round(sol_c, 2), 'ncu_sol_memory_pct', round(sol_m, 2), 'advice', advice)::VARCHAR AS evidence
 FROM f
 WHERE pos <= $top
 ORDER BY run_id, pos

@@ -1,15 +1,22 @@
 -- name: roofline_shapes
 -- category: compute
 -- kind: metric
--- description: per run, the unique operator calls (name, input shapes, dtype) that would save the most GPU time at their roofline, top ones first: calls, GPU time of their kernels, achieved TFLOP/s and TB/s, arithmetic intensity, share of the roofline reached and the time saved at it; the subject names the bound (compute, memory or latency)
+-- description: per run, the unique operator calls (name, input shapes, dtype) that would save the most GPU time at their roofline, top ones first: calls, GPU time of their kernels, achieved TFLOP/s and TB/s, arithmetic intensity, share of the roofline reached and the time saved at it; and Nsight Compute's measured compute and memory speed of light of the call's longest kernel where the run has an ncu export of it; the subject names the bound (compute, memory or latency: measured where ncu profiled the kernel, else modelled)
 -- threshold: latency_us = 10  # kernels averaging less than this that reach under half their roofline are latency-bound
 -- threshold: top = 20  # unique calls listed per run
-WITH s AS (
-    SELECT *,
-           CASE WHEN gpu_ns / kernels < $latency_us * 1000 AND ideal_ns < 0.5 * gpu_ns THEN 'latency'
+WITH ncu AS (
+    SELECT run_id, kernel, avg(sol_compute_pct) AS sol_c, avg(sol_memory_pct) AS sol_m
+    FROM kernel_sol WHERE sol_compute_pct IS NOT NULL OR sol_memory_pct IS NOT NULL
+    GROUP BY run_id, kernel
+), s AS (
+    SELECT o.*, n.sol_c, n.sol_m,
+           CASE WHEN n.kernel IS NOT NULL
+                THEN CASE WHEN greatest(coalesce(n.sol_c, 0), coalesce(n.sol_m, 0)) < 60 THEN 'latency'
+                          WHEN coalesce(n.sol_c, 0) >= coalesce(n.sol_m, 0) THEN 'compute' ELSE 'memory' END
+                WHEN gpu_ns / kernels < $latency_us * 1000 AND ideal_ns < 0.5 * gpu_ns THEN 'latency'
                 WHEN coalesce(compute_ns, 0) >= memory_ns THEN 'compute' ELSE 'memory' END AS bound,
            greatest(gpu_ns - ideal_ns, 0) AS saved_ns
-    FROM op_roofline_shapes
+    FROM op_roofline_shapes o LEFT JOIN ncu n ON n.run_id = o.run_id AND n.kernel = o.kernel
 ), r AS (
     SELECT *, row_number() OVER (PARTITION BY run_id ORDER BY saved_ns DESC, name, op_shape) AS pos
     FROM s
@@ -23,7 +30,8 @@ SELECT run_id,
        round(bytes / (gpu_ns / 1e9) / 1e12, 3) AS achieved_tbs,
        round(flops / bytes, 2) AS intensity,
        round(100 * ideal_ns / gpu_ns, 2) AS roof_pct,
-       saved_ns
+       saved_ns,
+       round(sol_c, 2) AS ncu_sol_compute_pct, round(sol_m, 2) AS ncu_sol_memory_pct
 FROM r
 WHERE pos <= $top
 ORDER BY run_id, pos

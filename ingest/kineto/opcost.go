@@ -20,6 +20,8 @@ type opCostRow struct {
 	shape   int32 // string id of the compact Input Dims
 	gpuDur  int64 // kernels launched inside it
 	kernels int32
+	longest int32 // name id of the longest of them
+	longDur int64
 	dropped bool // encloses a modelled call of the same class, which counts instead
 }
 
@@ -56,10 +58,19 @@ func (b *builder) assignOpCosts() {
 	// correlation -> GPU time launched under it
 	work := map[int64]int64{}
 	count := map[int64]int32{}
+	type named struct {
+		name int32
+		dur  int64
+	}
+	longest := map[int64]named{} // correlation -> its longest activity
 	for i := range s.Len() {
 		if gpuWork[s.Kind.V[i]] && s.Correlation.Valid(i) {
-			work[s.Correlation.V[i]] += s.Dur.V[i]
-			count[s.Correlation.V[i]]++
+			c := s.Correlation.V[i]
+			work[c] += s.Dur.V[i]
+			count[c]++
+			if l, ok := longest[c]; !ok || s.Dur.V[i] > l.dur {
+				longest[c] = named{s.Name.V[i], s.Dur.V[i]}
+			}
 		}
 	}
 	type thread struct{ pid, tid int64 }
@@ -120,6 +131,9 @@ func (b *builder) assignOpCosts() {
 				c := &b.costs[stack[n-1]]
 				c.gpuDur += work[l.corr]
 				c.kernels += count[l.corr]
+				if k := longest[l.corr]; c.kernels == count[l.corr] || k.dur > c.longDur {
+					c.longest, c.longDur = k.name, k.dur
+				}
 			}
 		}
 		advance(1<<63 - 1)
@@ -141,6 +155,7 @@ func (b *builder) assignOpCosts() {
 		if c.kernels > 0 {
 			s.OpGPUDur.Set(r, c.gpuDur)
 			s.OpKernels.Set(r, c.kernels)
+			s.OpKernel.Set(r, c.longest)
 		}
 	}
 	b.costs = nil

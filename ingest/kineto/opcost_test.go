@@ -50,6 +50,9 @@ func TestOpCosts(t *testing.T) {
 		flops, _ := sparseAt(&s.Flops, r)
 		gpuDur, _ := sparseAt(&s.OpGPUDur, r)
 		kernels, _ := sparseAt(&s.OpKernels, r)
+		if k := dictAt(tr, &s.OpKernel, r); name == "aten::mm" && k != "gemm" || name == "aten::_flash_attention_forward" && k != "flash_fwd_kernel" {
+			t.Errorf("%s: longest kernel %q", name, k)
+		}
 		if got := (want{class, flops, gpuDur, kernels}); got != w {
 			t.Errorf("%s: %+v, want %+v", name, got, w)
 		}

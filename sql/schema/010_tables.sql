@@ -121,7 +121,8 @@ CREATE TABLE IF NOT EXISTS slices_detail (
     op_shape        VARCHAR, -- its Input Dims, compact
     op_bytes        BIGINT,  -- the bytes it must read and write in device memory
     op_gpu_dur      BIGINT,  -- the GPU time of the kernels launched inside it
-    op_kernels      INTEGER  -- how many kernels it launched
+    op_kernels      INTEGER, -- how many kernels it launched
+    op_kernel       VARCHAR  -- the longest of them
 );
 -- columns added after the first release: databases written before get them
 ALTER TABLE slices_detail ADD COLUMN IF NOT EXISTS flops BIGINT;
@@ -135,6 +136,7 @@ ALTER TABLE slices_detail ADD COLUMN IF NOT EXISTS op_shape VARCHAR;
 ALTER TABLE slices_detail ADD COLUMN IF NOT EXISTS op_bytes BIGINT;
 ALTER TABLE slices_detail ADD COLUMN IF NOT EXISTS op_gpu_dur BIGINT;
 ALTER TABLE slices_detail ADD COLUMN IF NOT EXISTS op_kernels INTEGER;
+ALTER TABLE slices_detail ADD COLUMN IF NOT EXISTS op_kernel VARCHAR;
 
 CREATE OR REPLACE VIEW slices AS
 SELECT * FROM slices_detail

@@ -397,7 +397,7 @@ GROUP BY run_id, rank;
 -- whichever is longer. Ranks on a GPU the catalog does not know have none.
 CREATE OR REPLACE VIEW op_roofline AS
 WITH o AS (
-    SELECT s.run_id, s.rank, s.step, s.name, s.op_class, s.op_shape, s.flops_dtype AS dtype,
+    SELECT s.run_id, s.rank, s.step, s.name, s.op_class, s.op_shape, s.flops_dtype AS dtype, s.op_kernel AS kernel,
            coalesce(s.flops, 0) AS flops, s.op_bytes AS bytes, s.op_gpu_dur AS gpu_ns, s.op_kernels AS kernels,
            g.catalog_key AS gpu, peak_tflops(g, s.flops_dtype) * 1e12 AS peak_flops, g.hbm_gbs * 1e9 AS peak_bw
     FROM slices_detail s
@@ -420,7 +420,7 @@ FROM o;
 CREATE OR REPLACE VIEW op_roofline_shapes AS
 SELECT run_id, op_class, name, op_shape, dtype, any_value(gpu) AS gpu,
        count(*) AS calls, sum(kernels) AS kernels, count(DISTINCT rank) AS ranks,
-       arg_max(rank, gpu_ns) AS top_rank,
+       arg_max(rank, gpu_ns) AS top_rank, arg_max(kernel, gpu_ns) AS kernel,
        sum(gpu_ns) AS gpu_ns, sum(flops) AS flops, sum(bytes) AS bytes,
        sum(compute_ns) AS compute_ns, sum(memory_ns) AS memory_ns, sum(ideal_ns) AS ideal_ns,
        any_value(peak_flops) AS peak_flops, any_value(peak_bw) AS peak_bw
