@@ -58,6 +58,16 @@ func TestKernelLimitsFromNCU(t *testing.T) {
 	add := "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>>"
 	ncuDetails(t, filepath.Join(dir, "gemm.ncu.csv"), []string{gemmKernel, add}, map[string][][4]string{gemmKernel: slow, add: fast})
 
+	// and a --page raw export of a kernel the trace does not run, with the
+	// per-reason stall metrics
+	fill := "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>"
+	raw := `"ID","Kernel Name","Grid Size","sm__throughput.avg.pct_of_peak_sustained_elapsed","gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed","smsp__average_warp_latency_issue_stalled_long_scoreboard.ratio","smsp__average_warp_latency_issue_stalled_barrier.ratio","smsp__average_warp_latency_issue_stalled_not_selected.ratio"
+"","","","%","%","","",""
+"0","` + fill + `","(2,048, 1, 1)","12.00","30.50","40.10","3.20","90.00"
+`
+	if err := os.WriteFile(filepath.Join(dir, "fill.ncu.csv"), []byte(raw), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	st, res := analyzeDir(t, dir, "ncu", detectors.Window{})
 	for _, r := range res {
 		if r.Err != nil {
@@ -83,17 +93,25 @@ func TestKernelLimitsFromNCU(t *testing.T) {
 			t.Fatal(err)
 		}
 		got = append(got, s)
-		for _, want := range []string{"20% of compute and 15% of memory throughput", "capped by registers (168 per thread)", "ncu hints: TheoreticalOccupancy"} {
+		wants := []string{"20% of compute and 15% of memory throughput", "capped by registers (168 per thread)", "ncu hints: TheoreticalOccupancy"}
+		impact := "1.80 ms of GPU time in the trace (6 calls)"
+		if s == fill {
+			wants = []string{"12% of compute and 30% of memory throughput", "Its warps stall most on long scoreboard."}
+			impact = "the trace has no kernel of this name"
+		}
+		for _, want := range wants {
 			if !strings.Contains(m, want) {
 				t.Errorf("message lacks %q: %s", want, m)
 			}
 		}
-		if !strings.Contains(i, "1.80 ms of GPU time in the trace (6 calls)") {
-			t.Errorf("impact %q", i)
+		if i != impact {
+			t.Errorf("impact %q, want %q", i, impact)
 		}
 	}
-	if len(got) != 1 || got[0] != gemmKernel {
-		t.Errorf("kernel_limits on %q, want only the GEMM", got)
+	// the trace's GEMM first, then the kernel only the export has; not the
+	// add near its compute roof
+	if len(got) != 2 || got[0] != gemmKernel || got[1] != fill {
+		t.Errorf("kernel_limits on %q, want the GEMM, then the fill", got)
 	}
 }
 

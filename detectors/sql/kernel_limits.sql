@@ -13,7 +13,7 @@ WITH p AS (
            avg(theoretical_occupancy_pct) AS occ_t, avg(achieved_occupancy_pct) AS occ_a,
            any_value(occupancy_limiter) AS limiter, max(registers) AS registers, max(shared_mem) AS shared_mem,
            min(grid_blocks) AS blocks, min(waves_per_sm) AS waves,
-           list_distinct(flatten(list(rules))) AS rules
+           list_distinct(flatten(list(rules))) AS rules, mode(top_stall) AS stall
     FROM kernel_sol
     GROUP BY run_id, kernel
 ), t AS (
@@ -43,6 +43,8 @@ SELECT run_id,
                                     WHEN limiter = 'Shared Mem' AND shared_mem > 0 THEN printf(' (%s per block)', fmt_bytes(shared_mem)) ELSE '' END)
                    WHEN waves IS NOT NULL AND waves < 1
                    THEN printf('Its grid of %d block(s) fills %.2f of a wave: most of the GPU''s SMs have nothing to run.', coalesce(blocks, 0)::BIGINT, waves)
+                   WHEN stall IS NOT NULL
+                   THEN printf('Its warps stall most on %s.', replace(stall, '_', ' '))
                    ELSE 'Its warps stall more than they issue: see the ncu hints.' END,
               CASE WHEN len(rules) > 0 THEN ' ncu hints: ' || array_to_string(rules, ', ') || '.' ELSE '' END) AS message,
        CASE WHEN trace_ns IS NOT NULL THEN printf('%s of GPU time in the trace (%d calls)', fmt_ns(trace_ns), trace_calls)
@@ -51,7 +53,7 @@ SELECT run_id,
        'measured' AS confidence,
        json_object('kernel', kernel, 'sol_compute_pct', round(c, 2), 'sol_memory_pct', round(m, 2), 'theoretical_occupancy_pct', round(occ_t, 2),
                    'achieved_occupancy_pct', round(occ_a, 2), 'limiter', limiter, 'registers', registers, 'shared_mem', shared_mem,
-                   'blocks', blocks, 'waves_per_sm', waves, 'rules', rules, 'trace_ns', trace_ns, 'launches', launches)::VARCHAR AS evidence
+                   'blocks', blocks, 'waves_per_sm', waves, 'top_stall', stall, 'rules', rules, 'trace_ns', trace_ns, 'launches', launches)::VARCHAR AS evidence
 FROM f
 WHERE pos <= $top
 ORDER BY run_id, pos

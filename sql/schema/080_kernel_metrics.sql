@@ -54,6 +54,11 @@ WITH m AS (
            max(value) FILTER (WHERE metric = 'Waves Per SM') AS waves_per_sm,
            max(value) FILTER (WHERE metric LIKE 'sm__pipe_tensor%pct_of_peak%' OR metric LIKE 'sm__inst_executed_pipe_tensor%pct_of_peak%') AS tensor_pct,
            max(value) FILTER (WHERE metric = 'No Eligible') AS no_eligible_pct,
+           -- the stall reason warps spend most cycles in, where the export
+           -- has the per-reason metrics (--section WarpStateStats, raw page)
+           arg_max(regexp_replace(metric, '^smsp__(average_warp_latency|pcsamp_warps)_issue_stalled_|\.(ratio|sum|avg|pct).*$', '', 'g'), value)
+             FILTER (WHERE (metric LIKE 'smsp__average_warp_latency_issue_stalled_%' OR metric LIKE 'smsp__pcsamp_warps_issue_stalled_%')
+                       AND metric NOT LIKE '%not_issued%' AND metric NOT LIKE '%selected%') AS top_stall,
            arg_min(replace(metric, 'Block Limit ', ''), value) FILTER (WHERE metric IN ('Block Limit Registers', 'Block Limit Shared Mem', 'Block Limit Warps', 'Block Limit SM', 'Block Limit Barriers')) AS occupancy_limiter,
            list(DISTINCT replace(metric, 'rule:', '')) FILTER (WHERE metric LIKE 'rule:%' AND (text LIKE 'OPT%' OR text LIKE 'WRN%')) AS rules
     FROM kernel_metrics
