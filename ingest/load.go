@@ -250,54 +250,37 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 			return nil, res.err
 		}
 		done++
-		if res.script != nil {
-			fs := &stats.Files[res.idx]
-			*fs = FileStat{Path: res.script.Path, Format: "launch_script", Rank: -1, Events: len(res.script.Flags), Read: res.took}
-			stats.ReadCPU += res.took
-			t0 := time.Now()
-			err := Send(ctx, sink, res.script.Path, ScriptBatches(res.script, opt.RunID), opt.warn)
-			stats.Insert += time.Since(t0)
-			if err != nil {
-				return nil, err
-			}
-			sideFiles++
-			progress(opt.Progress, done, len(files), fs)
-			continue
+		// side files: launch scripts, scrapes and ncu exports join the run
+		// whole, with no rank of their own
+		var side *FileStat
+		var bs []Batch
+		var notes []string
+		switch {
+		case res.script != nil:
+			side = &FileStat{Path: res.script.Path, Format: "launch_script", Events: len(res.script.Flags)}
+			bs = ScriptBatches(res.script, opt.RunID)
+		case res.scrape != nil:
+			side = &FileStat{Path: res.scrape.path, Format: "dcgm_scrape", Events: res.scrape.samples()}
+			bs, notes = res.scrape.batches(opt.RunID, opt.Host)
+		case res.ncu != nil:
+			side = &FileStat{Path: res.ncu.Path, Format: kineto.Format("ncu_" + res.ncu.Layout), Events: len(res.ncu.Metrics)}
+			bs, notes = ncuBatches(res.ncu, opt.RunID, opt.Host), res.ncu.Notes
 		}
-		if res.scrape != nil {
-			fs := &stats.Files[res.idx]
-			*fs = FileStat{Path: res.scrape.path, Format: "dcgm_scrape", Rank: -1, Events: res.scrape.samples(), Read: res.took}
+		if side != nil {
+			side.Rank, side.Read = -1, res.took
+			stats.Files[res.idx] = *side
 			stats.ReadCPU += res.took
-			bs, notes := res.scrape.batches(opt.RunID, opt.Host)
 			for _, n := range notes {
-				opt.warn(res.scrape.path + ": " + n)
+				opt.warn(side.Path + ": " + n)
 			}
 			t0 := time.Now()
-			err := Send(ctx, sink, res.scrape.path, bs, opt.warn)
+			err := Send(ctx, sink, side.Path, bs, opt.warn)
 			stats.Insert += time.Since(t0)
 			if err != nil {
 				return nil, err
 			}
 			sideFiles++
-			progress(opt.Progress, done, len(files), fs)
-			continue
-		}
-		if res.ncu != nil {
-			e := res.ncu
-			fs := &stats.Files[res.idx]
-			*fs = FileStat{Path: e.Path, Format: kineto.Format("ncu_" + e.Layout), Rank: -1, Events: len(e.Metrics), Read: res.took}
-			stats.ReadCPU += res.took
-			for _, n := range e.Notes {
-				opt.warn(e.Path + ": " + n)
-			}
-			t0 := time.Now()
-			err := Send(ctx, sink, e.Path, ncuBatches(e, opt.RunID, opt.Host), opt.warn)
-			stats.Insert += time.Since(t0)
-			if err != nil {
-				return nil, err
-			}
-			sideFiles++
-			progress(opt.Progress, done, len(files), fs)
+			progress(opt.Progress, done, len(files), &stats.Files[res.idx])
 			continue
 		}
 		if res.snap != nil {

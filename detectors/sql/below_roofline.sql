@@ -10,24 +10,13 @@
 -- fix: act on the bound the finding names: latency-bound calls want CUDA graphs (torch.compile mode="reduce-overhead") or more work per call; FP32 GEMMs want bf16 autocast or TF32; GEMMs with ragged dims want padding to multiples of 64; aligned compute-bound calls want a better kernel (torch.compile mode="max-autotune") or a GPU that holds its clock (see gpu_throttle); memory-bound calls want contiguous inputs and fusion with their neighbours
 WITH span AS (
     SELECT run_id, sum(span_ns) AS span_ns FROM gpu_span GROUP BY run_id
-), ncu AS (
-    -- Nsight Compute's measurement of the kernel, where the run has one:
-    -- its bound replaces the modelled one
-    SELECT run_id, kernel, avg(sol_compute_pct) AS sol_c, avg(sol_memory_pct) AS sol_m
-    FROM kernel_sol WHERE sol_compute_pct IS NOT NULL OR sol_memory_pct IS NOT NULL
-    GROUP BY run_id, kernel
 ), s AS (
-    SELECT o.*, n.sol_c, n.sol_m,
-           CASE WHEN n.kernel IS NOT NULL
-                THEN CASE WHEN greatest(coalesce(n.sol_c, 0), coalesce(n.sol_m, 0)) < 60 THEN 'latency'
-                          WHEN coalesce(n.sol_c, 0) >= coalesce(n.sol_m, 0) THEN 'compute' ELSE 'memory' END
-                WHEN gpu_ns / kernels < $latency_us * 1000 AND ideal_ns < 0.5 * gpu_ns THEN 'latency'
-                WHEN coalesce(compute_ns, 0) >= memory_ns THEN 'compute' ELSE 'memory' END AS bound,
+    SELECT o.*,
+           coalesce(measured_bound, roof_bound(gpu_ns, kernels, ideal_ns, compute_ns, memory_ns, $latency_us * 1000)) AS bound,
            greatest(gpu_ns - ideal_ns, 0) AS saved_ns,
            list_distinct(list_filter(regexp_extract_all(op_shape, '\d+')::BIGINT[], x -> x > 1 AND x % 8 <> 0)) AS ragged,
            sp.span_ns AS run_span_ns
-    FROM op_roofline_shapes o JOIN span sp USING (run_id)
-    LEFT JOIN ncu n ON n.run_id = o.run_id AND n.kernel = o.kernel
+    FROM op_roofline_measured o JOIN span sp USING (run_id)
 ), a AS (
     SELECT *,
            CASE WHEN bound = 'latency' AND sol_c IS NOT NULL

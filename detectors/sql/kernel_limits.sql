@@ -7,25 +7,13 @@
 -- threshold: max_occupancy_pct = 50  # theoretical occupancy under this, set by registers or shared memory, is the limiter
 -- threshold: top = 5  # findings per run at most
 -- fix: for a kernel whose occupancy registers or shared memory cap, lower the per-thread registers (__launch_bounds__, maxrregcount, smaller tiles) or the shared memory per block so that more warps fit; for a grid too small for the GPU, give the kernel more work per launch (larger batch, fused operators) or capture the sequence in CUDA graphs; act on the ncu rule hints named
-WITH p AS (
-    SELECT run_id, kernel, count(*) AS launches, avg(duration_ns) AS duration_ns,
-           avg(sol_compute_pct) AS c, avg(sol_memory_pct) AS m,
-           avg(theoretical_occupancy_pct) AS occ_t, avg(achieved_occupancy_pct) AS occ_a,
-           any_value(occupancy_limiter) AS limiter, max(registers) AS registers, max(shared_mem) AS shared_mem,
-           min(grid_blocks) AS blocks, min(waves_per_sm) AS waves,
-           list_distinct(flatten(list(rules))) AS rules, mode(top_stall) AS stall
-    FROM kernel_sol
-    GROUP BY run_id, kernel
-), t AS (
-    SELECT g.run_id, g.name, count(*) AS trace_calls, sum(g.dur) AS trace_ns
-    FROM gpu_window g
-    WHERE g.class = 'COMP' AND g.name IN (SELECT kernel FROM p)
-    GROUP BY g.run_id, g.name
-), f AS (
-    SELECT p.*, t.trace_calls, t.trace_ns,
-           row_number() OVER (PARTITION BY p.run_id ORDER BY coalesce(t.trace_ns, 0) DESC, p.launches * coalesce(p.duration_ns, 0) DESC, p.kernel) AS pos
-    FROM p LEFT JOIN t ON t.run_id = p.run_id AND t.name = p.kernel
-    WHERE greatest(coalesce(p.c, 0), coalesce(p.m, 0)) < $max_sol_pct AND (p.c IS NOT NULL OR p.m IS NOT NULL)
+WITH f AS (
+    SELECT run_id, kernel, launches, duration_ns, trace_calls, trace_ns,
+           sol_compute_pct AS c, sol_memory_pct AS m, theoretical_occupancy_pct AS occ_t, achieved_occupancy_pct AS occ_a,
+           occupancy_limiter AS limiter, registers, shared_mem, grid_blocks AS blocks, waves_per_sm AS waves, rules, top_stall AS stall,
+           row_number() OVER (PARTITION BY run_id ORDER BY coalesce(trace_ns, 0) DESC, launches * coalesce(duration_ns, 0) DESC, kernel) AS pos
+    FROM kernel_profiles
+    WHERE greatest(coalesce(sol_compute_pct, 0), coalesce(sol_memory_pct, 0)) < $max_sol_pct AND (sol_compute_pct IS NOT NULL OR sol_memory_pct IS NOT NULL)
 )
 SELECT run_id,
        CASE WHEN length(kernel) > 160 THEN left(kernel, 157) || '...' ELSE kernel END AS subject,

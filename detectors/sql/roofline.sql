@@ -4,10 +4,8 @@
 -- description: per run and operator class (gemm, attention, conv, softmax, norm, elementwise, reduction, embedding, optimizer; subject all for every class together), the roofline of the operators whose shapes the trace recorded (record_shapes; FLOPs and compulsory bytes from gpu/perfmodel.go) over the GPU time of the kernels they launched: achieved TFLOP/s and TB/s, arithmetic intensity (FLOP per byte), the share of the roofline reached (the least time at the dtype's dense peak or at HBM bandwidth, over the time taken), the time they would save at their roofline, which roof bounds how much of their time (compute, memory, or latency: kernels averaging under latency_us that reach less than half their roof), and the share of the window's compute-kernel time the model covers
 -- threshold: latency_us = 10  # a unique call whose kernels average less than this and reach under half their roofline is latency-bound
 WITH s AS (
-    SELECT *,
-           CASE WHEN gpu_ns / kernels < $latency_us * 1000 AND ideal_ns < 0.5 * gpu_ns THEN 'latency'
-                WHEN coalesce(compute_ns, 0) >= memory_ns THEN 'compute' ELSE 'memory' END AS bound
-    FROM op_roofline_shapes
+    SELECT *, coalesce(measured_bound, roof_bound(gpu_ns, kernels, ideal_ns, compute_ns, memory_ns, $latency_us * 1000)) AS bound
+    FROM op_roofline_measured
 ), c AS (
     SELECT run_id, coalesce(op_class, 'all') AS subject,
            sum(calls) AS calls, sum(gpu_ns) AS time_ns,

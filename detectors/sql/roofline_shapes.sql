@@ -4,19 +4,10 @@
 -- description: per run, the unique operator calls (name, input shapes, dtype) that would save the most GPU time at their roofline, top ones first: calls, GPU time of their kernels, achieved TFLOP/s and TB/s, arithmetic intensity, share of the roofline reached and the time saved at it; and Nsight Compute's measured compute and memory speed of light of the call's longest kernel where the run has an ncu export of it; the subject names the bound (compute, memory or latency: measured where ncu profiled the kernel, else modelled)
 -- threshold: latency_us = 10  # kernels averaging less than this that reach under half their roofline are latency-bound
 -- threshold: top = 20  # unique calls listed per run
-WITH ncu AS (
-    SELECT run_id, kernel, avg(sol_compute_pct) AS sol_c, avg(sol_memory_pct) AS sol_m
-    FROM kernel_sol WHERE sol_compute_pct IS NOT NULL OR sol_memory_pct IS NOT NULL
-    GROUP BY run_id, kernel
-), s AS (
-    SELECT o.*, n.sol_c, n.sol_m,
-           CASE WHEN n.kernel IS NOT NULL
-                THEN CASE WHEN greatest(coalesce(n.sol_c, 0), coalesce(n.sol_m, 0)) < 60 THEN 'latency'
-                          WHEN coalesce(n.sol_c, 0) >= coalesce(n.sol_m, 0) THEN 'compute' ELSE 'memory' END
-                WHEN gpu_ns / kernels < $latency_us * 1000 AND ideal_ns < 0.5 * gpu_ns THEN 'latency'
-                WHEN coalesce(compute_ns, 0) >= memory_ns THEN 'compute' ELSE 'memory' END AS bound,
+WITH s AS (
+    SELECT *, coalesce(measured_bound, roof_bound(gpu_ns, kernels, ideal_ns, compute_ns, memory_ns, $latency_us * 1000)) AS bound,
            greatest(gpu_ns - ideal_ns, 0) AS saved_ns
-    FROM op_roofline_shapes o LEFT JOIN ncu n ON n.run_id = o.run_id AND n.kernel = o.kernel
+    FROM op_roofline_measured
 ), r AS (
     SELECT *, row_number() OVER (PARTITION BY run_id ORDER BY saved_ns DESC, name, op_shape) AS pos
     FROM s

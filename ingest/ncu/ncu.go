@@ -210,20 +210,16 @@ func (b *badRows) note(e *Export) {
 	}
 }
 
-func (e *Export) readDetails(cr *csv.Reader, col map[string]int) error {
+// eachRow calls fn with every record after the header and its line; a
+// record CSV cannot parse is counted as left out, and so is every row fn
+// counts in bad. The rows left out end up in a note.
+func (e *Export) eachRow(cr *csv.Reader, fn func(row []string, line int, bad *badRows)) error {
 	var bad badRows
-	get := func(row []string, name string) string {
-		if i, ok := col[name]; ok && i < len(row) {
-			return strings.TrimSpace(row[i])
-		}
-		return ""
-	}
 	for {
 		row, err := cr.Read()
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		line, _ := cr.FieldPos(0)
 		if err != nil {
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
@@ -232,10 +228,25 @@ func (e *Export) readDetails(cr *csv.Reader, col map[string]int) error {
 			}
 			return fmt.Errorf("%s: %w", e.Path, err)
 		}
+		line, _ := cr.FieldPos(0)
+		fn(row, line, &bad)
+	}
+	bad.note(e)
+	return nil
+}
+
+func (e *Export) readDetails(cr *csv.Reader, col map[string]int) error {
+	get := func(row []string, name string) string {
+		if i, ok := col[name]; ok && i < len(row) {
+			return strings.TrimSpace(row[i])
+		}
+		return ""
+	}
+	return e.eachRow(cr, func(row []string, line int, bad *badRows) {
 		m, err := launchOf(row, col)
 		if err != nil {
 			bad.add(line, err.Error())
-			continue
+			return
 		}
 		m.Section = get(row, "Section Name")
 		if rule := get(row, "Rule Name"); rule != "" && get(row, "Metric Name") == "" {
@@ -246,50 +257,34 @@ func (e *Export) readDetails(cr *csv.Reader, col map[string]int) error {
 				m.Unit = "%"
 			}
 			e.Metrics = append(e.Metrics, m)
-			continue
+			return
 		}
 		m.Name = get(row, "Metric Name")
 		if m.Name == "" {
-			continue // a section's header row ("[]=" in the export)
+			return // a section's header row ("[]=" in the export)
 		}
 		if i := col["Metric Value"]; i >= len(row) {
 			bad.add(line, fmt.Sprintf("metric %q has no value (the row has %d fields)", m.Name, len(row)))
-			continue
+			return
 		}
 		if !setValue(&m, get(row, "Metric Value"), get(row, "Metric Unit")) {
-			continue
+			return
 		}
 		e.Metrics = append(e.Metrics, m)
-	}
-	bad.note(e)
-	return nil
+	})
 }
 
 func (e *Export) readRaw(cr *csv.Reader, header []string, col map[string]int) error {
-	var bad badRows
 	var units []string
-	for {
-		row, err := cr.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		line, _ := cr.FieldPos(0)
-		if err != nil {
-			var pe *csv.ParseError
-			if errors.As(err, &pe) {
-				bad.add(pe.Line, pe.Err.Error())
-				continue
-			}
-			return fmt.Errorf("%s: %w", e.Path, err)
-		}
+	return e.eachRow(cr, func(row []string, line int, bad *badRows) {
 		if i := col["ID"]; units == nil && (i >= len(row) || strings.TrimSpace(row[i]) == "") {
 			units = row // the units row under the header
-			continue
+			return
 		}
 		m, err := launchOf(row, col)
 		if err != nil {
 			bad.add(line, err.Error())
-			continue
+			return
 		}
 		m.Section = "raw"
 		for i, name := range header {
@@ -306,9 +301,7 @@ func (e *Export) readRaw(cr *csv.Reader, header []string, col map[string]int) er
 				e.Metrics = append(e.Metrics, x)
 			}
 		}
-	}
-	bad.note(e)
-	return nil
+	})
 }
 
 // setValue gives m its value in a normalised unit, or its text; false for

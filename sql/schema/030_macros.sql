@@ -159,3 +159,10 @@ CREATE OR REPLACE MACRO xid_text(x) AS
         WHEN 119 THEN 'XID 119: GSP RPC timeout'
         WHEN 120 THEN 'XID 120: GSP error'
         ELSE printf('XID %d', x::INTEGER) END;
+
+-- roof_bound: what bounds a unique operator call on the roofline: latency
+-- when its kernels average under latency_ns and reach under half their
+-- roof, else whichever roof (compute or memory) takes longer.
+CREATE OR REPLACE MACRO roof_bound(gpu_ns, kernels, ideal_ns, compute_ns, memory_ns, latency_ns) AS
+    CASE WHEN gpu_ns / kernels < latency_ns AND ideal_ns < 0.5 * gpu_ns THEN 'latency'
+         WHEN coalesce(compute_ns, 0) >= memory_ns THEN 'compute' ELSE 'memory' END;

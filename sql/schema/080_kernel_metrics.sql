@@ -65,3 +65,36 @@ WITH m AS (
     GROUP BY run_id, rank, source, launch
 )
 SELECT * FROM m;
+
+-- Per run and profiled kernel: its launches' measurements averaged, and
+-- the trace's calls and GPU time in kernels of the same name.
+CREATE OR REPLACE VIEW kernel_profiles AS
+WITH p AS (
+    SELECT run_id, kernel, count(*) AS launches, avg(duration_ns) AS duration_ns,
+           avg(sol_compute_pct) AS sol_compute_pct, avg(sol_memory_pct) AS sol_memory_pct, avg(dram_pct) AS dram_pct,
+           avg(dram_bytes) AS dram_bytes, avg(achieved_occupancy_pct) AS achieved_occupancy_pct,
+           avg(theoretical_occupancy_pct) AS theoretical_occupancy_pct, max(registers) AS registers, max(shared_mem) AS shared_mem,
+           avg(tensor_pct) AS tensor_pct, any_value(occupancy_limiter) AS occupancy_limiter,
+           min(grid_blocks) AS grid_blocks, min(waves_per_sm) AS waves_per_sm,
+           list_distinct(flatten(list(rules))) AS rules, mode(top_stall) AS top_stall
+    FROM kernel_sol
+    GROUP BY run_id, kernel
+), t AS (
+    SELECT g.run_id, g.name, count(*) AS trace_calls, sum(g.dur) AS trace_ns
+    FROM gpu_window g
+    WHERE g.class = 'COMP' AND g.name IN (SELECT kernel FROM p)
+    GROUP BY g.run_id, g.name
+)
+SELECT p.*, t.trace_calls, t.trace_ns,
+       -- ncu's own line: under 60% of both roofs is latency-bound
+       CASE WHEN p.sol_compute_pct IS NULL AND p.sol_memory_pct IS NULL THEN NULL
+            WHEN greatest(coalesce(p.sol_compute_pct, 0), coalesce(p.sol_memory_pct, 0)) < 60 THEN 'latency'
+            WHEN coalesce(p.sol_compute_pct, 0) >= coalesce(p.sol_memory_pct, 0) THEN 'compute' ELSE 'memory' END AS measured_bound
+FROM p LEFT JOIN t ON t.run_id = p.run_id AND t.name = p.kernel;
+
+-- op_roofline_shapes with Nsight Compute's measurement of each call's
+-- longest kernel, where the run has one.
+CREATE OR REPLACE VIEW op_roofline_measured AS
+SELECT o.*, k.sol_compute_pct AS sol_c, k.sol_memory_pct AS sol_m, k.measured_bound
+FROM op_roofline_shapes o
+LEFT JOIN kernel_profiles k ON k.run_id = o.run_id AND k.kernel = o.kernel;
