@@ -144,6 +144,7 @@ type server struct {
 	started  time.Time
 	lagc     lagCache
 	durable  string
+	metrics  *serverMetrics
 }
 
 // serverOption changes how a server started by startServer keeps time;
@@ -219,8 +220,10 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 	if err := s.sched.recover(ctx); err != nil {
 		return nil, err
 	}
+	s.metrics = newServerMetrics(s)
+	s.sched.observePass = s.metrics.observePass
 	consumer := &ingest.Consumer{St: s.st, Mu: &s.mu, Cons: s.cons, Cfg: cfg.Ingest, Stats: s.stats,
-		OnCommit: s.sched.touched, Logf: logf,
+		OnCommit: s.sched.touched, Latency: s.metrics.observeLatency, Logf: logf,
 		Recreate: func(ctx context.Context) (jetstream.Consumer, error) {
 			return ingest.NewConsumer(ctx, jstream, cfg.Ingest)
 		}}

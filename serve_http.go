@@ -23,7 +23,7 @@ func (s *server) routes() http.Handler {
 		fmt.Fprintf(w, "trainscope %s\n\n/healthz\n/metrics\n/runs\n/runs/{id}/report      (markdown)\n/runs/{id}/report.json\n/runs/{id}/report.html\n\nFlight SQL: %s\n", version, orOff(s.flightAddr))
 	})
 	mux.HandleFunc("GET /healthz", s.healthz)
-	mux.HandleFunc("GET /metrics", s.metrics)
+	mux.Handle("GET /metrics", s.metrics.handler())
 	mux.HandleFunc("GET /runs", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
@@ -120,45 +120,4 @@ func (s *server) lag(ctx context.Context) (uint64, int, error) {
 		}
 	}
 	return s.lagc.pending, s.lagc.acks, s.lagc.err
-}
-
-func (s *server) metrics(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	type m struct {
-		name, kind, help string
-		v                float64
-	}
-	st := s.stats
-	ms := []m{
-		{"trainscope_ingest_events_total", "counter", "Rows (events) committed to DuckDB.", float64(st.Rows.Load())},
-		{"trainscope_ingest_batches_total", "counter", "Batches (messages) committed.", float64(st.Messages.Load())},
-		{"trainscope_ingest_bytes_total", "counter", "Message bytes committed.", float64(st.Bytes.Load())},
-		{"trainscope_ingest_commits_total", "counter", "DuckDB transactions committed.", float64(st.Commits.Load())},
-		{"trainscope_ingest_duplicates_total", "counter", "Redelivered or resent batches skipped.", float64(st.Duplicates.Load())},
-		{"trainscope_ingest_rejected_total", "counter", "Poison messages terminated (see rejected_batches).", float64(st.Rejected.Load())},
-		{"trainscope_ingest_failures_total", "counter", "Transactions rolled back; their messages are redelivered.", float64(st.Failures.Load())},
-		{"trainscope_ingest_decode_seconds_total", "counter", "Time decoding Arrow IPC.", float64(st.Decode.Load()) / 1e9},
-		{"trainscope_ingest_insert_seconds_total", "counter", "Time in DuckDB transactions.", float64(st.Insert.Load()) / 1e9},
-		{"trainscope_ingest_consumer_recreated_total", "counter", "Times the ingest consumer was made again after it vanished.", float64(st.Recreated.Load())},
-		{"trainscope_detector_runs_total", "counter", "Detector passes over a run.", float64(s.sched.Passes.Load())},
-		{"trainscope_detector_failures_total", "counter", "Detector passes that failed.", float64(s.sched.Failures.Load())},
-		{"trainscope_detector_errors_total", "counter", "Detectors that failed inside a pass; the pass went on and its report names them.", float64(s.sched.DetectorErrors.Load())},
-		{"trainscope_detector_last_pass_seconds", "gauge", "Duration of the last detector pass.", float64(s.sched.LastNS.Load()) / 1e9},
-		{"trainscope_detector_pending_runs", "gauge", "Runs with data not yet analyzed.", float64(s.sched.pendingRuns())},
-		{"trainscope_detector_partial_runs", "gauge", "Runs whose latest report is partial (data still on its way); alert rules skip them.", float64(s.sched.partialRuns())},
-	}
-	pending, acks, err := s.lag(r.Context())
-	up := 0.0
-	if err == nil {
-		up = 1
-	}
-	ms = append(ms, m{"trainscope_ingest_consumer_up", "gauge", "1 when the ingest consumer answers, 0 when it is missing or unreachable.", up})
-	if err == nil {
-		ms = append(ms,
-			m{"trainscope_ingest_lag_messages", "gauge", "Messages in the stream not yet delivered to the ingestor.", float64(pending)},
-			m{"trainscope_ingest_unacked_messages", "gauge", "Messages delivered but not yet acknowledged.", float64(acks)})
-	}
-	for _, x := range ms {
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %g\n", x.name, x.help, x.name, x.kind, x.name, x.v)
-	}
 }

@@ -60,6 +60,8 @@ type scheduler struct {
 	Passes, Failures atomic.Int64
 	DetectorErrors   atomic.Int64 // detectors that failed within a pass that went on
 	LastNS           atomic.Int64 // duration of the last pass
+	// observePass, if set, hears how long each pass took
+	observePass func(time.Duration)
 }
 
 type pendingRun struct {
@@ -282,6 +284,9 @@ func (s *scheduler) analyze(ctx context.Context, run, why string) (bool, error) 
 	s.state.Unlock()
 	s.Passes.Add(1)
 	s.LastNS.Store(int64(took))
+	if s.observePass != nil {
+		s.observePass(took)
+	}
 	kind := "analyzed"
 	if rr.Partial {
 		kind = "analyzed (partial: " + strings.Join(status.Reasons, "; ") + ")"

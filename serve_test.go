@@ -133,9 +133,18 @@ func TestServePublishReport(t *testing.T) {
 	}
 	metrics := get(t, base+"/metrics")
 	for _, want := range []string{"trainscope_detector_runs_total 1", "trainscope_detector_errors_total 0", "trainscope_detector_partial_runs 0",
-		"trainscope_ingest_rejected_total 0", "trainscope_ingest_lag_messages 0"} {
+		"trainscope_ingest_rejected_total 0", "trainscope_ingest_lag_messages 0", "trainscope_ingest_consumer_up 1",
+		// one pass, and every published batch's publish -> commit latency
+		"trainscope_detector_pass_seconds_count 1", fmt.Sprintf("trainscope_ingest_latency_seconds_count %d", sent),
+		`trainscope_ingest_latency_seconds_bucket{le="+Inf"} ` + strconv.Itoa(sent)} {
 		if !strings.Contains(metrics, want+"\n") {
 			t.Errorf("/metrics lacks %q:\n%s", want, metrics)
+		}
+	}
+	// Go runtime and process metrics come with Prometheus' client
+	for _, want := range []string{"go_goroutines ", "go_memstats_heap_alloc_bytes ", "process_resident_memory_bytes ", "# TYPE trainscope_ingest_latency_seconds histogram"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", want)
 		}
 	}
 	if h := get(t, base+"/healthz"); !strings.Contains(h, `"status":"ok"`) {

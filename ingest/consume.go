@@ -102,7 +102,11 @@ type Consumer struct {
 	// OnCommit, if set, learns which runs a transaction touched and
 	// which of them received a ranks row (a trace or snapshot complete).
 	OnCommit func(runs map[string]bool)
-	Logf     func(format string, args ...any)
+	// Latency, if set, hears for every committed batch how long it took
+	// from its publisher's send (the sent-time header) to its commit: the
+	// publish -> queryable latency.
+	Latency func(time.Duration)
+	Logf    func(format string, args ...any)
 	// Recreate, when set, makes the durable consumer again after someone
 	// deleted it (ingestion would otherwise stop for good). The new one
 	// delivers the stream from the start; batches already committed are
@@ -320,8 +324,9 @@ func (c *Consumer) settle(items []*item, runs map[string]bool) {
 	if c.OnCommit != nil && len(runs) > 0 {
 		c.OnCommit(runs)
 	}
+	now := time.Now().UnixNano()
 	c.Stats.Commits.Add(1)
-	c.Stats.LastCommit.Store(time.Now().UnixNano())
+	c.Stats.LastCommit.Store(now)
 	for _, it := range items {
 		switch {
 		case it.poison != nil:
@@ -336,6 +341,9 @@ func (c *Consumer) settle(items []*item, runs map[string]bool) {
 			c.Stats.Rows.Add(it.rec.NumRows())
 			c.Stats.Bytes.Add(int64(len(it.msg.Data())))
 			_ = it.msg.Ack()
+			if c.Latency != nil && it.sentNS > 0 {
+				c.Latency(time.Duration(now - it.sentNS))
+			}
 		}
 	}
 }
