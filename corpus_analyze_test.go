@@ -10,11 +10,12 @@ import (
 )
 
 // corpusInputs are the real artifacts of ../shared/corpus that analyze
-// reads: every Kineto trace, Nsight export and memory snapshot.
+// reads: every Kineto trace, Nsight Systems and Compute export and memory
+// snapshot.
 func corpusInputs(t *testing.T) []string {
 	t.Helper()
 	var files []string
-	for _, pat := range []string{"kineto/*/*.json", "kineto/*/*.json.gz", "kineto/*/*.raw.gz", "nsys/*.sqlite", "memsnap/*.json.gz"} {
+	for _, pat := range []string{"kineto/*/*.json", "kineto/*/*.json.gz", "kineto/*/*.raw.gz", "nsys/*.sqlite", "memsnap/*.json.gz", "ncu/*.csv"} {
 		m, err := filepath.Glob(filepath.Join(corpus, pat))
 		if err != nil {
 			t.Fatal(err)
