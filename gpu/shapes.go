@@ -208,96 +208,65 @@ func (p *shapeParser) eat(c byte) bool {
 	return false
 }
 
-func (p *shapeParser) args() ([]opArg, bool) {
+// list reads "[]" or "[item, item, ...]", item reading one entry.
+func (p *shapeParser) list(item func() bool) bool {
 	if !p.eat('[') {
-		return nil, false
+		return false
 	}
-	var out []opArg
 	if p.eat(']') {
-		return out, true
+		return true
 	}
 	for {
-		a, ok := p.arg()
-		if !ok {
-			return nil, false
+		if !item() {
+			return false
 		}
-		out = append(out, a)
 		if p.eat(',') {
 			continue
 		}
-		if p.eat(']') {
-			return out, true
-		}
-		return nil, false
+		return p.eat(']')
 	}
+}
+
+func (p *shapeParser) args() ([]opArg, bool) {
+	var out []opArg
+	ok := p.list(func() bool {
+		a, ok := p.arg()
+		out = append(out, a)
+		return ok
+	})
+	return out, ok
 }
 
 // arg reads one entry: [] (no tensor), [ints] (a tensor) or [[ints], ...]
 // (a tensor list).
 func (p *shapeParser) arg() (opArg, bool) {
-	if !p.eat('[') {
-		return opArg{}, false
-	}
-	if p.eat(']') {
-		return opArg{}, true
-	}
-	p.ws()
-	if p.i < len(p.b) && p.b[p.i] == '[' {
+	start := p.i
+	if p.eat('[') && p.eat('[') {
+		p.i = start
 		var list [][]int64
-		for {
+		ok := p.list(func() bool {
 			d, ok := p.ints()
-			if !ok {
-				return opArg{}, false
-			}
 			list = append(list, d)
-			if p.eat(',') {
-				continue
-			}
-			if p.eat(']') {
-				return opArg{list: list}, true
-			}
-			return opArg{}, false
-		}
+			return ok
+		})
+		return opArg{list: list}, ok
 	}
-	var d []int64
-	for {
-		v, ok := p.int()
-		if !ok {
-			return opArg{}, false
-		}
-		d = append(d, v)
-		if p.eat(',') {
-			continue
-		}
-		if p.eat(']') {
-			return opArg{dims: d, isT: true}, true
-		}
-		return opArg{}, false
+	p.i = start
+	d, ok := p.ints()
+	if !ok || len(d) == 0 {
+		return opArg{}, ok
 	}
+	return opArg{dims: d, isT: true}, true
 }
 
 func (p *shapeParser) ints() ([]int64, bool) {
-	if !p.eat('[') {
-		return nil, false
-	}
 	d := []int64{}
-	if p.eat(']') {
-		return d, true
-	}
-	for {
+	ok := p.list(func() bool {
 		v, ok := p.int()
-		if !ok {
-			return nil, false
-		}
 		d = append(d, v)
-		if p.eat(',') {
-			continue
-		}
-		if p.eat(']') {
-			return d, true
-		}
-		return nil, false
-	}
+		return ok
+	})
+	return d, ok
 }
 
 func (p *shapeParser) int() (int64, bool) {

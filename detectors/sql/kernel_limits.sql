@@ -16,12 +16,12 @@ WITH f AS (
     WHERE greatest(coalesce(sol_compute_pct, 0), coalesce(sol_memory_pct, 0)) < $max_sol_pct AND (sol_compute_pct IS NOT NULL OR sol_memory_pct IS NOT NULL)
 )
 SELECT run_id,
-       CASE WHEN length(kernel) > 160 THEN left(kernel, 157) || '...' ELSE kernel END AS subject,
+       clip(kernel, 160) AS subject,
        'sol_pct' AS metric,
        round(greatest(coalesce(c, 0), coalesce(m, 0)) / 100, 4) AS value,
        $max_sol_pct / 100 AS threshold,
        printf('%s reaches %.0f%% of compute and %.0f%% of memory throughput (Nsight Compute, %d launch(es)%s): far from both roofs, latency-bound. %s%s',
-              CASE WHEN length(kernel) > 100 THEN left(kernel, 97) || '...' ELSE kernel END,
+              clip(kernel, 100),
               coalesce(c, 0), coalesce(m, 0), launches,
               CASE WHEN duration_ns IS NOT NULL THEN ', ' || fmt_ns(duration_ns) || ' each' ELSE '' END,
               CASE WHEN occ_t < $max_occupancy_pct AND limiter IN ('Registers', 'Shared Mem')

@@ -3,7 +3,7 @@
 -- kind: metric
 -- description: per run and kernel that Nsight Compute profiled (kernel_metrics, from ncu --csv exports), its measured speed of light: launches profiled, mean duration, compute (SM) and memory throughput as a percentage of peak, DRAM throughput and bytes, achieved and theoretical occupancy, registers per thread, tensor-pipe activity where measured, and the trace's calls and GPU time of the kernels of the same name, so that measured figures sit beside the modelled roofline
 SELECT run_id,
-       CASE WHEN length(kernel) > 160 THEN left(kernel, 157) || '...' ELSE kernel END AS subject,
+       clip(kernel, 160) AS subject,
        launches, round(duration_ns) AS duration_ns,
        round(sol_compute_pct, 2) AS sol_compute_pct, round(sol_memory_pct, 2) AS sol_memory_pct,
        round(dram_pct, 2) AS dram_pct, round(dram_bytes) AS dram_bytes,

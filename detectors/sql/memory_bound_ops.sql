@@ -14,7 +14,7 @@ WITH span AS (
 ), t AS (
     SELECT run_id, sum(calls) AS calls, sum(gpu_ns) AS gpu_ns, sum(bytes) AS bytes, sum(memory_ns) AS memory_ns,
            any_value(peak_bw) AS peak_bw, any_value(gpu) AS gpu, count(*) AS shapes,
-           string_agg(printf('%s %s (%s)', name, CASE WHEN length(op_shape) > 60 THEN left(op_shape, 57) || '...' ELSE op_shape END, fmt_ns(gpu_ns)), '; ' ORDER BY pos) FILTER (WHERE pos <= 3) AS top
+           string_agg(printf('%s %s (%s)', name, clip(op_shape, 60), fmt_ns(gpu_ns)), '; ' ORDER BY pos) FILTER (WHERE pos <= 3) AS top
     FROM m GROUP BY run_id
 )
 SELECT t.run_id,

@@ -14,7 +14,7 @@ WITH s AS (
 )
 SELECT run_id,
        printf('%s %s %s, %s-bound', name,
-              CASE WHEN length(op_shape) > 120 THEN left(op_shape, 117) || '...' ELSE op_shape END,
+              clip(op_shape, 120),
               coalesce(dtype, '?'), bound) AS subject,
        calls, gpu_ns AS time_ns,
        round(flops / (gpu_ns / 1e9) / 1e12, 2) AS achieved_tflops,

@@ -166,3 +166,7 @@ CREATE OR REPLACE MACRO xid_text(x) AS
 CREATE OR REPLACE MACRO roof_bound(gpu_ns, kernels, ideal_ns, compute_ns, memory_ns, latency_ns) AS
     CASE WHEN gpu_ns / kernels < latency_ns AND ideal_ns < 0.5 * gpu_ns THEN 'latency'
          WHEN coalesce(compute_ns, 0) >= memory_ns THEN 'compute' ELSE 'memory' END;
+
+-- clip: text cut to n characters, ending in '...' when cut.
+CREATE OR REPLACE MACRO clip(s, n) AS
+    CASE WHEN length(s) > n THEN left(s, n - 3) || '...' ELSE s END;
