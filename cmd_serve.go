@@ -17,6 +17,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/httpapi"
+	"github.com/trainscope/trainscope/detectors/live"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
 	"github.com/trainscope/trainscope/stream"
@@ -124,7 +126,10 @@ func orOff(s string) string {
 	return s
 }
 
-// server is a running 'trainscope serve'.
+// server is a running 'trainscope serve': the wiring of the embedded or
+// external NATS, the ingestor (ingest.Consumer), the detector scheduler
+// (detectors/live), Flight SQL (sql/flightsrv) and the HTTP API
+// (detectors/httpapi).
 type server struct {
 	natsURL, httpAddr, flightAddr string
 
@@ -134,17 +139,13 @@ type server struct {
 	nc       *nats.Conn
 	st       *duck.Store
 	mu       sync.Mutex
-	cons     jetstream.Consumer
 	stats    *ingest.IngestStats
-	sched    *scheduler
+	monitor  *ingest.Monitor
+	sched    *live.Scheduler
 	http     *http.Server
 	stopOnce sync.Once
 	stopErr  error
 	flight   func() error
-	started  time.Time
-	lagc     lagCache
-	durable  string
-	metrics  *serverMetrics
 }
 
 // serverOption changes how a server started by startServer keeps time;
@@ -168,7 +169,7 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 		o(&clock)
 	}
 	ctx, cancel := context.WithCancel(parent)
-	s := &server{cancel: cancel, stats: &ingest.IngestStats{}, started: time.Now()}
+	s := &server{cancel: cancel, stats: &ingest.IngestStats{}}
 	defer func() {
 		if err != nil {
 			s.stop()
@@ -206,37 +207,38 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 	if err != nil {
 		return nil, err
 	}
-	if s.cons, err = ingest.NewConsumer(ctx, jstream, cfg.Ingest); err != nil {
+	cons, err := ingest.NewConsumer(ctx, jstream, cfg.Ingest)
+	if err != nil {
 		return nil, err
 	}
+	s.monitor = ingest.NewMonitor(cons, s.stats, cfg.Ingest.Durable,
+		func() (bool, string) { return s.nc.IsConnected(), s.nc.Status().String() }, nil)
 	memLimit := cmp.Or(cfg.DuckDB.MemoryLimit, cfg.Serve.Query.MemoryLimit, defaultMemoryLimit())
 	if s.st, err = duck.Open(ctx, filepath.Join(cfg.Serve.DataDir, "trainscope.duckdb"),
 		duck.Options{Threads: cfg.DuckDB.Threads, MemoryLimit: memLimit}); err != nil {
 		return nil, err
 	}
-	s.sched = newScheduler(s.st, &s.mu, set, cfg.Serve, cfg.DuckDB, logf)
-	s.sched.now = clock.now
-	s.sched.pendingWhy = ingest.Backlog{Stream: jstream, Cons: s.cons, Cluster: cfg.Stream.Cluster}.Pending
-	if err := s.sched.recover(ctx); err != nil {
+	s.sched = live.New(s.st, &s.mu, set, live.Config{DataDir: cfg.Serve.DataDir, Quiet: cfg.Serve.Quiet,
+		Timeout: cfg.Serve.Timeout, Threads: cfg.DuckDB.Threads, MemoryLimit: cfg.DuckDB.MemoryLimit},
+		live.Options{Logf: logf, Now: clock.now,
+			PendingWhy: ingest.Backlog{Stream: jstream, Cons: cons, Cluster: cfg.Stream.Cluster}.Pending})
+	if err := s.sched.Recover(ctx); err != nil {
 		return nil, err
 	}
-	s.metrics = newServerMetrics(s)
-	s.sched.observePass = s.metrics.observePass
-	consumer := &ingest.Consumer{St: s.st, Mu: &s.mu, Cons: s.cons, Cfg: cfg.Ingest, Stats: s.stats,
-		OnCommit: s.sched.touched, Latency: s.metrics.observeLatency, Logf: logf,
+	consumer := &ingest.Consumer{St: s.st, Mu: &s.mu, Cons: cons, Cfg: cfg.Ingest, Stats: s.stats,
+		OnCommit: s.sched.Touched, Latency: s.monitor.ObserveLatency, Logf: logf,
 		Recreate: func(ctx context.Context) (jetstream.Consumer, error) {
 			return ingest.NewConsumer(ctx, jstream, cfg.Ingest)
 		}}
-	s.durable = cfg.Ingest.Durable
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); consumer.Run(ctx) }()
 	ticks := clock.ticks
 	if ticks == nil {
-		t := time.NewTicker(s.sched.tickEvery())
+		t := time.NewTicker(s.sched.TickEvery())
 		go func() { <-ctx.Done(); t.Stop() }()
 		ticks = t.C
 	}
-	go func() { defer s.wg.Done(); s.sched.run(ctx, ticks) }()
+	go func() { defer s.wg.Done(); s.sched.Run(ctx, ticks) }()
 
 	if cfg.Serve.Flight != "" {
 		addr, stop, err := startFlight(ctx, cfg.Serve, sec, s.st, logf)
@@ -250,7 +252,19 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 		return nil, fmt.Errorf("http on %s: %w (set serve.http or --http)", cfg.Serve.HTTP, err)
 	}
 	s.httpAddr = ln.Addr().String()
-	s.http = &http.Server{Handler: sec.requireToken(s.routes()), ReadHeaderTimeout: 10 * time.Second, TLSConfig: sec.tls}
+	started := time.Now()
+	api := &httpapi.API{Version: version, FlightAddr: s.flightAddr, Reports: s.sched, Health: s.monitor.Health,
+		Info: func() map[string]any {
+			return map[string]any{"nats": s.natsURL, "flight_sql": s.flightAddr,
+				"uptime_s": int64(time.Since(started).Seconds()), "batches": s.stats.Messages.Load()}
+		},
+		Collectors: append(s.monitor.Collectors(), s.sched.Collectors()...)}
+	routes, err := api.Handler()
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	s.http = &http.Server{Handler: httpapi.RequireToken(sec.token, routes), ReadHeaderTimeout: 10 * time.Second, TLSConfig: sec.tls}
 	if sec.tls != nil {
 		go s.http.ServeTLS(ln, "", "")
 	} else {

@@ -3,13 +3,11 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/subtle"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -116,23 +114,6 @@ func loopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// requireToken lets a request through when it carries the bearer token;
-// /healthz stays open for probes (it tells nothing about the runs).
-func (s *serveSecurity) requireToken(h http.Handler) http.Handler {
-	if s.token == "" {
-		return h
-	}
-	want := []byte("Bearer " + s.token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/healthz" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="trainscope"`)
-			http.Error(w, "unauthorized: send Authorization: Bearer <serve.auth token>", http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
 }
 
 // defaultMemoryLimit is the serving database's memory limit when none is

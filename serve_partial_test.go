@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trainscope/trainscope/ingest"
-	"github.com/trainscope/trainscope/sql/duck"
 	"github.com/trainscope/trainscope/stream"
 )
 
@@ -88,17 +87,17 @@ func TestServePartialReportWhileRedeliveryPending(t *testing.T) {
 	// quiet, but 5 messages of the run are on their way: no report yet
 	clk.Advance(cfg.Serve.Quiet)
 	clk.Tick()
-	if srv.sched.report("crash") != nil || srv.sched.Passes.Load() != 0 {
+	if srv.sched.Report("crash") != nil || srv.sched.Passes.Load() != 0 {
 		t.Fatalf("analysed while %d of its messages were waiting for redelivery", held)
 	}
 	// past serve.timeout: a report, marked partial
 	clk.Advance(cfg.Serve.Timeout)
 	clk.Tick()
-	rr := srv.sched.report("crash")
+	rr := srv.sched.Report("crash")
 	if rr == nil || !rr.Partial || rr.Status == nil {
 		t.Fatalf("after the timeout: report %+v, want a partial one", rr)
 	}
-	if md := string(rr.md); !strings.HasPrefix(md, "# trainscope report\n\n> **Partial report**: the stream holds messages of this run up to sequence") {
+	if md := string(rr.MD); !strings.HasPrefix(md, "# trainscope report\n\n> **Partial report**: the stream holds messages of this run up to sequence") {
 		t.Errorf("the partial report does not say so first:\n%s", head(md, 5))
 	}
 	var partial bool
@@ -115,14 +114,14 @@ func TestServePartialReportWhileRedeliveryPending(t *testing.T) {
 	clk.Advance(cfg.Serve.Quiet)
 	waitFor(t, "a final report", func() bool {
 		clk.Tick()
-		r := srv.sched.report("crash")
+		r := srv.sched.Report("crash")
 		return r != nil && !r.Partial
 	})
 	out.Reset()
 	if code := run(ctx, append([]string{"analyze", "-q", "--run", "crash", "--host", "node-1"}, sampleRun...), &out, &errOut); code != 0 {
 		t.Fatalf("analyze exit %d: %s", code, errOut.String())
 	}
-	if final := string(srv.sched.report("crash").md); final != out.String() {
+	if final := string(srv.sched.Report("crash").MD); final != out.String() {
 		t.Errorf("the final report differs from analyze's:\n%s", head(final, 12))
 	}
 	if err := srv.st.Conn().QueryRowContext(ctx, "SELECT partial FROM run_status WHERE run_id = 'crash'").Scan(&partial); err != nil || partial {
@@ -130,38 +129,5 @@ func TestServePartialReportWhileRedeliveryPending(t *testing.T) {
 	}
 	if n := srv.sched.Passes.Load(); n != 2 {
 		t.Errorf("%d passes, want 2 (partial, final)", n)
-	}
-}
-
-// A rank with rows but no ranks row (its trace's last batch has not come)
-// makes a report partial; rejected batches make it incomplete, and say so.
-func TestRunStatus(t *testing.T) {
-	ctx := context.Background()
-	st, err := duck.Open(ctx, "", duck.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if _, err := ingest.Load(ctx, st, sampleRun, ingest.Options{RunID: "s", Rank: -1}); err != nil {
-		t.Fatal(err)
-	}
-	if s, err := runStatus(ctx, st, "", nil); err != nil || s != nil {
-		t.Fatalf("a complete run: status %+v, %v; want none", s, err)
-	}
-	if err := st.Exec(ctx, "DELETE FROM ranks WHERE rank = 1"); err != nil {
-		t.Fatal(err)
-	}
-	s, err := runStatus(ctx, st, "", nil)
-	if err != nil || s == nil || !s.Partial || len(s.Reasons) != 1 || !strings.Contains(s.Reasons[0], "rank(s) 1 have rows") {
-		t.Fatalf("rank 1 without its ranks row: %+v, %v", s, err)
-	}
-	if err := st.Exec(ctx, `INSERT INTO rejected_batches (stream_seq, subject, msg_id, headers, bytes, reason, rejected_ns, run_token)
-		VALUES (9, 'trainscope.default.s.h.ranks', 'x', '', 10, 'undecodable batch: no columns', 1, 's'),
-		       (10, 'trainscope.default.other.h.ranks', 'y', '', 10, 'elsewhere', 2, 'other')`); err != nil {
-		t.Fatal(err)
-	}
-	missing, err := rejectedOf(ctx, st, "s")
-	if err != nil || len(missing) != 1 || !strings.HasPrefix(missing[0], "1 batch(es) of this run were rejected") || !strings.Contains(missing[0], "no columns") {
-		t.Fatalf("rejected: %q, %v", missing, err)
 	}
 }

@@ -140,7 +140,7 @@ func TestServeAuthenticates(t *testing.T) {
 	if _, err := js.CreateOrUpdateConsumer(short2, cfg.Stream.Name, jetstream.ConsumerConfig{Durable: "thief"}); err == nil {
 		t.Errorf("the publisher made a consumer to read the stream")
 	}
-	if ci, err := srv.cons.Info(ctx); err != nil || ci.Name != cfg.Ingest.Durable {
+	if ci, err := srv.monitor.Consumer().Info(ctx); err != nil || ci.Name != cfg.Ingest.Durable {
 		t.Errorf("the ingest consumer after the attempts: %v", err)
 	}
 	denied := make(chan error, 1)
@@ -183,10 +183,8 @@ func TestServeIngestConsumerDeleted(t *testing.T) {
 	defer srv.stop()
 	base := "http://" + srv.httpAddr
 
-	real := srv.cons
-	srv.lagc.mu.Lock()
-	srv.cons, srv.lagc.at = fakeConsumer{real, jetstream.ErrConsumerNotFound}, time.Time{}
-	srv.lagc.mu.Unlock()
+	real := srv.monitor.Consumer()
+	srv.monitor.Use(fakeConsumer{real, jetstream.ErrConsumerNotFound})
 	r, err := http.Get(base + "/healthz")
 	if err != nil {
 		t.Fatal(err)
@@ -199,9 +197,7 @@ func TestServeIngestConsumerDeleted(t *testing.T) {
 	if m := get(t, base+"/metrics"); !strings.Contains(m, "trainscope_ingest_consumer_up 0\n") {
 		t.Errorf("/metrics does not say the consumer is down")
 	}
-	srv.lagc.mu.Lock()
-	srv.cons, srv.lagc.at = real, time.Time{}
-	srv.lagc.mu.Unlock()
+	srv.monitor.Use(real)
 
 	// someone deletes it for real: the ingestor makes it again and goes on
 	nc, err := stream.ConnectEmbedded(srv.embedded, "admin")

@@ -101,7 +101,7 @@ func TestServePublishReport(t *testing.T) {
 	base := "http://" + srv.httpAddr
 	// ticks until the consumer's acknowledgements have reached the server
 	// (the run is final once its last message is below the ack floor)
-	waitFor(t, "a report", func() bool { clk.Tick(); return srv.sched.report("live") != nil })
+	waitFor(t, "a report", func() bool { clk.Tick(); return srv.sched.Report("live") != nil })
 	got := get(t, base+"/runs/live/report")
 
 	out.Reset()

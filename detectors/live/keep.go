@@ -1,0 +1,116 @@
+package live
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/trainscope/trainscope/detectors"
+)
+
+// save writes the report under data_dir/reports, replacing the last one
+// only once the new one is complete.
+func (s *Scheduler) save(rr *Report) error {
+	dir := filepath.Join(s.cfg.DataDir, "reports")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	name := FileToken(rr.Run)
+	for ext, b := range map[string][]byte{".md": rr.MD, ".json": rr.JSON, ".html": rr.HTML} {
+		tmp := filepath.Join(dir, "."+name+ext+".tmp")
+		if err := os.WriteFile(tmp, b, 0o644); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, name+ext)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FileToken names a run's report files. A long run id (one published by
+// another build, say) is cut and made unique with a hash of it, so that
+// every run gets its report: a 250-byte id once met "file name too long".
+func FileToken(s string) string {
+	t := strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == 0 || r == ':' {
+			return '_'
+		}
+		return r
+	}, s)
+	if len(t) <= 120 {
+		return t
+	}
+	cut := 100
+	for cut > 0 && !utf8.RuneStart(t[cut]) {
+		cut--
+	}
+	sum := sha256.Sum256([]byte(s))
+	return t[:cut] + "-" + hex.EncodeToString(sum[:8])
+}
+
+// Recover picks up where a previous process stopped: reports on disk are
+// served again, and runs with batches newer than their last analysis are
+// analyzed again.
+func (s *Scheduler) Recover(ctx context.Context) error {
+	rows, err := s.st.Query(ctx, `
+		SELECT b.run_id, max(b.ingested_ns), a.analyzed_ns, a.lo, a.hi, a.findings, a.partial, a.status
+		FROM ingested_batches b
+		LEFT JOIN (SELECT run_id, max(analyzed_ns) AS analyzed_ns, arg_max(step_lo, analyzed_ns) AS lo,
+		                  arg_max(step_hi, analyzed_ns) AS hi, arg_max(findings, analyzed_ns) AS findings,
+		                  arg_max(coalesce(partial, false), analyzed_ns) AS partial, arg_max(status, analyzed_ns) AS status
+		           FROM analyses GROUP BY run_id) a USING (run_id)
+		WHERE b.run_id IS NOT NULL AND b.run_id <> ''
+		GROUP BY ALL ORDER BY b.run_id`)
+	if err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
+	defer rows.Close()
+	now := s.opts.Now()
+	s.state.Lock()
+	defer s.state.Unlock()
+	for rows.Next() {
+		var run string
+		var ingested int64
+		var at *int64
+		var lo, hi, findings *int
+		var partial *bool
+		var status *string
+		if err := rows.Scan(&run, &ingested, &at, &lo, &hi, &findings, &partial, &status); err != nil {
+			return fmt.Errorf("recover: %w", err)
+		}
+		wasPartial := partial != nil && *partial
+		if at == nil || *at < ingested || wasPartial {
+			s.pending[run] = &pendingRun{first: now, last: now, partial: wasPartial}
+		}
+		if at == nil {
+			continue
+		}
+		dir := filepath.Join(s.cfg.DataDir, "reports")
+		md, err1 := os.ReadFile(filepath.Join(dir, FileToken(run)+".md"))
+		js, err2 := os.ReadFile(filepath.Join(dir, FileToken(run)+".json"))
+		page, _ := os.ReadFile(filepath.Join(dir, FileToken(run)+".html"))
+		if err1 == nil && err2 == nil {
+			rr := &Report{Run: run, At: time.Unix(0, *at).UTC(), StepLo: lo, StepHi: hi,
+				Findings: deref(findings), Partial: wasPartial, MD: md, JSON: js, HTML: page}
+			if wasPartial && status != nil {
+				rr.Status = &detectors.RunStatus{Partial: true, Reasons: []string{*status}}
+			}
+			s.reports[run] = rr
+		}
+	}
+	return rows.Err()
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
