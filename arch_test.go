@@ -16,7 +16,8 @@ import (
 // transport. Each rule: a package folder prefix, and the prefixes of our
 // packages its non-test files may import. Test files may import more (a
 // scheduler test loads a trace with a reader). The plugin module checks
-// its own rule (grafana-plugin: only stream and sql, client side).
+// its own rule (grafana-plugin/pkg/imports_test.go: nothing of the product
+// outside tests, and no cgo).
 var importRules = []struct {
 	pkg     string
 	allowed []string

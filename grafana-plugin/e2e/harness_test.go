@@ -19,7 +19,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 
-	"github.com/trainscope/trainscope/grafana-plugin/internal/demostore"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
@@ -57,12 +56,12 @@ func run(m *testing.M) int {
 	}
 	tBuild := time.Since(t0)
 
-	if store, err = demostore.Open(ctx, filepath.Join(tmp, "demo.duckdb")); err != nil {
+	if store, err = openDemoStore(ctx, filepath.Join(tmp, "demo.duckdb")); err != nil {
 		fmt.Fprintln(os.Stderr, "demo store:", err)
 		return 1
 	}
 	defer store.Close()
-	addr, stop, err := demostore.Serve(ctx, store)
+	addr, stop, err := serveDemo(ctx, store)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "flight sql:", err)
 		return 1

@@ -1,6 +1,3 @@
-// Command gpx_trainscope is the backend of the trainscope Grafana data
-// source. Grafana starts it as a subprocess and talks to it over gRPC
-// (hashicorp/go-plugin); it is never run by hand.
 package main
 
 import (

@@ -1,12 +1,11 @@
 //go:build duckdb_arrow
 
-package demostore
+package e2e
 
 import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"runtime"
 	"time"
 
 	"github.com/trainscope/trainscope/detectors"
@@ -15,32 +14,35 @@ import (
 	"github.com/trainscope/trainscope/sql/flightsrv"
 )
 
-// RunID is the run the sample is loaded as.
-const RunID = "demo"
+// The demo store lives in a test file on purpose: it pulls in the product's
+// readers, detectors and DuckDB (cgo), which the plugin binary must never
+// need. The guard in pkg/imports_test.go keeps non-test code off them.
 
-// ThrottledRunID is the generated 8-rank run whose rank 3 GPU throttles
+// demoRunID is the run bench/sample is loaded as.
+const demoRunID = "demo"
+
+// throttledRunID is the generated 8-rank run whose rank 3 GPU throttles
 // (bench/throttled8: traces and a dcgm-exporter scrape), loaded beside the
 // sample so that the hardware-counter panels and alerts have data.
-const ThrottledRunID = "throttled"
+const throttledRunID = "throttled"
 
-// SampleDir is bench/sample of the repository this module sits in.
-func SampleDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "bench", "sample")
-}
+// sampleDir is bench/sample, relative to this package's folder (the
+// working directory of its tests).
+const sampleDir = "../../bench/sample"
 
-// Open loads the sample into a store at path ("" for memory), runs the
-// detectors and records the pass in analyses, as the serve scheduler does.
-func Open(ctx context.Context, path string) (*duck.Store, error) {
-	files, err := filepath.Glob(filepath.Join(SampleDir(), "*.json.gz"))
+// openDemoStore loads the sample and the throttled run into a store at path
+// ("" for memory), runs the detectors and records the pass in analyses, as
+// the serve scheduler does.
+func openDemoStore(ctx context.Context, path string) (*duck.Store, error) {
+	files, err := filepath.Glob(filepath.Join(sampleDir, "*.json.gz"))
 	if err != nil || len(files) == 0 {
-		return nil, fmt.Errorf("no sample traces in %s (%v)", SampleDir(), err)
+		return nil, fmt.Errorf("no sample traces in %s (%v)", sampleDir, err)
 	}
 	st, err := duck.Open(ctx, path, duck.Options{})
 	if err != nil {
 		return nil, err
 	}
-	if err := load(ctx, st, files); err != nil {
+	if err := loadDemo(ctx, st, files); err != nil {
 		st.Close()
 		return nil, err
 	}
@@ -49,7 +51,7 @@ func Open(ctx context.Context, path string) (*duck.Store, error) {
 
 // throttledFiles are bench/throttled8's files.
 func throttledFiles() ([]string, error) {
-	dir := filepath.Join(SampleDir(), "..", "throttled8")
+	dir := filepath.Join(sampleDir, "..", "throttled8")
 	files, err := filepath.Glob(filepath.Join(dir, "*"))
 	if err != nil || len(files) == 0 {
 		return nil, fmt.Errorf("no throttled run in %s (%v)", dir, err)
@@ -57,16 +59,16 @@ func throttledFiles() ([]string, error) {
 	return files, nil
 }
 
-func load(ctx context.Context, st *duck.Store, files []string) error {
+func loadDemo(ctx context.Context, st *duck.Store, files []string) error {
 	t0 := time.Now()
-	if _, err := ingest.Load(ctx, st, files, ingest.Options{RunID: RunID, Host: "demo-node", Rank: -1, GPU: "A100-80G"}); err != nil {
+	if _, err := ingest.Load(ctx, st, files, ingest.Options{RunID: demoRunID, Host: "demo-node", Rank: -1, GPU: "A100-80G"}); err != nil {
 		return fmt.Errorf("load sample: %w", err)
 	}
 	thr, err := throttledFiles()
 	if err != nil {
 		return err
 	}
-	if _, err := ingest.Load(ctx, st, thr, ingest.Options{RunID: ThrottledRunID, Rank: -1}); err != nil {
+	if _, err := ingest.Load(ctx, st, thr, ingest.Options{RunID: throttledRunID, Rank: -1}); err != nil {
 		return fmt.Errorf("load throttled run: %w", err)
 	}
 	set, err := detectors.NewSet(detectors.Config{})
@@ -79,7 +81,7 @@ func load(ctx context.Context, st *duck.Store, files []string) error {
 	if _, err := set.Run(ctx, st); err != nil {
 		return fmt.Errorf("detectors: %w", err)
 	}
-	for _, run := range []string{RunID, ThrottledRunID} {
+	for _, run := range []string{demoRunID, throttledRunID} {
 		if err := st.Exec(ctx, `INSERT INTO analyses (run_id, analyzed_ns, step_lo, step_hi, ranks, findings, took_ms)
 			SELECT ?, ?, NULL, NULL, (SELECT count(*) FROM ranks WHERE run_id = ?), (SELECT count(*) FROM findings WHERE run_id = ?), ?`,
 			run, time.Now().UnixNano(), run, run, float64(time.Since(t0).Milliseconds())); err != nil {
@@ -89,9 +91,9 @@ func load(ctx context.Context, st *duck.Store, files []string) error {
 	return nil
 }
 
-// Serve starts a Flight SQL server over st on a free localhost port and
+// serveDemo starts a Flight SQL server over st on a free localhost port and
 // returns its address and a stop function.
-func Serve(ctx context.Context, st *duck.Store) (string, func() error, error) {
+func serveDemo(ctx context.Context, st *duck.Store) (string, func() error, error) {
 	addr, stop, err := flightsrv.Serve(ctx, "127.0.0.1:0", st, flightsrv.Options{})
 	if err != nil {
 		return "", nil, err
