@@ -15,10 +15,10 @@ help: ## list targets
 build: ## build bin/trainscope
 	$(GO) build -tags $(TAGS) -o $(BIN) .
 
-test: ## run every test: the Go module, then the Grafana plugin (Go + frontend typecheck)
+test: ## run every test: the Go module, then the Grafana plugin (Go, frontend typecheck, Jest, ESLint, zip checker)
 	$(GO) vet -tags $(TAGS) $(PKGS)
 	$(GO) test -tags $(TAGS) -count=1 $(PKGS)
-	$(MAKE) plugin-test plugin-typecheck
+	$(MAKE) plugin-test plugin-typecheck plugin-jest plugin-eslint plugin-zip-test
 
 test-short: ## quick tests only
 	$(GO) test -tags $(TAGS) -short $(PKGS)

@@ -18,7 +18,7 @@ const FORMATS: Array<SelectableValue<Format>> = [
 ];
 
 const MACRO_HELP =
-  '$__timeFilter(col) · $__timeFrom() · $__timeTo() · $__timeGroup(col, $__interval) · $__interval · $__interval_ns · $__run · $__ranks ' +
+  '$__timeFilter(col) · $__timeFrom() · $__timeTo() · $__timeGroup(col, $__interval) · $__interval · $__interval_ns · $__interval_ms · $__run · $__ranks ' +
   '(times are BIGINT ns since the epoch; time series need a column named time or a TIMESTAMP)';
 
 /** Options of one resource, reloaded when the run changes. Variables ($run) are offered too. */
