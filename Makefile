@@ -7,7 +7,7 @@ PKGS      := ./...
 DEMO_DIR  := bench/sample
 DEMO_OUT  := out/demo
 
-.PHONY: help build test test-short bench demo demo-offline lint fmt golden vet fuzz clean
+.PHONY: help build test test-short bench demo demo-offline lint fmt golden dashboards vet fuzz clean
 
 help: ## list targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-17s %s\n", $$1, $$2}'
@@ -48,6 +48,9 @@ fmt: ## gofmt the tree
 golden: ## rewrite golden report files after an intended change
 	$(GO) test -tags $(TAGS) ./detectors/ -run 'Golden|DetectorsReadme|ThrottledFixture' -update
 	$(GO) test -tags $(TAGS) . -run ReadmeDetectorTable -update
+
+dashboards: ## regenerate deploy/grafana/dashboards from deploy/grafana/dashgen
+	$(GO) run ./deploy/grafana/dashgen -out deploy/grafana/dashboards
 
 # Each fuzz target runs FUZZTIME (make fuzz FUZZTIME=10m; make -j2 fuzz runs
 # two at a time). One worker with one P per target: on these 2-core VMs the
