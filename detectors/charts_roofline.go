@@ -2,7 +2,6 @@ package detectors
 
 import (
 	"fmt"
-	"html"
 	"math"
 	"strings"
 
@@ -83,10 +82,48 @@ func peakOf(s gpu.Spec, dtype string) float64 {
 
 var boundColour = map[string]string{"compute": colCompute, "memory": colOther, "latency": colWait}
 
-// writeRoofline draws the roofline on log-log axes: FLOP per byte against
+// rooflineView is the roofline on log-log axes: FLOP per byte against
 // TFLOP/s, the HBM roof rising to each dtype's compute roof, one dot per
 // unique call sized by its GPU time and coloured by what bounds it.
-func writeRoofline(b *strings.Builder, c *RooflineChart) {
+type rooflineView struct {
+	GPU                      string
+	BWTBs                    n2
+	Width, Height            n0
+	Left, Right, Top, Bottom n0 // the plot's edges
+	XLabelY, YLabelX, AxisY  n0
+	MidX, MidY, RoofLabelX   n0
+	XGrid, YGrid             []gridLine
+	Roofs                    []roofLine
+	Dots                     []roofDot
+	Skipped                  int
+}
+
+// gridLine is one decade of an axis: its line at At, its label at LabelAt.
+type gridLine struct {
+	At, LabelAt n1
+	Label       string
+}
+
+type roofLine struct {
+	Points []point
+	LabelY n1
+	Label  string
+}
+
+type point struct{ X, Y n1 }
+
+type roofDot struct {
+	X, Y, R              n1
+	Colour, Label, Bound string
+	Intensity, TFLOPS    n2
+	RoofPct              n0
+	Time, Saved          string
+}
+
+func rooflineChart(c *RooflineChart) *rooflineView {
+	if c == nil {
+		return nil
+	}
 	const width, height, left, bottom, top, right = 960.0, 380.0, 64.0, 40.0, 12.0, 110.0
 	maxPeak := 0.0
 	for _, p := range c.Peaks {
@@ -102,45 +139,38 @@ func writeRoofline(b *strings.Builder, c *RooflineChart) {
 	}
 	px := func(v float64) float64 { return left + (math.Log10(v)-x0)/(x1-x0)*(width-left-right) }
 	py := func(v float64) float64 { return height - bottom - (math.Log10(v)-y0)/(y1-y0)*(height-bottom-top) }
-	fmt.Fprintf(b, "<figure class=\"chart\" data-chart=\"roofline\"><figcaption>Roofline on %s: each unique operator call's achieved TFLOP/s against its FLOPs per byte (from its recorded shapes), with the HBM roof (%.2f TB/s) and the dense compute roofs</figcaption>\n",
-		html.EscapeString(c.GPU), c.BWTBs)
-	legend(b, [2]string{colCompute, "compute-bound"}, [2]string{colOther, "memory-bound"}, [2]string{colWait, "latency-bound"})
-	fmt.Fprintf(b, `<svg viewBox="0 0 %.0f %.0f" width="100%%" role="img" aria-label="roofline">`, width, height)
+	v := &rooflineView{GPU: c.GPU, BWTBs: n2(c.BWTBs), Width: width, Height: height,
+		Left: left, Right: width - right, Top: top, Bottom: height - bottom,
+		XLabelY: height - bottom + 14, YLabelX: left - 4, AxisY: height - 6,
+		MidX: (left + width - right) / 2, MidY: (top + height - bottom) / 2, RoofLabelX: width - right + 4,
+		Skipped: c.Skipped}
 	// grid and axes: one line per decade
 	for e := x0; e <= x1; e++ {
 		x := px(math.Pow(10, e))
-		fmt.Fprintf(b, `<line x1="%.1f" y1="%.0f" x2="%.1f" y2="%.0f" stroke="#eee"/><text x="%.1f" y="%.0f" text-anchor="middle" class="val">%s</text>`,
-			x, top, x, height-bottom, x, height-bottom+14, decade(e))
+		v.XGrid = append(v.XGrid, gridLine{At: n1(x), LabelAt: n1(x), Label: decade(e)})
 	}
 	for e := y0; e <= y1; e++ {
 		y := py(math.Pow(10, e))
-		fmt.Fprintf(b, `<line x1="%.0f" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#eee"/><text x="%.0f" y="%.1f" text-anchor="end" class="val">%s</text>`,
-			left, y, width-right, y, left-4, y+4, decade(e))
+		v.YGrid = append(v.YGrid, gridLine{At: n1(y), LabelAt: n1(y + 4), Label: decade(e)})
 	}
-	fmt.Fprintf(b, `<text x="%.0f" y="%.0f" text-anchor="middle">FLOP per byte of device memory traffic</text>`, (left+width-right)/2, height-6)
-	fmt.Fprintf(b, `<text x="12" y="%.0f" transform="rotate(-90 12 %.0f)" text-anchor="middle">TFLOP/s</text>`, (top+height-bottom)/2, (top+height-bottom)/2)
 	// roofs: bandwidth x intensity up to each peak
 	for dt, peak := range sortedPeaks(c.Peaks) {
 		ridge := peak / c.BWTBs
 		xa := math.Pow(10, x0)
-		fmt.Fprintf(b, `<polyline fill="none" stroke="#333" stroke-width="1.5" points="%.1f,%.1f %.1f,%.1f %.1f,%.1f"/>`,
-			px(xa), py(max(xa*c.BWTBs, math.Pow(10, y0))), px(ridge), py(peak), width-right, py(peak))
-		fmt.Fprintf(b, `<text x="%.0f" y="%.1f">%s %.0f</text>`, width-right+4, py(peak)+4, strings.ToUpper(dt), peak)
+		v.Roofs = append(v.Roofs, roofLine{
+			Points: []point{{n1(px(xa)), n1(py(max(xa*c.BWTBs, math.Pow(10, y0))))}, {n1(px(ridge)), n1(py(peak))}, {width - right, n1(py(peak))}},
+			LabelY: n1(py(peak) + 4), Label: fmt.Sprintf("%s %.0f", strings.ToUpper(dt), peak)})
 	}
 	for _, p := range c.Points {
-		r := 3 + 9*math.Sqrt(p.TimeNS/maxTime(c.Points))
 		col := boundColour[p.Bound]
 		if col == "" {
 			col = colCompute
 		}
-		fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="%.1f" fill="%s" fill-opacity="0.7" stroke="#222" stroke-width="0.5"><title>%s: %.2f FLOP/B, %.2f TFLOP/s, %.0f%% of its roofline, %s of GPU time, %s less at the roofline (%s-bound)</title></circle>`,
-			px(p.Intensity), py(p.TFLOPS), r, col, html.EscapeString(p.Label), p.Intensity, p.TFLOPS, p.RoofPct, Duration(p.TimeNS), Duration(p.SavedNS), p.Bound)
+		v.Dots = append(v.Dots, roofDot{X: n1(px(p.Intensity)), Y: n1(py(p.TFLOPS)), R: n1(3 + 9*math.Sqrt(p.TimeNS/maxTime(c.Points))),
+			Colour: col, Label: p.Label, Bound: p.Bound, Intensity: n2(p.Intensity), TFLOPS: n2(p.TFLOPS), RoofPct: n0(p.RoofPct),
+			Time: Duration(p.TimeNS), Saved: Duration(p.SavedNS)})
 	}
-	b.WriteString("</svg>")
-	if c.Skipped > 0 {
-		fmt.Fprintf(b, "<p class=\"note\">%d unique call(s) with no floating-point work to speak of (copies, fills, lookups, tiny kernels) have no place on this chart; the roofline_shapes table lists them.</p>", c.Skipped)
-	}
-	b.WriteString("</figure>\n")
+	return v
 }
 
 func decade(e float64) string {

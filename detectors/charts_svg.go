@@ -2,8 +2,8 @@ package detectors
 
 import (
 	"fmt"
-	"html"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -17,123 +17,190 @@ const (
 	colLate     = "#b71c1c"
 )
 
-// chartsHTML renders every run's charts as inline SVG (no script, no
-// network): the page stays one self-contained file.
-func (r *Report) chartsHTML() string {
-	var b strings.Builder
+// Coordinates in the charts' views print with 0, 1 or 2 decimals: enough
+// for the drawing, short in the page. The type, not a template function,
+// formats them: a big run's timeline has thousands of rects, and each
+// function call in a template costs a reflective call.
+type (
+	n0 float64
+	n1 float64
+	n2 float64
+)
+
+func (v n0) String() string { return strconv.FormatFloat(float64(v), 'f', 0, 64) }
+func (v n1) String() string { return strconv.FormatFloat(float64(v), 'f', 1, 64) }
+func (v n2) String() string { return strconv.FormatFloat(float64(v), 'f', 2, 64) }
+
+var chartColours = map[string]string{"compute": colCompute, "transfer": colTransfer, "wait": colWait,
+	"other": colOther, "idle": colIdle, "late": colLate}
+
+// chartFuncs are the template functions of charts_svg.tmpl: col is a
+// colour by name (an unknown one fails the page, not paints it black).
+var chartFuncs = map[string]any{
+	"col": func(name string) (string, error) {
+		if c, ok := chartColours[name]; ok {
+			return c, nil
+		}
+		return "", fmt.Errorf("no chart colour %q", name)
+	},
+}
+
+// runChartsView is one run's charts as charts_svg.tmpl draws them (inline
+// SVG: no script, no network, the page stays one self-contained file); a
+// nil chart is not drawn.
+type runChartsView struct {
+	RunID    string
+	ShowRun  bool // a heading with the run's id: the page has several runs
+	Ranks    *rankChartView
+	Timeline *timelineView
+	Kernels  *kernelChartView
+	Roofline *rooflineView
+}
+
+// chartViews lays out the charts of every run that has any.
+func (r *Report) chartViews() []runChartsView {
+	var out []runChartsView
 	for _, run := range r.Runs {
 		c := r.charts[run.RunID]
 		if c == nil || len(c.Ranks) == 0 && c.Timeline == nil && len(c.Kernels) == 0 && c.Roofline == nil {
 			continue
 		}
-		if len(r.Runs) > 1 {
-			fmt.Fprintf(&b, "<h3>Run <code>%s</code></h3>\n", html.EscapeString(run.RunID))
-		}
-		if len(c.Ranks) > 0 {
-			writeRankChart(&b, c)
-		}
-		if c.Timeline != nil {
-			writeTimeline(&b, c.Timeline)
-		}
-		if len(c.Kernels) > 0 {
-			writeKernelChart(&b, c.Kernels)
-		}
-		if c.Roofline != nil {
-			writeRoofline(&b, c.Roofline)
-		}
+		out = append(out, runChartsView{RunID: run.RunID, ShowRun: len(r.Runs) > 1, Ranks: rankChart(c),
+			Timeline: timelineChart(c.Timeline), Kernels: kernelChart(c.Kernels), Roofline: rooflineChart(c.Roofline)})
 	}
-	return b.String()
+	return out
 }
 
-func legend(b *strings.Builder, items ...[2]string) {
-	b.WriteString(`<div class="legend">`)
-	for _, it := range items {
-		fmt.Fprintf(b, `<span><i style="background:%s"></i>%s</span>`, it[0], html.EscapeString(it[1]))
-	}
-	b.WriteString("</div>\n")
-}
-
-// writeRankChart draws one stacked bar per rank: compute, transfer, wait,
+// rankChartView is one stacked bar per rank: compute, transfer, wait,
 // other and idle time, per step where the ranks have steps.
-func writeRankChart(b *strings.Builder, c *Charts) {
-	unit := "per step"
-	if !c.PerStep {
-		unit = "over the analysed window"
-	}
+type rankChartView struct {
+	Unit, Shown                 string
+	Width, Height, LabelX, BarH n0
+	Bars                        []rankBar
+}
+
+type rankBar struct {
+	Rank     int
+	Y, TextY n1
+	Parts    []barPart
+	TotalX   n1
+	Total    string
+}
+
+type barPart struct {
+	X                  n1
+	W                  n2
+	Colour, Name, Time string
+}
+
+func rankChart(c *Charts) *rankChartView {
 	longest := 0.0
 	for _, rt := range c.Ranks {
 		longest = max(longest, rt.Compute+rt.Transfer+rt.Wait+rt.Other+rt.Idle)
 	}
 	if longest <= 0 {
-		return
+		return nil
 	}
 	const width, label, right = 960.0, 70.0, 90.0
 	barH := 18.0
 	if len(c.Ranks) > 16 {
 		barH = 9
 	}
-	h := 20 + float64(len(c.Ranks))*(barH+3)
-	shown := ""
-	if c.TotalRanks > len(c.Ranks) {
-		shown = fmt.Sprintf("; %d of %d ranks shown: the root causes' ranks and their peers first, then those whose split differs most from the median rank's", len(c.Ranks), c.TotalRanks)
+	v := &rankChartView{Unit: "per step", Width: width, Height: n0(20 + float64(len(c.Ranks))*(barH+3)), LabelX: label - 6, BarH: n0(barH)}
+	if !c.PerStep {
+		v.Unit = "over the analysed window"
 	}
-	fmt.Fprintf(b, "<figure class=\"chart\" data-chart=\"rank-time\"><figcaption>GPU time of each rank %s: compute, collective transfer, waiting in a collective for a late member, other work (copies) and idle%s</figcaption>\n", unit, html.EscapeString(shown))
-	legend(b, [2]string{colCompute, "compute"}, [2]string{colTransfer, "transfer"}, [2]string{colWait, "wait"},
-		[2]string{colOther, "other"}, [2]string{colIdle, "idle"})
-	fmt.Fprintf(b, `<svg viewBox="0 0 %.0f %.0f" width="100%%" role="img" aria-label="GPU time per rank">`, width, h)
+	if c.TotalRanks > len(c.Ranks) {
+		v.Shown = fmt.Sprintf("; %d of %d ranks shown: the root causes' ranks and their peers first, then those whose split differs most from the median rank's", len(c.Ranks), c.TotalRanks)
+	}
 	scale := (width - label - right) / longest
 	for i, rt := range c.Ranks {
 		y := 4 + float64(i)*(barH+3)
-		fmt.Fprintf(b, `<text x="%.0f" y="%.1f" class="lbl" text-anchor="end">rank %d</text>`, label-6, y+barH*0.75, rt.Rank)
+		bar := rankBar{Rank: rt.Rank, Y: n1(y), TextY: n1(y + barH*0.75)}
 		x := label
 		for _, part := range []struct {
-			v    float64
-			col  string
-			name string
+			v         float64
+			col, name string
 		}{{rt.Compute, colCompute, "compute"}, {rt.Transfer, colTransfer, "transfer"}, {rt.Wait, colWait, "wait"},
 			{rt.Other, colOther, "other"}, {rt.Idle, colIdle, "idle"}} {
 			if part.v <= 0 {
 				continue
 			}
 			w := part.v * scale
-			fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.2f" height="%.0f" fill="%s"><title>rank %d %s: %s</title></rect>`,
-				x, y, w, barH, part.col, rt.Rank, part.name, Duration(part.v))
+			bar.Parts = append(bar.Parts, barPart{X: n1(x), W: n2(w), Colour: part.col, Name: part.name, Time: Duration(part.v)})
 			x += w
 		}
-		total := rt.Compute + rt.Transfer + rt.Wait + rt.Other + rt.Idle
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" class="val">%s</text>`, x+4, y+barH*0.75, Duration(total))
+		bar.TotalX, bar.Total = n1(x+4), Duration(rt.Compute+rt.Transfer+rt.Wait+rt.Other+rt.Idle)
+		v.Bars = append(v.Bars, bar)
 	}
-	b.WriteString("</svg></figure>\n")
+	return v
 }
 
-// writeTimeline draws one lane per rank across the chosen step: compute
+// timelineView is one lane per rank across the chosen step: compute
 // density as shading, each collective as its wait (red) then transfer
 // (teal), and a mark where a late member arrived and held the others up.
-func writeTimeline(b *strings.Builder, tl *Timeline) {
-	const width, label = 960.0, 70.0
+type timelineView struct {
+	Why, Span, Shown      string
+	Width, Height, LabelX n0
+	PlotX, PlotW, LaneH   n0
+	HalfH, LineY2, TickY  n1
+	Lanes                 []laneView
+	Marks                 []lateMark // drawn over every lane
+	Ticks                 []axisTick
+}
+
+type laneView struct {
+	Rank            int
+	Y, TextY, HalfY n1
+	Shades          []shadeRun
+	Colls           []collBars
+}
+
+// shadeRun is a run of time slices equally busy, drawn as one rect.
+type shadeRun struct {
+	X, W    n2
+	Opacity n1
+}
+
+// collBars is a collective: its wait and its transfer (a zero W: none).
+type collBars struct {
+	WaitX, WaitW, TransferX, TransferW n2
+	Tip                                string
+}
+
+type lateMark struct {
+	X, Y        n1
+	Rank        int
+	Name, Block string
+	Line        bool // a dashed line down the lanes: it held them up 1% of the step or more
+}
+
+type axisTick struct {
+	X     n1
+	Label string
+}
+
+func timelineChart(tl *Timeline) *timelineView {
+	if tl == nil {
+		return nil
+	}
+	const width, label, plotW = 960.0, 70.0, 960.0 - 70 - 10
 	laneH := 16.0
 	if len(tl.Lanes) > 16 {
 		laneH = 10
 	}
-	span := float64(tl.EndNS - tl.StartNS)
-	plotW := width - label - 10
-	x := func(ns int64) float64 { return label + plotW*float64(ns-tl.StartNS)/span }
 	h := 24 + float64(len(tl.Lanes))*(laneH+4)
-	shown := ""
+	span := float64(tl.EndNS - tl.StartNS)
+	x := func(ns int64) float64 { return label + plotW*float64(ns-tl.StartNS)/span }
+	v := &timelineView{Why: tl.Why, Span: Duration(span), Width: width, Height: n0(h), LabelX: label - 6,
+		PlotX: label, PlotW: plotW, LaneH: n0(laneH), HalfH: n1(laneH * 0.5), LineY2: n1(h - 20), TickY: n1(h - 6)}
 	if len(tl.Lanes) < tl.TotalRanks {
-		shown = fmt.Sprintf("; %d of %d ranks shown: the root causes' and their peers' first", len(tl.Lanes), tl.TotalRanks)
+		v.Shown = fmt.Sprintf("; %d of %d ranks shown: the root causes' and their peers' first", len(tl.Lanes), tl.TotalRanks)
 	}
-	fmt.Fprintf(b, "<figure class=\"chart\" data-chart=\"timeline\"><figcaption>Timeline of %s, %s long, clocks aligned on collective ends%s</figcaption>\n",
-		html.EscapeString(tl.Why), Duration(span), shown)
-	legend(b, [2]string{colCompute, "compute (shade: share busy)"}, [2]string{colWait, "collective: waiting"},
-		[2]string{colTransfer, "collective: transfer"}, [2]string{colLate, "▼ late arrival that held the others up"})
-	fmt.Fprintf(b, `<svg viewBox="0 0 %.0f %.0f" width="100%%" role="img" aria-label="per-rank timeline">`, width, h)
 	bw := plotW / float64(tl.Buckets)
-	var marks []string
 	for i, l := range tl.Lanes {
 		y := 4 + float64(i)*(laneH+4)
-		fmt.Fprintf(b, `<text x="%.0f" y="%.1f" class="lbl" text-anchor="end">rank %d</text>`, label-6, y+laneH*0.75, l.Rank)
-		fmt.Fprintf(b, `<rect x="%.0f" y="%.1f" width="%.0f" height="%.0f" fill="#f6f6f6"/>`, label, y, plotW, laneH)
+		lane := laneView{Rank: l.Rank, Y: n1(y), TextY: n1(y + laneH*0.75), HalfY: n1(y + laneH*0.5)}
 		// runs of equal shade as one rect each
 		for j := 0; j < len(l.Compute); {
 			k := j
@@ -142,41 +209,32 @@ func writeTimeline(b *strings.Builder, tl *Timeline) {
 				k++
 			}
 			if q > 0 {
-				fmt.Fprintf(b, `<rect x="%.2f" y="%.1f" width="%.2f" height="%.1f" fill="%s" fill-opacity="%.1f"/>`,
-					label+float64(j)*bw, y+laneH*0.5, float64(k-j)*bw, laneH*0.5, colCompute, q)
+				lane.Shades = append(lane.Shades, shadeRun{X: n2(label + float64(j)*bw), W: n2(float64(k-j) * bw), Opacity: n1(q)})
 			}
 			j = k
 		}
 		for _, c := range l.Colls {
-			tip := fmt.Sprintf("rank %d %s: waited %s, transfer %s", l.Rank, c.Name, Duration(float64(c.WaitEndNS-c.StartNS)), Duration(float64(c.End-c.WaitEndNS)))
+			cb := collBars{Tip: fmt.Sprintf("rank %d %s: waited %s, transfer %s", l.Rank, c.Name,
+				Duration(float64(c.WaitEndNS-c.StartNS)), Duration(float64(c.End-c.WaitEndNS)))}
 			if c.WaitEndNS > c.StartNS {
-				fmt.Fprintf(b, `<rect x="%.2f" y="%.1f" width="%.2f" height="%.1f" fill="%s"><title>%s</title></rect>`,
-					x(c.StartNS), y, max(0.5, x(c.WaitEndNS)-x(c.StartNS)), laneH*0.5, colWait, html.EscapeString(tip))
+				cb.WaitX, cb.WaitW = n2(x(c.StartNS)), n2(max(0.5, x(c.WaitEndNS)-x(c.StartNS)))
 			}
 			if c.End > c.WaitEndNS {
-				fmt.Fprintf(b, `<rect x="%.2f" y="%.1f" width="%.2f" height="%.1f" fill="%s"><title>%s</title></rect>`,
-					x(c.WaitEndNS), y, max(0.5, x(c.End)-x(c.WaitEndNS)), laneH*0.5, colTransfer, html.EscapeString(tip))
+				cb.TransferX, cb.TransferW = n2(x(c.WaitEndNS)), n2(max(0.5, x(c.End)-x(c.WaitEndNS)))
 			}
+			lane.Colls = append(lane.Colls, cb)
 			if c.Last {
-				cx := x(c.StartNS)
-				marks = append(marks, fmt.Sprintf(`<path d="M%.1f %.1f l-4 -6 h8 z" fill="%s" class="late"><title>rank %d arrived last at %s and held the others up %s</title></path>`,
-					cx, y, colLate, l.Rank, html.EscapeString(c.Name), Duration(float64(c.BlockNS))))
-				if float64(c.BlockNS) >= 0.01*span {
-					marks = append(marks, fmt.Sprintf(`<line x1="%.1f" x2="%.1f" y1="4" y2="%.1f" stroke="%s" stroke-dasharray="2 3" stroke-width="0.8"/>`,
-						cx, cx, h-20, colLate))
-				}
+				v.Marks = append(v.Marks, lateMark{X: n1(x(c.StartNS)), Y: n1(y), Rank: l.Rank, Name: c.Name,
+					Block: Duration(float64(c.BlockNS)), Line: float64(c.BlockNS) >= 0.01*span})
 			}
 		}
+		v.Lanes = append(v.Lanes, lane)
 	}
-	for _, m := range marks {
-		b.WriteString(m)
-	}
-	// time axis
 	for i := 0; i <= 4; i++ {
 		ns := tl.StartNS + int64(float64(i)*span/4)
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" class="val" text-anchor="middle">%s</text>`, x(ns), h-6, Duration(float64(ns-tl.StartNS)))
+		v.Ticks = append(v.Ticks, axisTick{X: n1(x(ns)), Label: Duration(float64(ns - tl.StartNS))})
 	}
-	b.WriteString("</svg></figure>\n")
+	return v
 }
 
 // shade quantises a busy share to tenths, so neighbouring slices merge.
@@ -199,8 +257,23 @@ func shortKernel(name string) string {
 
 var classColour = map[string]string{"COMP": colCompute, "COMM": colTransfer, "MEM": colOther}
 
-// writeKernelChart draws the kernels with the most GPU time as bars.
-func writeKernelChart(b *strings.Builder, ks []KernelTime) {
+// kernelChartView is the kernels with the most GPU time as bars.
+type kernelChartView struct {
+	Width, Height, LabelX, BarX, BarH n0
+	Bars                              []kernelBar
+}
+
+type kernelBar struct {
+	Short, Name, Colour, Time string
+	Count                     int64
+	Y, TextY, TimeX           n1
+	W                         n2
+}
+
+func kernelChart(ks []KernelTime) *kernelChartView {
+	if len(ks) == 0 {
+		return nil
+	}
 	const width, label = 960.0, 420.0
 	top := slices.MaxFunc(ks, func(a, b KernelTime) int {
 		switch {
@@ -212,25 +285,19 @@ func writeKernelChart(b *strings.Builder, ks []KernelTime) {
 		return 0
 	}).TotalNS
 	if top <= 0 {
-		return
+		return nil
 	}
-	barH := 16.0
-	h := 6 + float64(len(ks))*(barH+4)
-	b.WriteString("<figure class=\"chart\" data-chart=\"top-kernels\"><figcaption>Kernels with the most GPU time, all ranks together</figcaption>\n")
-	legend(b, [2]string{colCompute, "compute"}, [2]string{colTransfer, "communication"}, [2]string{colOther, "memory"})
-	fmt.Fprintf(b, `<svg viewBox="0 0 %.0f %.0f" width="100%%" role="img" aria-label="top kernels">`, width, h)
+	const barH = 16.0
+	v := &kernelChartView{Width: width, Height: n0(6 + float64(len(ks))*(barH+4)), LabelX: label - 6, BarX: label, BarH: barH}
 	scale := (width - label - 100) / top
 	for i, k := range ks {
 		y := 4 + float64(i)*(barH+4)
-		name := shortKernel(k.Name)
 		col := classColour[k.Class]
 		if col == "" {
 			col = colCompute
 		}
-		fmt.Fprintf(b, `<text x="%.0f" y="%.1f" class="lbl" text-anchor="end">%s</text>`, label-6, y+barH*0.75, html.EscapeString(name))
-		fmt.Fprintf(b, `<rect x="%.0f" y="%.1f" width="%.2f" height="%.0f" fill="%s"><title>%s: %d calls, %s</title></rect>`,
-			label, y, max(0.5, k.TotalNS*scale), barH, col, html.EscapeString(k.Name), k.Count, Duration(k.TotalNS))
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" class="val">%s</text>`, label+k.TotalNS*scale+4, y+barH*0.75, Duration(k.TotalNS))
+		v.Bars = append(v.Bars, kernelBar{Short: shortKernel(k.Name), Name: k.Name, Colour: col, Time: Duration(k.TotalNS),
+			Count: k.Count, Y: n1(y), TextY: n1(y + barH*0.75), W: n2(max(0.5, k.TotalNS*scale)), TimeX: n1(label + k.TotalNS*scale + 4)})
 	}
-	b.WriteString("</svg></figure>\n")
+	return v
 }
