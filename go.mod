@@ -21,6 +21,7 @@ require (
 	golang.org/x/sync v0.24.0
 	google.golang.org/grpc v1.83.2
 	modernc.org/sqlite v1.61.1
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (

@@ -3,244 +3,203 @@ package script
 import (
 	"strconv"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
-// Integer arithmetic of $(( )) and (( )): the usual C operators over
-// int64. A name reads a variable whose value is itself evaluated; an unset
-// or unknown variable makes the whole result unknown rather than 0, since
-// the environment may well set it.
+// Integer arithmetic of $(( )) and (( )), as bash does it over int64. A
+// name reads a variable whose value is itself evaluated; an unset or
+// unknown variable makes the whole result unknown rather than 0, since the
+// environment may well set it.
+//
+// An expression holding $ or ` is expanded as text first and read again,
+// as bash does: X="1+2"; $(( $X * 3 )) is 7, not 9.
 
-const maxArithDepth = 32
+const (
+	maxArithDepth = 32
+	maxArithText  = 4096 // an expression longer than this is not evaluated
+)
 
-func (it *interp) arith(expr string) (int64, bool) {
-	if it.arithDepth >= maxArithDepth || len(expr) > 4096 {
+// arithNode evaluates an expression parsed as part of the current source.
+func (it *interp) arithNode(x syntax.ArithmExpr) (int64, bool) {
+	if x == nil {
+		return 0, false
+	}
+	return it.arith(x, it.cur.slice(x.Pos(), x.End()))
+}
+
+// arith evaluates x, whose text is text; a nil x is read from text.
+func (it *interp) arith(x syntax.ArithmExpr, text string) (int64, bool) {
+	if it.arithDepth >= maxArithDepth || len(text) > maxArithText {
 		return 0, false
 	}
 	it.arithDepth++
 	defer func() { it.arithDepth-- }()
-	if strings.ContainsAny(expr, "$`") {
-		s, ok := it.expandString(lexOperand(expr))
+	if strings.ContainsAny(text, "$`") {
+		s, ok := it.expandText(text)
+		if !ok || strings.ContainsAny(s, "$`") {
+			return 0, false
+		}
+		text, x = s, nil
+	}
+	if x == nil {
+		var ok bool
+		if x, ok = parseSnippet(&it.snippets, text, (*syntax.Parser).Arithmetic); !ok || x == nil {
+			return 0, false
+		}
+	}
+	return it.eval(x)
+}
+
+// expandText expands $ and ` references in text, blanks and all, as one
+// word.
+func (it *interp) expandText(text string) (string, bool) {
+	w, ok := parseSnippet(&it.snippets, text, (*syntax.Parser).Document)
+	if !ok {
+		return "", false
+	}
+	saved := it.cur
+	it.cur = &source{file: saved.file, src: []byte(text), lineBase: max(it.line-1, 0)}
+	defer func() { it.cur = saved }()
+	return it.expandString(w)
+}
+
+func (it *interp) eval(x syntax.ArithmExpr) (int64, bool) {
+	switch x := x.(type) {
+	case *syntax.Word:
+		t, ok := lit(x)
+		switch {
+		case !ok || t == "":
+			return 0, false
+		case isDigit(t[0]):
+			return parseArithInt(t)
+		case isName(t):
+			return it.variable(t)
+		}
+	case *syntax.ParenArithm:
+		return it.eval(x.X)
+	case *syntax.UnaryArithm:
+		return it.unary(x)
+	case *syntax.BinaryArithm:
+		return it.binary(x)
+	}
+	return 0, false
+}
+
+func (it *interp) unary(x *syntax.UnaryArithm) (int64, bool) {
+	switch x.Op {
+	case syntax.Inc, syntax.Dec:
+		name, ok := arithName(x.X)
 		if !ok {
 			return 0, false
 		}
-		expr = s
+		v, ok := it.variable(name)
+		if !ok {
+			return 0, false
+		}
+		n := v + 1
+		if x.Op == syntax.Dec {
+			n = v - 1
+		}
+		it.setVar(name, strconv.FormatInt(n, 10), true)
+		if x.Post {
+			return v, true
+		}
+		return n, true
 	}
-	a := &arithParser{it: it, s: expr}
-	a.next()
-	v, ok := a.comma()
-	if !ok || a.tok != "" {
+	v, ok := it.eval(x.X)
+	switch x.Op {
+	case syntax.Minus:
+		v = -v
+	case syntax.Not:
+		v = int64(b2i(v == 0))
+	case syntax.BitNegation:
+		v = ^v
+	case syntax.Plus:
+	default:
 		return 0, false
-	}
-	return v, true
-}
-
-type arithParser struct {
-	it  *interp
-	s   string
-	pos int
-	tok string // current token; "" at the end
-}
-
-var arithOps = []string{"<<=", ">>=", "**", "++", "--", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||",
-	"+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=",
-	"+", "-", "*", "/", "%", "<", ">", "=", "!", "~", "&", "|", "^", "?", ":", "(", ")", ","}
-
-func (a *arithParser) next() {
-	for a.pos < len(a.s) && strings.IndexByte(" \t\n\r", a.s[a.pos]) >= 0 {
-		a.pos++
-	}
-	if a.pos >= len(a.s) {
-		a.tok = ""
-		return
-	}
-	c := a.s[a.pos]
-	if isNameChar(c) || c == '#' {
-		i := a.pos
-		for i < len(a.s) && (isNameChar(a.s[i]) || a.s[i] == '#') {
-			i++
-		}
-		a.tok, a.pos = a.s[a.pos:i], i
-		return
-	}
-	for _, op := range arithOps {
-		if strings.HasPrefix(a.s[a.pos:], op) {
-			a.tok = op
-			a.pos += len(op)
-			return
-		}
-	}
-	a.tok = "\x00" // a character arithmetic does not know: fails the parse
-	a.pos = len(a.s)
-}
-
-func (a *arithParser) comma() (int64, bool) {
-	v, ok := a.assign()
-	for ok && a.tok == "," {
-		a.next()
-		v, ok = a.assign()
 	}
 	return v, ok
 }
 
-func (a *arithParser) assign() (int64, bool) {
-	if isName(a.tok) {
-		save, saveTok := a.pos, a.tok
-		name := a.tok
-		a.next()
-		switch op := a.tok; op {
-		case "=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^=":
-			a.next()
-			rhs, ok := a.assign()
+// assignOps maps an assignment operator to the operator it applies.
+var assignOps = map[syntax.BinAritOperator]string{
+	syntax.Assgn: "", syntax.AddAssgn: "+", syntax.SubAssgn: "-", syntax.MulAssgn: "*", syntax.QuoAssgn: "/",
+	syntax.RemAssgn: "%", syntax.ShlAssgn: "<<", syntax.ShrAssgn: ">>", syntax.AndAssgn: "&",
+	syntax.OrAssgn: "|", syntax.XorAssgn: "^",
+}
+
+func (it *interp) binary(x *syntax.BinaryArithm) (int64, bool) {
+	if op, ok := assignOps[x.Op]; ok {
+		name, ok := arithName(x.X)
+		if !ok {
+			return 0, false
+		}
+		rhs, ok := it.eval(x.Y)
+		if !ok {
+			return 0, false
+		}
+		if op != "" {
+			cur, ok := it.variable(name)
 			if !ok {
 				return 0, false
 			}
-			if op != "=" {
-				cur, ok := a.variable(name)
-				if !ok {
-					return 0, false
-				}
-				if rhs, ok = binop(strings.TrimSuffix(op, "="), cur, rhs); !ok {
-					return 0, false
-				}
-			}
-			a.it.setVar(name, strconv.FormatInt(rhs, 10), true)
-			return rhs, true
-		}
-		a.pos, a.tok = save, saveTok
-	}
-	return a.ternary()
-}
-
-func (a *arithParser) ternary() (int64, bool) {
-	c, ok := a.binary(0)
-	if !ok || a.tok != "?" {
-		return c, ok
-	}
-	a.next()
-	x, ok1 := a.assign()
-	if a.tok != ":" {
-		return 0, false
-	}
-	a.next()
-	y, ok2 := a.assign()
-	if !ok1 || !ok2 {
-		return 0, false
-	}
-	if c != 0 {
-		return x, true
-	}
-	return y, true
-}
-
-var arithPrec = [][]string{{"||"}, {"&&"}, {"|"}, {"^"}, {"&"}, {"==", "!="}, {"<", "<=", ">", ">="}, {"<<", ">>"}, {"+", "-"}, {"*", "/", "%"}}
-
-func (a *arithParser) binary(level int) (int64, bool) {
-	if level == len(arithPrec) {
-		return a.power()
-	}
-	x, ok := a.binary(level + 1)
-	for ok {
-		op := ""
-		for _, o := range arithPrec[level] {
-			if a.tok == o {
-				op = o
+			if rhs, ok = binop(op, cur, rhs); !ok {
+				return 0, false
 			}
 		}
-		if op == "" {
-			break
-		}
-		a.next()
-		var y int64
-		if y, ok = a.binary(level + 1); ok {
-			x, ok = binop(op, x, y)
-		}
+		it.setVar(name, strconv.FormatInt(rhs, 10), true)
+		return rhs, true
 	}
-	return x, ok
-}
-
-func (a *arithParser) power() (int64, bool) {
-	x, ok := a.unary()
-	if !ok || a.tok != "**" {
-		return x, ok
-	}
-	a.next()
-	y, ok := a.power()
+	c, ok := it.eval(x.X)
 	if !ok {
 		return 0, false
 	}
-	return binop("**", x, y)
-}
-
-func (a *arithParser) unary() (int64, bool) {
-	switch op := a.tok; op {
-	case "+", "-", "!", "~":
-		a.next()
-		v, ok := a.unary()
-		switch op {
-		case "-":
-			v = -v
-		case "!":
-			v = int64(b2i(v == 0))
-		case "~":
-			v = ^v
-		}
-		return v, ok
-	case "++", "--":
-		a.next()
-		name := a.tok
-		if !isName(name) {
+	switch x.Op {
+	case syntax.TernQuest:
+		// both branches are evaluated, as before: either may assign
+		alt, isAlt := x.Y.(*syntax.BinaryArithm)
+		if !isAlt || alt.Op != syntax.TernColon {
 			return 0, false
 		}
-		a.next()
-		v, ok := a.variable(name)
-		if !ok {
+		a, ok1 := it.eval(alt.X)
+		b, ok2 := it.eval(alt.Y)
+		if !ok1 || !ok2 {
 			return 0, false
 		}
-		v += map[string]int64{"++": 1, "--": -1}[op]
-		a.it.setVar(name, strconv.FormatInt(v, 10), true)
-		return v, true
+		if c != 0 {
+			return a, true
+		}
+		return b, true
+	case syntax.Comma:
+		return it.eval(x.Y)
 	}
-	return a.postfix()
-}
-
-func (a *arithParser) postfix() (int64, bool) {
-	if a.tok == "(" {
-		a.next()
-		v, ok := a.comma()
-		if a.tok != ")" {
-			return 0, false
-		}
-		a.next()
-		return v, ok
-	}
-	t := a.tok
-	if t == "" || t == "\x00" {
+	y, ok := it.eval(x.Y)
+	if !ok {
 		return 0, false
 	}
-	a.next()
-	if isDigit(t[0]) {
-		return parseArithInt(t)
-	}
-	if !isName(t) {
-		return 0, false
-	}
-	v, ok := a.variable(t)
-	if ok && (a.tok == "++" || a.tok == "--") {
-		a.it.setVar(t, strconv.FormatInt(v+map[string]int64{"++": 1, "--": -1}[a.tok], 10), true)
-		a.next()
-	}
-	return v, ok
+	return binop(x.Op.String(), c, y)
 }
 
-func (a *arithParser) variable(name string) (int64, bool) {
-	v := a.it.lookup(name)
+// arithName is the variable an assignment or ++ / -- names.
+func arithName(x syntax.ArithmExpr) (string, bool) {
+	w, ok := x.(*syntax.Word)
+	if !ok {
+		return "", false
+	}
+	t, ok := lit(w)
+	return t, ok && isName(t)
+}
+
+func (it *interp) variable(name string) (int64, bool) {
+	v := it.lookup(name)
 	if !v.set || !v.known {
 		return 0, false
 	}
 	if strings.TrimSpace(v.val) == "" {
 		return 0, true
 	}
-	return a.it.arith(v.val)
+	return it.arith(nil, v.val)
 }
 
 // parseArithInt reads 42, 0x2A, 052 or base#digits.

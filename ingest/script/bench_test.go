@@ -1,6 +1,7 @@
 package script
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,5 +35,41 @@ func BenchmarkParse(b *testing.B) {
 				c.Release()
 			}
 		})
+	}
+}
+
+// BenchmarkCorpus parses every launch script and model config of the
+// corpus (sourced files included) and builds its records: the cost of
+// auditing the whole corpus once.
+func BenchmarkCorpus(b *testing.B) {
+	if _, err := os.Stat(corpusDir); err != nil {
+		b.Skipf("corpus not available: %v", err)
+	}
+	var paths []string
+	var size int64
+	err := filepath.WalkDir(corpusDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".sh") {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		paths = append(paths, p)
+		size += fi.Size()
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(size)
+	for b.Loop() {
+		for _, p := range paths {
+			s, _ := ParseFile(p, Options{})
+			f, c := s.Records("bench")
+			f.Release()
+			c.Release()
+		}
 	}
 }

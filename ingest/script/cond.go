@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // Branch conditions are evaluated three-valued: a test over known values
@@ -40,25 +42,35 @@ func tbool(b bool) Taken {
 }
 
 // cond is the status of a condition list: its last command's.
-func (it *interp) cond(nodes []node) Taken {
-	if len(nodes) == 0 {
+func (it *interp) cond(stmts []*syntax.Stmt) Taken {
+	if len(stmts) == 0 {
 		return TakenUnknown
 	}
-	return it.status(nodes[len(nodes)-1], false)
+	return it.status(stmts[len(stmts)-1], false)
 }
 
-// status is whether a command succeeds. assumeOK treats a plain command as
-// succeeding: `cd dir && python train.py` runs python.
-func (it *interp) status(n node, assumeOK bool) Taken {
-	switch n := n.(type) {
-	case *simpleCmd:
-		if len(n.words) == 0 {
+// status is whether a statement succeeds. assumeOK treats a plain command
+// as succeeding: `cd dir && python train.py` runs python.
+func (it *interp) status(st *syntax.Stmt, assumeOK bool) Taken {
+	if st == nil {
+		return TakenUnknown
+	}
+	t := it.cmdStatus(st.Cmd, assumeOK)
+	if st.Negated {
+		t = tnot(t)
+	}
+	return t
+}
+
+func (it *interp) cmdStatus(c syntax.Command, assumeOK bool) Taken {
+	switch c := c.(type) {
+	case *syntax.CallExpr:
+		if len(c.Args) == 0 {
 			return TakenYes
 		}
-		name, _ := n.words[0].lit()
-		switch name {
+		switch name, _ := lit(c.Args[0]); name {
 		case "[", "test":
-			args := it.expandArgs(n.words[1:])
+			args := it.expandArgs(c.Args[1:])
 			if name == "[" {
 				if len(args) == 0 || args[len(args)-1].text != "]" {
 					return TakenUnknown
@@ -71,47 +83,89 @@ func (it *interp) status(n node, assumeOK bool) Taken {
 				return TakenUnknown
 			}
 			return r
-		case "[[":
-			return it.dtest(n.words[1:])
 		case "true", ":":
 			return TakenYes
 		case "false", "exit", "return":
 			return TakenNo
 		}
-		if assumeOK {
-			return TakenYes
+	case *syntax.TestClause:
+		return it.dtest(c.X)
+	case *syntax.BinaryCmd:
+		items, ops := chain(c)
+		if !isAndOr(c.Op) { // a pipeline: the last command's status
+			return it.status(items[len(items)-1], assumeOK)
 		}
-		return TakenUnknown
-	case *andOrNode:
-		st := it.status(n.items[0], assumeOK)
-		for i, op := range n.ops {
-			next := it.status(n.items[i+1], assumeOK)
-			if op == "&&" {
+		st := it.status(items[0], assumeOK)
+		for i, op := range ops {
+			next := it.status(items[i+1], assumeOK)
+			if op == syntax.AndStmt {
 				st = tand(st, next)
 			} else {
 				st = tor(st, next)
 			}
 		}
 		return st
-	case *pipeNode:
-		st := it.status(n.cmds[len(n.cmds)-1], assumeOK)
-		if n.neg {
-			st = tnot(st)
-		}
-		return st
-	case *arithNode:
-		if v, ok := it.arith(n.expr); ok {
+	case *syntax.ArithmCmd:
+		if v, ok := it.arith(c.X, it.cur.inner(c.Left, 2, c.Right)); ok {
 			return tbool(v != 0)
 		}
-	case *groupNode:
-		if len(n.body) > 0 {
-			return it.status(n.body[len(n.body)-1], assumeOK)
+		return TakenUnknown
+	case *syntax.Block:
+		if len(c.Stmts) > 0 {
+			return it.status(c.Stmts[len(c.Stmts)-1], assumeOK)
 		}
+		return TakenUnknown
+	case *syntax.Subshell:
+		if len(c.Stmts) > 0 {
+			return it.status(c.Stmts[len(c.Stmts)-1], assumeOK)
+		}
+		return TakenUnknown
+	case *syntax.TimeClause:
+		return it.status(c.Stmt, assumeOK)
+	case *syntax.DeclClause, *syntax.LetClause:
+	default:
+		return TakenUnknown
+	}
+	if assumeOK {
+		return TakenYes
 	}
 	return TakenUnknown
 }
 
-func (it *interp) expandArgs(ws []*word) []field {
+// chain flattens a && b || c (ops between the items) or a | b | c (no
+// ops) into its statements, without recursion: the parser builds a long
+// chain as a deep tree.
+func chain(c *syntax.BinaryCmd) (items []*syntax.Stmt, ops []syntax.BinCmdOperator) {
+	andOr := isAndOr(c.Op)
+	type entry struct {
+		st   *syntax.Stmt
+		op   syntax.BinCmdOperator
+		isOp bool
+	}
+	stack := []entry{{st: c.Y}, {op: c.Op, isOp: true}, {st: c.X}}
+	for len(stack) > 0 {
+		e := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if e.isOp {
+			if andOr {
+				ops = append(ops, e.op)
+			}
+			continue
+		}
+		if e.st != nil && !e.st.Negated && len(e.st.Redirs) == 0 {
+			if b, ok := e.st.Cmd.(*syntax.BinaryCmd); ok && isAndOr(b.Op) == andOr {
+				stack = append(stack, entry{st: b.Y}, entry{op: b.Op, isOp: true}, entry{st: b.X})
+				continue
+			}
+		}
+		items = append(items, e.st)
+	}
+	return items, ops
+}
+
+func isAndOr(op syntax.BinCmdOperator) bool { return op == syntax.AndStmt || op == syntax.OrStmt }
+
+func (it *interp) expandArgs(ws []*syntax.Word) []field {
 	var out []field
 	for _, w := range ws {
 		out = append(out, it.expandWord(w, nil, true)...)
@@ -246,39 +300,60 @@ func binaryTest(op, a, b string, glob bool) Taken {
 }
 
 // dtest evaluates [[ ... ]]: no word splitting, && || ! ( ) inside, and a
-// right-hand side of == that is a glob pattern unless quoted.
-func (it *interp) dtest(ws []*word) Taken {
-	if len(ws) == 0 {
-		return TakenUnknown
-	}
-	if s, _ := ws[len(ws)-1].lit(); s == "]]" {
-		ws = ws[:len(ws)-1]
-	}
-	d := &dtester{it: it, ws: ws}
+// right-hand side of == that is a glob pattern unless quoted. mvdan nests
+// a && b || c as a && (b || c) and ! a && b as !(a && b); bash binds !
+// tightest and && before ||, so the chain is flattened and read again with
+// bash's precedence.
+func (it *interp) dtest(x syntax.TestExpr) Taken {
+	d := &dtester{it: it}
+	d.flatten(x)
 	r := d.or()
-	if d.i != len(ws) {
+	if d.i != len(d.toks) {
 		return TakenUnknown
 	}
 	return r
 }
 
+// testTok is one token of a flattened [[ ]]: an operand, ! or && / ||.
+type testTok struct {
+	x   syntax.TestExpr // an operand; nil for an operator
+	not bool
+	op  syntax.BinTestOperator
+}
+
 type dtester struct {
-	it *interp
-	ws []*word
-	i  int
+	it   *interp
+	toks []testTok
+	i    int
 }
 
-func (d *dtester) lit(k int) string {
-	if d.i+k < len(d.ws) {
-		s, _ := d.ws[d.i+k].lit()
-		return s
+func (d *dtester) flatten(x syntax.TestExpr) {
+	switch x := x.(type) {
+	case *syntax.BinaryTest:
+		if x.Op == syntax.AndTest || x.Op == syntax.OrTest {
+			d.flatten(x.X)
+			d.toks = append(d.toks, testTok{op: x.Op})
+			d.flatten(x.Y)
+			return
+		}
+	case *syntax.UnaryTest:
+		if x.Op == syntax.TsNot {
+			d.toks = append(d.toks, testTok{not: true})
+			d.flatten(x.X)
+			return
+		}
 	}
-	return "\x00"
+	d.toks = append(d.toks, testTok{x: x})
 }
 
+func (d *dtester) is(op syntax.BinTestOperator) bool {
+	return d.i < len(d.toks) && d.toks[d.i].x == nil && !d.toks[d.i].not && d.toks[d.i].op == op
+}
+
+// or, and, not: every operand is evaluated, as ${X:=v} in one assigns.
 func (d *dtester) or() Taken {
 	r := d.and()
-	for d.lit(0) == "||" {
+	for d.is(syntax.OrTest) {
 		d.i++
 		r = tor(r, d.and())
 	}
@@ -287,7 +362,7 @@ func (d *dtester) or() Taken {
 
 func (d *dtester) and() Taken {
 	r := d.not()
-	for d.lit(0) == "&&" {
+	for d.is(syntax.AndTest) {
 		d.i++
 		r = tand(r, d.not())
 	}
@@ -295,68 +370,73 @@ func (d *dtester) and() Taken {
 }
 
 func (d *dtester) not() Taken {
-	if d.lit(0) == "!" {
+	if d.i < len(d.toks) && d.toks[d.i].not {
 		d.i++
 		return tnot(d.not())
 	}
-	return d.primary()
-}
-
-func (d *dtester) primary() Taken {
-	if d.i >= len(d.ws) {
+	if d.i >= len(d.toks) || d.toks[d.i].x == nil {
 		return TakenUnknown
 	}
-	if d.lit(0) == "(" {
-		d.i++
-		r := d.or()
-		if d.lit(0) == ")" {
-			d.i++
-		}
-		return r
-	}
-	if op := d.lit(1); isBinaryTest(op) && d.i+2 < len(d.ws) {
-		a, aok := d.it.expandString(d.ws[d.i])
-		rhs := d.ws[d.i+2]
-		d.i += 3
-		if !aok {
+	d.i++
+	return d.it.testOperand(d.toks[d.i-1].x)
+}
+
+// testOperand evaluates one operand of [[ ]]: a word, a unary or binary
+// test, or a parenthesised expression.
+func (it *interp) testOperand(x syntax.TestExpr) Taken {
+	switch x := x.(type) {
+	case *syntax.Word:
+		s, ok := it.expandString(x)
+		if !ok {
 			return TakenUnknown
 		}
+		return tbool(s != "")
+	case *syntax.ParenTest:
+		return it.dtest(x.X)
+	case *syntax.UnaryTest:
+		w, ok := x.X.(*syntax.Word)
+		if !ok {
+			return TakenUnknown
+		}
+		s, known := it.expandString(w)
+		return unaryTest(x.Op.String(), field{text: s, known: known})
+	case *syntax.BinaryTest:
+		lw, ok1 := x.X.(*syntax.Word)
+		rw, ok2 := x.Y.(*syntax.Word)
+		if !ok1 || !ok2 {
+			return TakenUnknown
+		}
+		a, ok := it.expandString(lw)
+		if !ok {
+			return TakenUnknown
+		}
+		op := x.Op.String()
 		if op == "==" || op == "=" || op == "!=" {
-			pat, ok := d.it.pattern(rhs)
+			pat, ok := it.pattern(rw)
 			if !ok {
 				return TakenUnknown
 			}
 			return binaryTest(op, a, pat, true)
 		}
-		b, bok := d.it.expandString(rhs)
-		if !bok {
+		b, ok := it.expandString(rw)
+		if !ok {
 			return TakenUnknown
 		}
 		return binaryTest(op, a, b, false)
 	}
-	if op := d.lit(0); strings.HasPrefix(op, "-") && len(op) == 2 && d.i+1 < len(d.ws) {
-		s, ok := d.it.expandString(d.ws[d.i+1])
-		d.i += 2
-		return unaryTest(op, field{text: s, known: ok})
-	}
-	s, ok := d.it.expandString(d.ws[d.i])
-	d.i++
-	if !ok {
-		return TakenUnknown
-	}
-	return tbool(s != "")
+	return TakenUnknown
 }
 
-// pattern expands a word used as a glob pattern: quoted parts match
-// literally.
-func (it *interp) pattern(w *word) (string, bool) {
+// pattern expands a word used as a glob pattern: quoted and expanded
+// parts match literally.
+func (it *interp) pattern(w *syntax.Word) (string, bool) {
 	var b strings.Builder
-	for _, p := range w.parts {
-		if p.kind == pLit {
-			b.WriteString(p.text)
+	for _, p := range w.Parts {
+		if l, ok := p.(*syntax.Lit); ok {
+			b.WriteString(l.Value)
 			continue
 		}
-		s, ok := it.expandString(&word{parts: []part{p}})
+		s, ok := it.expandString(&syntax.Word{Parts: []syntax.WordPart{p}})
 		if !ok {
 			return "", false
 		}

@@ -4,6 +4,34 @@
 // parallelism, sequence lengths). It never runs a shell, a command or a
 // command substitution.
 //
+// # Who does what
+//
+// Lexing and parsing are mvdan.cc/sh/v3/syntax's (the parser behind
+// shfmt), in bash mode with comments kept: quotes, escapes, line
+// continuations, here-documents, $( ), ${ }, $(( )), [[ ]], arrays, if /
+// case / for / while, functions, and the position (line) of every node.
+// mvdan's expand and interp packages are not used: they run commands and
+// read the environment, where this package must never run anything and
+// must say what it could not know. Everything after the tree is ours:
+//
+//   - evaluation (exec.go, commands.go): variables, branches with their
+//     condition text and whether they run, source, functions, arrays, exit;
+//   - expansion (expand.go, paramops.go, arith.go): parameter operators,
+//     word splitting, integer arithmetic, unknown values kept as written;
+//   - conditions (cond.go): [ ], test and [[ ]] evaluated three-valued;
+//   - comments (tree.go): mvdan attaches each comment to a node; we attach
+//     it to a line, so that a flag gets the comment on its line, the lines
+//     above it and the NOTE heading its block, and a "# --flag value" line
+//     inside an array is a commented-out element;
+//   - launches (launch.go) and the context (context.go, gpus.go, params.go).
+//
+// Where bash and mvdan disagree we follow bash. An array element such as
+// [0]*3+[1]*5 that is not [index]=value, and a byte that is not UTF-8 (a
+// Latin-1 or GBK comment), are text to bash but errors to mvdan: the
+// parser is shown a same-length stand-in and values are read from the text
+// as written (parse.go). mvdan nests [[ a && b || c ]] as a && (b || c);
+// the test is read again with bash's precedence (cond.go).
+//
 // # What it reads
 //
 // Comments, line continuations, quotes ('...', "...", $'...'), variables
@@ -45,13 +73,18 @@
 // # Errors and problems
 //
 // Parse and ParseFile return an error only when the input is not a shell
-// script (a binary file) or cannot be read. Everything else — an
-// unterminated quote or array, a missing sourced file, an array expanded but
-// never defined, a construct not evaluated (eval) — is a Problem naming the
-// file and line and what was expected, and parsing carries on: the Script
-// holds everything that could be read. Input is bounded (file size, source
-// depth, value and array sizes, commands evaluated), so hostile input costs
-// bounded time and memory.
+// script (a binary file) or cannot be read. Everything else is a Problem
+// naming the file and line and what was expected, and parsing carries on:
+// the Script holds everything that could be read. An unterminated quote,
+// array, substitution, if or loop is closed at the end of the file (mvdan's
+// error recovery) and reported; another syntax error drops the statement it
+// is in, is reported with mvdan's message, and reading resumes on the next
+// line. A missing sourced file, an array expanded but never defined, a
+// construct not evaluated (eval) are problems too. Input is bounded (file
+// size, parser recursion, source depth, value and array sizes, commands
+// evaluated), so hostile input costs bounded time and memory: mvdan's
+// parser has no nesting limit of its own, so the reader that feeds it stops
+// it when its recursion runs deep (parse.go).
 //
 // # Tables
 //

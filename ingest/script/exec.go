@@ -1,15 +1,16 @@
 package script
 
 import (
-	"path/filepath"
 	"sort"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
-// The interpreter walks the syntax tree once, in order, without running
-// anything: assignments update the variables it knows, source follows the
-// file, and every branch is visited (its rows say whether it runs), so a
-// flag in the branch that does not run is still reported.
+// The interpreter walks mvdan's syntax tree once, in order, without
+// running anything: assignments update the variables it knows, source
+// follows the file, and every branch is visited (its rows say whether it
+// runs), so a flag in the branch that does not run is still reported.
 
 type frame struct {
 	text  string
@@ -28,11 +29,20 @@ type arrayDef struct {
 	elems []elem
 }
 
+// function is a definition and the source its body was read from.
+type function struct {
+	decl *syntax.FuncDecl
+	src  *source
+}
+
 type interp struct {
 	s           *Script
 	opt         Options
+	parser      *syntax.Parser // files and bash -c strings
+	snippets    *syntax.Parser // expressions read again after expansion
+	cur         *source        // the source of the nodes being evaluated
 	vars        map[string]*variable
-	funcs       map[string]*funcNode
+	funcs       map[string]*function
 	called      map[string]bool
 	frames      []*frame
 	sticky      []*frame // after an exit that surely runs: the rest does not
@@ -48,11 +58,14 @@ type interp struct {
 	sourced     int
 	line        int // the line being expanded, for problems
 	callDepth   int
+	nesting     int      // compound commands open
+	skipRest    bool     // nesting ran too deep: the rest of the file is not evaluated
 	launches    []string // the launch commands seen, in order
 }
 
 func newInterp(s *Script, opt Options) *interp {
-	return &interp{s: s, opt: opt, vars: map[string]*variable{}, funcs: map[string]*funcNode{},
+	return &interp{s: s, opt: opt, parser: newFileParser(), snippets: syntax.NewParser(syntax.Variant(syntax.LangBash)),
+		cur: &source{file: s.Path}, vars: map[string]*variable{}, funcs: map[string]*function{},
 		called: map[string]bool{}, args: append([]string(nil), opt.Args...), info: map[string]*fileInfo{},
 		undefined: map[string]bool{}}
 }
@@ -68,14 +81,13 @@ func (it *interp) problem(line int, msg string) {
 	it.s.Problems = append(it.s.Problems, Problem{File: it.curFile(), Line: line, Msg: msg})
 }
 
-// runFile lexes, parses and walks one file: the script or a sourced file.
+// runFile parses and walks one file: the script or a sourced file.
 func (it *interp) runFile(name string, src []byte) {
-	lx := newLexer(name, src, 0, &it.s.Problems)
-	nodes := parseSource(lx)
-	it.info[name] = &fileInfo{lines: strings.Split(string(src), "\n"), comments: lx.comments}
+	chunks := it.parse(name, src, 0)
+	it.info[name] = &fileInfo{lines: strings.Split(string(src), "\n"), comments: fileComments(chunks)}
 	it.files = append(it.files, name)
 	nSticky := len(it.sticky)
-	it.run(nodes)
+	it.runChunks(chunks)
 	if len(it.files) > 1 { // a return in a sourced file ends that file only
 		it.sticky = it.sticky[:nSticky]
 	}
@@ -84,13 +96,21 @@ func (it *interp) runFile(name string, src []byte) {
 
 // runString walks a bash -c string as part of the current file.
 func (it *interp) runString(s string, line int) {
-	lx := newLexer(it.curFile(), []byte(s), line-1, &it.s.Problems)
-	it.run(parseSource(lx))
+	it.runChunks(it.parse(it.curFile(), []byte(s), line-1))
 }
 
-func (it *interp) run(nodes []node) {
-	for _, n := range nodes {
-		it.exec(n)
+func (it *interp) runChunks(chunks []chunk) {
+	saved, skip := it.cur, it.skipRest
+	for _, c := range chunks {
+		it.cur = c.src
+		it.run(c.stmts)
+	}
+	it.cur, it.skipRest = saved, skip
+}
+
+func (it *interp) run(stmts []*syntax.Stmt) {
+	for _, st := range stmts {
+		it.stmt(st)
 	}
 }
 
@@ -116,7 +136,10 @@ func (it *interp) currentFrames() []*frame {
 	return append(append(out, it.frames...), it.sticky...)
 }
 
-func (it *interp) exec(n node) {
+func (it *interp) stmt(st *syntax.Stmt) {
+	if st == nil || it.skipRest {
+		return
+	}
 	it.steps++
 	if it.work > maxWork && it.steps < maxSteps {
 		it.problem(it.line, "expansions and rows exceed 16 MiB: the rest is not evaluated")
@@ -128,80 +151,127 @@ func (it *interp) exec(n node) {
 	if it.steps >= maxSteps {
 		return
 	}
-	switch n := n.(type) {
-	case *simpleCmd:
-		it.simple(n)
-	case *andOrNode:
-		// a && b || c: each item runs under one frame, the item before it
-		// and whether the chain so far lets it run
-		it.exec(n.items[0])
-		st := it.status(n.items[0], true)
-		runs := TakenYes
-		for i, op := range n.ops {
-			if op == "&&" {
-				runs = tand(runs, st)
-			} else {
-				runs = tand(runs, tnot(st))
-			}
-			it.push(n.raws[i]+" "+op, runs)
-			it.exec(n.items[i+1])
-			it.pop()
-			st = it.status(n.items[i+1], true)
+	switch c := st.Cmd.(type) {
+	case *syntax.CallExpr:
+		it.simple(st, c)
+	case *syntax.DeclClause:
+		it.decl(c)
+	case *syntax.BinaryCmd:
+		it.binaryCmd(c)
+	case *syntax.TimeClause:
+		it.stmt(c.Stmt)
+	case *syntax.FuncDecl:
+		if c.Name != nil && c.Name.Value != "" {
+			it.funcs[c.Name.Value] = &function{decl: c, src: it.cur}
 		}
-	case *pipeNode:
-		for _, c := range n.cmds {
-			it.exec(c)
+	case *syntax.ArithmCmd:
+		if it.taken() != TakenNo {
+			it.arith(c.X, it.cur.inner(c.Left, 2, c.Right))
 		}
-	case *ifNode:
-		it.ifCmd(n)
-	case *caseNode:
-		it.caseCmd(n)
-	case *loopNode:
+	case *syntax.TestClause:
+		// expanded as any command's words are: ${X:=v} assigns
+		it.testWords(c.X)
+		it.line = it.cur.line(c.Right)
+	case *syntax.IfClause, *syntax.CaseClause, *syntax.ForClause, *syntax.WhileClause, *syntax.Block, *syntax.Subshell:
+		it.compound(st)
+	}
+}
+
+// compound walks a compound command, unless commands nest too deeply.
+func (it *interp) compound(st *syntax.Stmt) {
+	if it.nesting >= maxNesting {
+		it.problem(it.cur.line(st.Pos()), "commands nested too deeply: the rest of the file is skipped")
+		it.skipRest = true
+		return
+	}
+	it.nesting++
+	defer func() { it.nesting-- }()
+	switch c := st.Cmd.(type) {
+	case *syntax.IfClause:
+		it.ifCmd(c)
+	case *syntax.CaseClause:
+		it.caseCmd(c)
+	case *syntax.ForClause:
 		// the body may run any number of times: what it sets is unknown
-		it.push(n.header, TakenUnknown)
-		for _, v := range n.vars {
+		it.push(it.loopHeader(c), TakenUnknown)
+		for _, v := range it.loopVars(c) {
 			it.setVar(v, "", false)
 		}
-		it.run(n.body)
+		it.run(c.Do)
 		it.pop()
-	case *groupNode:
-		it.run(n.body)
-	case *funcNode:
-		if n.name != "" {
-			it.funcs[n.name] = n
+	case *syntax.WhileClause:
+		kw := "while"
+		if c.Until {
+			kw = "until"
 		}
-	case *arithNode:
-		if it.taken() != TakenNo {
-			it.arith(n.expr)
+		header := kw
+		if len(c.Cond) > 0 {
+			header = strings.TrimSpace(it.cur.slice(c.WhilePos, stmtEnd(c.Cond[len(c.Cond)-1])))
 		}
+		it.push(header, TakenUnknown)
+		it.run(c.Do)
+		it.pop()
+	case *syntax.Block:
+		it.run(c.Stmts)
+	case *syntax.Subshell:
+		it.run(c.Stmts)
 	}
 }
 
-func (it *interp) ifCmd(n *ifNode) {
+// binaryCmd walks a && b || c, each item under one frame: the item
+// before it and whether the chain so far lets it run; or a pipeline.
+func (it *interp) binaryCmd(c *syntax.BinaryCmd) {
+	items, ops := chain(c)
+	if !isAndOr(c.Op) {
+		it.run(items)
+		return
+	}
+	it.stmt(items[0])
+	st := it.status(items[0], true)
+	runs := TakenYes
+	for i, op := range ops {
+		if op == syntax.AndStmt {
+			runs = tand(runs, st)
+		} else {
+			runs = tand(runs, tnot(st))
+		}
+		it.push(it.cur.text(items[i])+" "+op.String(), runs)
+		it.stmt(items[i+1])
+		it.pop()
+		st = it.status(items[i+1], true)
+	}
+}
+
+func (it *interp) ifCmd(c *syntax.IfClause) {
 	prev := TakenNo // whether an earlier clause ran
 	var texts []string
-	for _, c := range n.clauses {
-		cond := it.cond(c.cond)
-		t := tand(tnot(prev), cond)
-		it.push(c.kw+" "+c.text, t)
-		it.run(c.body)
+	for kw := "if"; c != nil; c, kw = c.Else, "elif" {
+		if !c.ThenPos.IsValid() && !c.ThenPos.IsRecovered() { // else
+			it.push("else (not: "+strings.Join(texts, "; ")+")", tnot(prev))
+			it.run(c.Then)
+			it.pop()
+			return
+		}
+		cond := it.cond(c.Cond)
+		text := it.cur.listText(c.Cond)
+		it.push(kw+" "+text, tand(tnot(prev), cond))
+		it.run(c.Then)
 		it.pop()
 		prev = tor(prev, cond)
-		texts = append(texts, c.text)
-	}
-	if n.hasElse {
-		it.push("else (not: "+strings.Join(texts, "; ")+")", tnot(prev))
-		it.run(n.els)
-		it.pop()
+		texts = append(texts, text)
 	}
 }
 
-func (it *interp) caseCmd(n *caseNode) {
-	subject, known := it.expandString(n.w)
+func (it *interp) caseCmd(c *syntax.CaseClause) {
+	subject, known := it.expandString(c.Word)
+	head := "case"
+	if c.Word != nil {
+		head = strings.TrimSpace(it.cur.slice(c.Case, c.Word.End()))
+	}
 	prev := TakenNo
-	for _, item := range n.items {
+	for _, item := range c.Items {
 		m := TakenNo
-		for _, p := range item.pats {
+		for _, p := range item.Patterns {
 			pat, ok := it.pattern(p)
 			if !known || !ok {
 				m = tor(m, TakenUnknown)
@@ -209,10 +279,57 @@ func (it *interp) caseCmd(n *caseNode) {
 				m = tor(m, tbool(globMatch(pat, subject)))
 			}
 		}
-		it.push(n.head+" in "+item.text+")", tand(tnot(prev), m))
-		it.run(item.body)
+		text := ""
+		if n := len(item.Patterns); n > 0 {
+			text = it.cur.slice(item.Patterns[0].Pos(), item.Patterns[n-1].End())
+		}
+		it.push(head+" in "+text+")", tand(tnot(prev), m))
+		it.run(item.Stmts)
 		it.pop()
 		prev = tor(prev, m)
+	}
+}
+
+func (it *interp) loopHeader(c *syntax.ForClause) string {
+	if c.Loop == nil {
+		return "for"
+	}
+	return strings.TrimSpace(it.cur.slice(c.ForPos, c.Loop.End()))
+}
+
+// loopVars are the variables a loop sets: unknown inside the body. For
+// for ((...)) that is every name in the header.
+func (it *interp) loopVars(c *syntax.ForClause) []string {
+	switch l := c.Loop.(type) {
+	case *syntax.WordIter:
+		if l.Name != nil {
+			return []string{l.Name.Value}
+		}
+	case *syntax.CStyleLoop:
+		var vars []string
+		text := it.cur.inner(l.Lparen, 2, l.Rparen)
+		for _, f := range strings.FieldsFunc(text, func(r rune) bool { return !isNameChar(byte(r)) || r > 127 }) {
+			if isName(f) {
+				vars = append(vars, f)
+			}
+		}
+		return vars
+	}
+	return nil
+}
+
+// testWords expands the operands of [[ ]] in order.
+func (it *interp) testWords(x syntax.TestExpr) {
+	switch x := x.(type) {
+	case *syntax.Word:
+		it.expandWord(x, nil, true)
+	case *syntax.BinaryTest:
+		it.testWords(x.X)
+		it.testWords(x.Y)
+	case *syntax.UnaryTest:
+		it.testWords(x.X)
+	case *syntax.ParenTest:
+		it.testWords(x.X)
 	}
 }
 
@@ -236,231 +353,11 @@ func (it *interp) setVar(name, val string, known bool) {
 	it.vars[name] = &variable{val: val, known: known}
 }
 
-func (it *interp) originOf(w *word, array string) *origin {
-	org := &origin{file: it.curFile(), line: w.line, raw: w.raw, array: array, frames: it.currentFrames()}
-	org.comment = it.commentFor(org.file, org.line)
-	return org
-}
-
-func (it *interp) simple(c *simpleCmd) {
-	if len(c.words) == 0 {
-		for _, w := range c.assigns {
-			it.assign(w, true)
-		}
-		for _, a := range c.arrays {
-			it.arrayAssign(a)
-		}
-		return
-	}
-	var fields []field
-	for _, w := range c.words {
-		fields = append(fields, it.expandWord(w, it.originOf(w, ""), true)...)
-	}
-	for _, w := range c.assigns { // VAR=x cmd: for cmd only
-		it.assign(w, false)
-	}
-	if len(fields) == 0 {
-		return
-	}
-	name := fields[0].text
-	if f, ok := it.funcs[name]; ok && fields[0].known {
-		it.call(name, f, fields[1:])
-		return
-	}
-	switch name {
-	case "source", ".":
-		it.source(c, fields)
-	case "export", "declare", "typeset", "local", "readonly":
-		for _, w := range c.words[1:] {
-			if isAssignWord(w) {
-				it.assign(w, true)
-			}
-		}
-		for _, a := range c.arrays {
-			it.arrayAssign(a)
-		}
-	case "unset":
-		for _, f := range fields[1:] {
-			if isName(f.text) && it.taken() == TakenYes {
-				delete(it.vars, f.text)
-			} else if isName(f.text) {
-				it.setVar(f.text, "", false)
-			}
-		}
-	case "printf":
-		if len(fields) > 2 && fields[1].text == "-v" && isName(fields[2].text) {
-			it.emitEnv(fields[2].text, c.raw, c.raw, fields[2].org)
-			it.setVar(fields[2].text, "", false)
-		}
-	case "read", "mapfile", "readarray":
-		for _, f := range fields[1:] {
-			if isName(f.text) {
-				it.setVar(f.text, "", false)
-			}
-		}
-	case "shift":
-		if it.taken() == TakenYes && len(it.args) > 0 {
-			it.args = it.args[1:]
-		}
-	case "exit", "return":
-		// only an exit that surely runs ends the script: an exit behind an
-		// unknown guard ([ -f x ] || exit 1) is assumed not to fire
-		if it.taken() == TakenYes {
-			it.sticky = append(it.sticky, &frame{text: "after " + name + " at " + it.curFile() + ":" + itoa(c.line), taken: TakenNo})
-		}
-	case "eval":
-		it.problem(c.line, "eval is not evaluated: flags it builds are not reported")
-	default:
-		if it.launch(fields) {
-			it.launches = append(it.launches, name)
-		}
-	}
-}
-
-func (it *interp) call(name string, f *funcNode, args []field) {
-	if it.callDepth >= 8 {
-		return
-	}
-	it.called[name] = true
-	it.callDepth++
-	saved := it.args
-	it.args = nil
-	for _, a := range args {
-		it.args = append(it.args, a.text)
-	}
-	nSticky := len(it.sticky)
-	it.exec(f.body)
-	it.sticky = it.sticky[:nSticky]
-	it.args = saved
-	it.callDepth--
-}
-
-// assign handles NAME=value; persist is false for VAR=x in front of a
-// command, which sets nothing after it.
-func (it *interp) assign(w *word, persist bool) {
-	name, app, val, ok := splitAssign(w)
-	if !ok {
-		return
-	}
-	s, known := it.expandString(val)
-	if app {
-		old := it.lookup(name)
-		s = old.val + s
-		known = known && old.set && old.known
-	}
-	it.emitEnv(name, s, val.raw, it.originOf(w, ""))
-	if persist {
-		it.setVar(name, s, known)
-	}
-}
-
-func (it *interp) arrayAssign(a *arrayLit) {
-	var elems []elem
-	for _, e := range a.elems {
-		if e.commentedOut != "" {
-			org := &origin{file: it.curFile(), line: e.line, raw: "# " + e.commentedOut, array: a.name,
-				frames: append(it.currentFrames(), commentedOutFrame), commentedOut: true}
-			org.comment = it.commentFor(org.file, org.line)
-			elems = append(elems, elem{text: e.commentedOut, known: true, org: org})
-			continue
-		}
-		for _, f := range it.expandWord(e.w, it.originOf(e.w, a.name), true) {
-			elems = append(elems, elem{text: f.text, known: f.known, org: f.org})
-		}
-	}
-	if len(elems) > maxArrayElems {
-		elems = elems[:maxArrayElems]
-	}
-	it.work += 64 * len(elems)
-	it.arrays = append(it.arrays, arrayDef{name: a.name, elems: elems})
-	v := it.vars[a.name]
-	if v == nil || !v.isArr {
-		v = &variable{isArr: true, known: true}
-		if old := it.vars[a.name]; old != nil && (a.append || it.taken() != TakenYes) {
-			v.arr = []elem{{text: old.val, known: old.known}}
-		}
-		it.vars[a.name] = v
-	}
-	// a branch that does not surely run adds its elements, marked by their
-	// frames, rather than replacing what is there
-	if a.append || it.taken() != TakenYes {
-		v.arr = append(v.arr, elems...)
-	} else {
-		// elements from branches that do not run stay, marked not taken:
-		// they are the alternatives this assignment stands beside
-		var kept []elem
-		for _, e := range v.arr {
-			if e.org != nil && framesTaken(e.org.frames) == TakenNo {
-				kept = append(kept, e)
-			}
-		}
-		v.arr = append(kept, elems...)
-	}
-	if len(v.arr) > maxArrayElems {
-		it.problem(a.line, "array "+a.name+" has more than 65536 elements: truncated")
-		v.arr = v.arr[:maxArrayElems]
-	}
-}
-
 func (it *interp) undefinedArray(name string) {
 	if !it.undefined[name] {
 		it.undefined[name] = true
 		it.problem(it.line, "array "+name+" is expanded but never defined (a sourced file may be missing)")
 	}
-}
-
-func (it *interp) source(c *simpleCmd, fields []field) {
-	if it.taken() == TakenNo {
-		return
-	}
-	if len(fields) < 2 {
-		it.problem(c.line, fields[0].text+": expected a file name")
-		return
-	}
-	f := fields[1]
-	raw := c.words[len(c.words)-1].raw
-	if len(c.words) > 1 {
-		raw = c.words[1].raw
-	}
-	resolved, how := it.resolveSource(f.text, f.known, it.curFile())
-	it.s.Sources = append(it.s.Sources, Source{File: it.curFile(), Line: c.line, Raw: raw, Resolved: resolved, How: how})
-	if resolved == "" {
-		shown := f.text
-		if f.known && !filepath.IsAbs(shown) {
-			shown = filepath.Join(filepath.Dir(it.curFile()), shown)
-		} else if f.known {
-			shown = filepath.Clean(shown)
-		}
-		it.problem(c.line, "source "+raw+": "+shown+": no such file")
-		return
-	}
-	if it.sourced++; it.sourced > maxSources {
-		it.problem(c.line, "source "+raw+": more than 256 files sourced, the rest are skipped")
-		return
-	}
-	if len(it.files) >= maxSourceDepth {
-		it.problem(c.line, "source "+raw+": sourced files nested deeper than 16")
-		return
-	}
-	for _, open := range it.files {
-		if filepath.Clean(open) == filepath.Clean(resolved) {
-			it.problem(c.line, "source "+raw+": "+resolved+" sources itself")
-			return
-		}
-	}
-	src, err := it.opt.read(resolved)
-	if err != nil {
-		it.problem(c.line, "source "+raw+": "+err.Error())
-		return
-	}
-	if p, bad := notText(resolved, src); bad {
-		it.s.Problems = append(it.s.Problems, p)
-		return
-	}
-	if !contains(it.s.Files, resolved) {
-		it.s.Files = append(it.s.Files, resolved)
-	}
-	it.runFile(resolved, src)
 }
 
 func contains(list []string, s string) bool {
@@ -486,7 +383,10 @@ func (it *interp) finish() {
 	for _, name := range names {
 		if f := it.funcs[name]; !it.called[name] {
 			it.push("function "+name+" (never called)", TakenNo)
-			it.exec(f.body)
+			saved := it.cur
+			it.cur = f.src
+			it.stmt(f.decl.Body)
+			it.cur = saved
 			it.pop()
 		}
 	}

@@ -1,9 +1,10 @@
 package script
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // Expansion follows bash where the value is known and keeps the reference
@@ -162,25 +163,28 @@ func splitOutsideRefs(s string) []string {
 // expandWord expands w into fields; split says whether unquoted results
 // are split into words (command arguments, array elements) or not
 // (assignments, [[ ]], case).
-func (it *interp) expandWord(w *word, org *origin, split bool) []field {
-	if w.line > 0 && len(it.files) > 0 {
-		it.line = w.line
-	}
+func (it *interp) expandWord(w *syntax.Word, org *origin, split bool) []field {
 	b := &fieldBuilder{work: &it.work, known: true, def: org, split: split}
+	if w == nil || len(w.Parts) == 0 {
+		return nil
+	}
+	if line := it.cur.line(w.Pos()); line > 0 && len(it.files) > 0 {
+		it.line = line
+	}
 	if it.expandDepth >= maxExpandDepth {
-		b.add(w.raw, false)
+		b.add(it.cur.raw(w), false)
 		b.end()
 		return b.out
 	}
 	it.expandDepth++
-	it.expandParts(b, w.parts, false)
+	it.expandParts(b, w.Parts, false)
 	it.expandDepth--
 	b.end()
 	return b.out
 }
 
 // expandString expands w into one string.
-func (it *interp) expandString(w *word) (string, bool) {
+func (it *interp) expandString(w *syntax.Word) (string, bool) {
 	if w == nil {
 		return "", true
 	}
@@ -194,34 +198,67 @@ func (it *interp) expandString(w *word) (string, bool) {
 	return strings.Join(parts, " "), known
 }
 
-func (it *interp) expandParts(b *fieldBuilder, parts []part, quoted bool) {
+func (it *interp) expandParts(b *fieldBuilder, parts []syntax.WordPart, quoted bool) {
 	for _, p := range parts {
-		switch p.kind {
-		case pLit:
-			b.add(p.text, true)
-		case pQuoted:
-			b.add(p.text, true)
+		switch p := p.(type) {
+		case *syntax.Lit:
+			if v := it.cur.litValue(p); quoted {
+				b.add(unescapeDouble(v), true)
+			} else {
+				b.add(unescape(v), true)
+			}
+		case *syntax.SglQuoted:
+			text := p.Value
+			if p.Right.IsRecovered() || it.cur.patchedIn(p.Left, p.Right) { // as written
+				text = it.cur.inner(p.Left, 1+b2i(p.Dollar), syntax.Pos{})
+			}
+			if p.Dollar {
+				text = ansiC(text)
+			}
+			b.add(text, true)
 			b.content = true
-		case pDouble:
-			if len(p.sub) == 1 && p.sub[0].kind == pParam && isAtList(p.sub[0]) {
-				it.expandParam(b, p.sub[0], true) // "${A[@]}" of nothing is no word at all
+		case *syntax.DblQuoted:
+			if len(p.Parts) == 1 && isAtList(p.Parts[0]) {
+				it.expandParam(b, p.Parts[0].(*syntax.ParamExp), true) // "${A[@]}" of nothing is no word at all
 				continue
 			}
 			b.content = true
-			it.expandParts(b, p.sub, true)
-		case pParam:
+			it.expandParts(b, p.Parts, true)
+		case *syntax.ParamExp:
 			it.expandParam(b, p, quoted)
-		case pCmd:
-			s, ok := it.cmdSub(p.text)
-			it.addValue(b, s, ok, quoted, "$("+p.text+")")
-		case pArith:
-			if v, ok := it.arith(p.text); ok {
+		case *syntax.CmdSubst:
+			text := it.cur.substText(p)
+			s, ok := it.cmdSub(text)
+			it.addValue(b, s, ok, quoted, "$("+text+")")
+		case *syntax.ArithmExp:
+			text := it.cur.arithText(p)
+			if v, ok := it.arith(p.X, text); ok {
 				it.addValue(b, strconv.FormatInt(v, 10), true, quoted, "")
 			} else {
-				b.add("$(("+p.text+"))", false)
+				b.add("$(("+text+"))", false)
 			}
+		case *syntax.ExtGlob:
+			b.add(it.cur.raw(p), true)
+		case *syntax.ProcSubst:
+			// <(cmd) stands for a file the command writes: no value here
 		}
 	}
+}
+
+// substText is the command inside $( ) or ` `.
+func (s *source) substText(c *syntax.CmdSubst) string {
+	if c.Backquotes {
+		return s.inner(c.Left, 1, c.Right)
+	}
+	return s.inner(c.Left, 2, c.Right)
+}
+
+// arithText is the expression inside $(( )) or $[ ].
+func (s *source) arithText(a *syntax.ArithmExp) string {
+	if a.Bracket {
+		return s.inner(a.Left, 2, a.Right)
+	}
+	return s.inner(a.Left, 3, a.Right)
 }
 
 func (it *interp) addValue(b *fieldBuilder, s string, known, quoted bool, ref string) {
@@ -235,53 +272,56 @@ func (it *interp) addValue(b *fieldBuilder, s string, known, quoted bool, ref st
 	}
 }
 
-func isAtList(p part) bool {
-	return p.braced && (strings.HasSuffix(p.text, "[@]") || p.text == "@") || !p.braced && p.text == "@"
-}
-
-func paramRef(p part) string {
-	if p.braced {
-		return "${" + p.text + "}"
+// isAtList: "${A[@]}" or "$@", each element a word of its own.
+func isAtList(p syntax.WordPart) bool {
+	pe, ok := p.(*syntax.ParamExp)
+	if !ok || pe.Param == nil || pe.Exp != nil || pe.Repl != nil || pe.Slice != nil {
+		return false
 	}
-	return "$" + p.text
+	if pe.Index != nil {
+		return indexLit(pe.Index) == "@"
+	}
+	return pe.Param.Value == "@" && !pe.Length && !pe.Excl
 }
 
-var paramRE = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])(\[([^\]]*)\])?`)
+// indexLit is the subscript of ${A[i]} when it is a plain word.
+func indexLit(x syntax.ArithmExpr) string {
+	if w, ok := x.(*syntax.Word); ok {
+		if s, ok := lit(w); ok {
+			return s
+		}
+	}
+	return ""
+}
 
 // expandParam expands $name or ${...}.
-func (it *interp) expandParam(b *fieldBuilder, p part, quoted bool) {
-	ref := paramRef(p)
-	body := p.text
-	if p.braced && strings.HasPrefix(body, "#") && len(body) > 1 {
-		// ${#X} ${#A[@]}: a length
-		m := paramRE.FindStringSubmatch(body[1:])
-		if m == nil || len(m[0]) != len(body)-1 {
-			b.add(ref, false)
-			return
-		}
-		v := it.lookup(m[1])
+func (it *interp) expandParam(b *fieldBuilder, pe *syntax.ParamExp, quoted bool) {
+	ref := it.cur.slice(pe.Pos(), pe.End())
+	if pe.Param == nil || pe.Excl || pe.Names != 0 || pe.Width || pe.IsSet || pe.Flags != nil ||
+		pe.NestedParam != nil || len(pe.Modifiers) > 0 {
+		b.add(ref, false) // indirect or not bash: unknown
+		return
+	}
+	name, index := pe.Param.Value, ""
+	if pe.Index != nil {
+		index = indexLit(pe.Index)
+	}
+	hasOp := pe.Exp != nil || pe.Repl != nil || pe.Slice != nil
+	if pe.Length { // ${#X} ${#A[@]}
+		v := it.lookup(name)
 		switch {
-		case !v.set:
+		case !v.set || hasOp:
 			b.add(ref, false)
-		case m[3] == "@" || m[3] == "*":
+		case index == "@" || index == "*":
 			b.add(strconv.Itoa(len(v.list)), v.listKnown())
 		default:
 			b.add(strconv.Itoa(len([]rune(v.val))), v.known)
 		}
 		return
 	}
-	m := paramRE.FindStringSubmatch(body)
-	if m == nil || strings.HasPrefix(body, "!") {
-		b.add(ref, false) // indirect or unparsable: unknown
-		return
-	}
-	name, index, rest := m[1], m[3], body[len(m[0]):]
-	if !p.braced {
-		index, rest = "", ""
-	}
 	v := it.lookup(name)
 	list := name == "@" || name == "*" || index == "@" || index == "*"
-	if list && rest == "" {
+	if list && !hasOp {
 		if !v.set {
 			if name != "@" && name != "*" {
 				it.undefinedArray(name)
@@ -291,10 +331,10 @@ func (it *interp) expandParam(b *fieldBuilder, p part, quoted bool) {
 		it.addList(b, v.list, quoted && (name == "@" || index == "@"), quoted)
 		return
 	}
-	if index != "" && !list {
-		v = v.at(it, index)
+	if pe.Index != nil && !list {
+		v = v.at(it, pe.Index)
 	}
-	val, known, ok := it.applyOp(name, v, rest)
+	val, known, ok := it.applyOp(name, v, pe)
 	if !ok || !known {
 		// an unknown value shows what is known of it ("${HOME}/verl"),
 		// else the reference itself
@@ -368,8 +408,8 @@ func (v value) listKnown() bool {
 	return v.known
 }
 
-func (v value) at(it *interp, index string) value {
-	i, ok := it.arith(index)
+func (v value) at(it *interp, index syntax.ArithmExpr) value {
+	i, ok := it.arithNode(index)
 	if !ok || !v.set {
 		return value{set: v.set}
 	}

@@ -4,88 +4,84 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // Parameter operators and the one command substitution the parser
 // evaluates.
 
-// applyOp applies the operator after the name: :- := :+ :? # % / ^ , and
-// :offset:length. ok is false for a form the parser does not evaluate.
-func (it *interp) applyOp(name string, v value, rest string) (string, bool, bool) {
-	if rest == "" {
+// applyOp applies the operator of ${X...}: :- := :+ :? # ## % %% / //
+// ^^ ,, and :offset:length. ok is false for a form the parser does not
+// evaluate.
+func (it *interp) applyOp(name string, v value, pe *syntax.ParamExp) (string, bool, bool) {
+	switch {
+	case pe.Slice != nil:
+		return it.substring(v, pe.Slice)
+	case pe.Exp == nil && pe.Repl == nil:
 		return v.val, v.set && v.known, true
 	}
-	colon := strings.HasPrefix(rest, ":")
-	op := rest
-	if colon {
-		op = rest[1:]
-	}
-	if op == "" {
-		return "", false, false
-	}
-	operand := func() (string, bool) {
-		return it.expandString(lexOperand(op[1:]))
-	}
-	empty := !v.set || colon && v.known && v.val == ""
-	switch op[0] {
-	case '-', '=':
-		if v.set && !v.known && !empty {
-			return v.val, false, true
+	if pe.Exp != nil {
+		op := pe.Exp.Op
+		colon := op == syntax.DefaultUnsetOrNull || op == syntax.AssignUnsetOrNull ||
+			op == syntax.AlternateUnsetOrNull || op == syntax.ErrorUnsetOrNull
+		empty := !v.set || colon && v.known && v.val == ""
+		switch op {
+		case syntax.DefaultUnset, syntax.DefaultUnsetOrNull, syntax.AssignUnset, syntax.AssignUnsetOrNull:
+			if v.set && !v.known && !empty {
+				return v.val, false, true
+			}
+			if !empty {
+				return v.val, true, true
+			}
+			d, ok := it.expandString(pe.Exp.Word)
+			if (op == syntax.AssignUnset || op == syntax.AssignUnsetOrNull) && isName(name) {
+				it.setVar(name, d, ok)
+			}
+			return d, ok, true
+		case syntax.AlternateUnset, syntax.AlternateUnsetOrNull:
+			if v.set && !v.known {
+				return "", false, true
+			}
+			if empty {
+				return "", true, true
+			}
+			a, ok := it.expandString(pe.Exp.Word)
+			return a, ok, true
+		case syntax.ErrorUnset, syntax.ErrorUnsetOrNull:
+			if empty {
+				return "", false, true // the script would stop here
+			}
+			return v.val, v.known, true
 		}
-		if !empty {
-			return v.val, true, true
-		}
-		d, ok := operand()
-		if op[0] == '=' && isName(name) {
-			it.setVar(name, d, ok)
-		}
-		return d, ok, true
-	case '+':
-		if v.set && !v.known {
-			return "", false, true
-		}
-		if empty {
-			return "", true, true
-		}
-		a, ok := operand()
-		return a, ok, true
-	case '?':
-		if empty {
-			return "", false, true // the script would stop here
-		}
-		return v.val, v.known, true
-	}
-	if colon { // ${X:offset:length}
-		return substring(it, v, op)
 	}
 	if !v.set || !v.known || len(v.val) > 1024 {
 		return "", false, true
 	}
-	switch {
-	case strings.HasPrefix(op, "##"), strings.HasPrefix(op, "%%"), op[0] == '#', op[0] == '%':
-		long := len(op) > 1 && op[1] == op[0]
-		pat, ok := it.expandString(lexOperand(op[1+b2i(long):]))
-		if !ok {
-			return "", false, true
-		}
-		return trimPattern(v.val, pat, op[0] == '#', long), true, true
-	case strings.HasPrefix(op, "^^"):
-		return strings.ToUpper(v.val), true, true
-	case strings.HasPrefix(op, ",,"):
-		return strings.ToLower(v.val), true, true
-	case op[0] == '/':
-		all := strings.HasPrefix(op, "//")
-		spec := op[1+b2i(all):]
-		from, to, _ := strings.Cut(spec, "/")
-		pat, ok1 := it.expandString(lexOperand(from))
-		rep, ok2 := it.expandString(lexOperand(to))
+	if r := pe.Repl; r != nil {
+		pat, ok1 := it.expandString(r.Orig)
+		rep, ok2 := it.expandString(r.With)
 		if !ok1 || !ok2 || pat == "" || strings.ContainsAny(pat, "*?[") {
 			return "", false, true
 		}
-		if all {
+		if r.All {
 			return strings.ReplaceAll(v.val, pat, rep), true, true
 		}
 		return strings.Replace(v.val, pat, rep, 1), true, true
+	}
+	switch op := pe.Exp.Op; op {
+	case syntax.RemSmallPrefix, syntax.RemLargePrefix, syntax.RemSmallSuffix, syntax.RemLargeSuffix:
+		pat, ok := it.expandString(pe.Exp.Word)
+		if !ok {
+			return "", false, true
+		}
+		prefix := op == syntax.RemSmallPrefix || op == syntax.RemLargePrefix
+		long := op == syntax.RemLargePrefix || op == syntax.RemLargeSuffix
+		return trimPattern(v.val, pat, prefix, long), true, true
+	case syntax.UpperAll:
+		return strings.ToUpper(v.val), true, true
+	case syntax.LowerAll:
+		return strings.ToLower(v.val), true, true
 	}
 	return "", false, false
 }
@@ -97,9 +93,9 @@ func b2i(b bool) int {
 	return 0
 }
 
-func substring(it *interp, v value, spec string) (string, bool, bool) {
-	offS, lenS, hasLen := strings.Cut(spec, ":")
-	off, ok := it.arith(offS)
+// substring is ${X:offset} and ${X:offset:length}.
+func (it *interp) substring(v value, sl *syntax.Slice) (string, bool, bool) {
+	off, ok := it.arithNode(sl.Offset)
 	if !ok || !v.set || !v.known {
 		return "", false, true
 	}
@@ -109,8 +105,8 @@ func substring(it *interp, v value, spec string) (string, bool, bool) {
 	}
 	off = max(0, min(off, int64(len(r))))
 	end := int64(len(r))
-	if hasLen {
-		n, ok := it.arith(lenS)
+	if sl.Length != nil {
+		n, ok := it.arithNode(sl.Length)
 		if !ok {
 			return "", false, true
 		}
@@ -161,14 +157,6 @@ func cut(s string, i int, prefix bool) string {
 		return s[i:]
 	}
 	return s[:len(s)-i]
-}
-
-// lexOperand lexes the word after an operator in ${X:-word}; blanks in it
-// are part of the word.
-func lexOperand(s string) *word {
-	var probs []Problem
-	lx := newLexer("", []byte(s), 0, &probs)
-	return lx.readWord(true)
 }
 
 // cmdSub evaluates the one kind of command substitution that matters for

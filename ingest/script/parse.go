@@ -1,558 +1,348 @@
 package script
 
-import "strings"
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"unicode/utf8"
 
-// The parser builds a small syntax tree: enough structure to know which
-// branch a line is in, nothing more. Syntax errors become problems and the
-// parser carries on with what follows.
+	"mvdan.cc/sh/v3/syntax"
+)
 
-type node any
+// Lexing and parsing are mvdan.cc/sh/v3/syntax's, the parser behind shfmt.
+// This file feeds it, turns what it cannot read into problems, and keeps
+// reading after a syntax error so that one bad line does not lose the rest
+// of the file.
 
-type simpleCmd struct {
-	assigns []*word // NAME=value words before the command
-	arrays  []*arrayLit
-	words   []*word
-	line    int
-	raw     string
+// source is one text the parser read: a file, a bash -c string, or an
+// expression read again after expansion. Nodes hold offsets into src;
+// their lines are lineBase plus the parser's line.
+type source struct {
+	file     string
+	src      []byte
+	lineBase int
+	patched  []int // offsets where the parser read a byte other than src's
 }
 
-type andOrNode struct {
-	items []node
-	ops   []string // ops[i] joins items[i] and items[i+1]
-	raws  []string // source text of each item
+// chunk is a run of statements and the source their positions refer to.
+// A file is one chunk, or several when reading resumed after an error.
+type chunk struct {
+	src      *source
+	stmts    []*syntax.Stmt
+	comments []syntax.Comment // outside $( ): see treeWalk
 }
 
-type pipeNode struct {
-	cmds []node
-	neg  bool
-}
-
-type ifClause struct {
-	kw   string // if or elif
-	cond []node
-	text string
-	body []node
-}
-
-type ifNode struct {
-	clauses []ifClause
-	els     []node
-	hasElse bool
-	line    int
-}
-
-type caseItem struct {
-	pats []*word
-	text string
-	body []node
-}
-
-type caseNode struct {
-	w     *word
-	head  string
-	items []caseItem
-	line  int
-}
-
-type loopNode struct {
-	header string
-	vars   []string // loop variables: unknown inside the body
-	body   []node
-	line   int
-}
-
-type groupNode struct{ body []node }
-
-type funcNode struct {
-	name string
-	body node
-	line int
-}
-
-type arithNode struct {
-	expr string
-	line int
-}
-
-type parser struct {
-	lx      *lexer
-	ahead   []token
-	lastEnd int // end of the last consumed token that is not a separator
-	depth   int
-	n       int // tokens consumed
-	// gaveUp: nesting ran too deep and the rest of the file was skipped;
-	// the problems that follow (every open if without its fi) are only
-	// echoes of that one, and are not reported
-	gaveUp bool
-}
-
-func parseSource(lx *lexer) []node {
-	p := &parser{lx: lx}
-	out := p.list(nil)
-	for p.peek().kind != tEOF { // a stray ) or ;; at top level
-		t := p.advance()
-		p.problemAt(t, "unexpected "+strings.TrimSpace(t.text))
-		out = append(out, p.list(nil)...)
+func (s *source) line(p syntax.Pos) int {
+	if !p.IsValid() {
+		return 0
 	}
-	return out
+	return s.lineBase + int(p.Line())
 }
 
-func (p *parser) peek() token {
-	if len(p.ahead) == 0 {
-		p.ahead = append(p.ahead, p.lx.next())
+// slice is the text from one position to another. A missing end (a
+// construct the parser closed for us at the end of the file) runs to the
+// end of the text.
+func (s *source) slice(from, to syntax.Pos) string {
+	a, b := int(from.Offset()), len(s.src)
+	if to.IsValid() {
+		b = min(int(to.Offset()), b)
 	}
-	return p.ahead[0]
-}
-
-func (p *parser) peek2() token {
-	p.peek()
-	if len(p.ahead) < 2 {
-		p.ahead = append(p.ahead, p.lx.next())
-	}
-	return p.ahead[1]
-}
-
-func (p *parser) advance() token {
-	t := p.peek()
-	p.ahead = p.ahead[1:]
-	p.n++
-	if t.kind != tNewline && !(t.kind == tOp && (t.text == ";" || t.text == "&")) && t.kind != tEOF {
-		p.lastEnd = t.end
-	}
-	return t
-}
-
-func (p *parser) problemAt(t token, msg string) {
-	if p.gaveUp {
-		return
-	}
-	*p.lx.probs = append(*p.lx.probs, Problem{File: p.lx.file, Line: t.line, Msg: msg})
-}
-
-func keyword(t token) string {
-	if t.kind != tWord {
+	if !from.IsValid() || a > b {
 		return ""
 	}
-	s, _ := t.word.lit()
-	return s
+	return string(s.src[a:b])
 }
 
-func isOp(t token, ops ...string) bool {
-	if t.kind != tOp {
+// raw is a node's text as written, line continuations removed.
+func (s *source) raw(n syntax.Node) string {
+	return strings.ReplaceAll(s.slice(n.Pos(), n.End()), "\\\n", "")
+}
+
+// text is a statement's text without the ; or & after it, and without
+// the body of a here-document it opens (which follows the line).
+func (s *source) text(st *syntax.Stmt) string {
+	if st == nil {
+		return ""
+	}
+	return strings.TrimSpace(s.slice(st.Position, stmtEnd(st)))
+}
+
+// listText is the text of a statement list: an if condition, a while
+// header.
+func (s *source) listText(stmts []*syntax.Stmt) string {
+	if len(stmts) == 0 {
+		return ""
+	}
+	return strings.TrimSpace(s.slice(stmts[0].Position, stmtEnd(stmts[len(stmts)-1])))
+}
+
+// patchedIn says whether the parser read a patched byte between two
+// positions (an invalid end runs to the end of the text).
+func (s *source) patchedIn(from, to syntax.Pos) bool {
+	if len(s.patched) == 0 {
 		return false
 	}
-	for _, o := range ops {
-		if t.text == o {
-			return true
-		}
+	end := len(s.src)
+	if to.IsValid() {
+		end = int(to.Offset())
 	}
-	return false
+	i := sort.SearchInts(s.patched, int(from.Offset()))
+	return i < len(s.patched) && s.patched[i] < end
 }
 
-func (p *parser) skipNewlines() {
-	for p.peek().kind == tNewline {
-		p.advance()
+// litValue is a literal's value, or its text as written where the
+// parser read a patched byte.
+func (s *source) litValue(l *syntax.Lit) string {
+	if s.patchedIn(l.Pos(), l.End()) {
+		return strings.ReplaceAll(s.slice(l.Pos(), l.End()), "\\\n", "")
 	}
+	return l.Value
 }
 
-func (p *parser) text(from int) string {
-	if from >= p.lastEnd || p.lastEnd > len(p.lx.src) {
+// commentText is a comment's text after the # signs.
+func (s *source) commentText(c *syntax.Comment) string {
+	text := c.Text
+	if s.patchedIn(c.Pos(), c.End()) {
+		text = s.inner(c.Pos(), 1, c.End())
+	}
+	return strings.TrimSpace(strings.TrimLeft(text, "#"))
+}
+
+// inner is the text between an opening token of n bytes at from and the
+// closing token at to: the expression of (( )), the command of $( ).
+func (s *source) inner(from syntax.Pos, n int, to syntax.Pos) string {
+	t := s.slice(from, to)
+	if len(t) < n {
 		return ""
 	}
-	return strings.TrimSpace(string(p.lx.src[from:p.lastEnd]))
+	return t[n:]
 }
 
-// list parses commands until a stop keyword in command position, a closing
-// operator or the end of input.
-func (p *parser) list(stops map[string]bool) []node {
-	var out []node
-	for {
-		for t := p.peek(); t.kind == tNewline || isOp(t, ";", "&"); t = p.peek() {
-			p.advance()
+func stmtEnd(st *syntax.Stmt) syntax.Pos {
+	end := st.Position
+	if st.Cmd != nil {
+		end = st.Cmd.End()
+	}
+	for _, r := range st.Redirs {
+		if r.Word != nil && end.IsValid() {
+			end = posMax(end, r.Word.End())
 		}
-		t := p.peek()
-		if t.kind == tEOF || isOp(t, ")", ";;", ";&", ";;&") || stops[keyword(t)] {
+	}
+	return end
+}
+
+func posMax(a, b syntax.Pos) syntax.Pos {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// errTooDeep stops the parser; see depthReader.
+var errTooDeep = errors.New("nested too deeply")
+
+const (
+	// maxParseFrames is the stack depth, in frames, at which the parser is
+	// stopped: about 300 nested ( or 1300 nested if below our own frames,
+	// a few MiB of stack. No script nests a tenth of it.
+	maxParseFrames = 8192
+	// maxSyntaxErrors per file: past them the rest of the file is skipped.
+	maxSyntaxErrors = 32
+	// maxRecovered missing closers (fi, done, a quote) the parser supplies
+	// per file before a missing one is a syntax error.
+	maxRecovered = 16
+)
+
+// depthReader feeds the parser its input and stops it when the parser's
+// own recursion runs deep. mvdan's parser recurses once per nesting level
+// ((, $(, ${, if, { ...) and has no limit of its own: a few MiB of "(((("
+// would overflow the goroutine stack, a fatal error that recover cannot
+// catch. The parser reads 1 KiB at a time, so between two checks it nests
+// at most 1 KiB deeper.
+type depthReader struct {
+	src  []byte
+	off  int
+	deep bool
+}
+
+func newDepthReader(src []byte) *depthReader { return &depthReader{src: src} }
+
+func (r *depthReader) Read(p []byte) (int, error) {
+	if r.off >= len(r.src) {
+		return 0, io.EOF
+	}
+	// the first read starts the parser: nothing is open yet. A frame
+	// maxParseFrames down the stack means the parser is in too deep.
+	var pc [1]uintptr
+	if r.off > 0 && runtime.Callers(maxParseFrames, pc[:]) > 0 {
+		r.deep = true
+		return 0, errTooDeep
+	}
+	n := copy(p, r.src[r.off:])
+	r.off += n
+	return n, nil
+}
+
+func newFileParser() *syntax.Parser {
+	return syntax.NewParser(syntax.KeepComments(true), syntax.Variant(syntax.LangBash), syntax.RecoverErrors(maxRecovered))
+}
+
+// parse reads text into statements. A syntax error is a problem at its
+// line: the statements before it are kept and reading resumes on the line
+// after it, unless the error is an unclosed construct that took the rest
+// of the file.
+func (it *interp) parse(file string, text []byte, lineBase int) []chunk {
+	if bytes.Contains(text, []byte("\r\n")) {
+		// Windows line ends: the text bash's author meant has none
+		text = bytes.ReplaceAll(text, []byte("\r\n"), []byte("\n"))
+	}
+	var out []chunk
+	input, patched := patchUTF8(text) // what the parser reads
+	budget := 4*len(text) + 64<<10    // bytes parsed again after patching
+	for start, nerr := 0, 1; ; {
+		s := &source{file: file, src: text[start:], lineBase: lineBase}
+		for _, p := range patched[sort.SearchInts(patched, start):] {
+			s.patched = append(s.patched, p-start)
+		}
+		stmts, err, off := it.read(input[start:])
+		var pe syntax.ParseError
+		var le syntax.LangError
+		isParseErr := errors.As(err, &pe)
+		if at := start + int(pe.Pos.Offset()); isParseErr && strings.HasPrefix(pe.Text, "`[x]` must be followed by") &&
+			budget > 0 && at < len(text) && input[at] == '[' {
+			// bash reads an element [0]*3 that is not [index]=value as a
+			// word; mvdan refuses it. The parser reads it as x0]*3 (same
+			// length, same offsets) and expansion takes the text as written.
+			if len(patched) == 0 {
+				input = bytes.Clone(text)
+			}
+			input[at] = 'x'
+			i := sort.SearchInts(patched, at)
+			patched = slices.Insert(patched, i, at)
+			budget -= len(text) - start
+			continue
+		}
+		w := walkTree(s, stmts)
+		out = append(out, chunk{src: s, stmts: stmts, comments: w.comments})
+		it.s.Problems = append(it.s.Problems, w.probs...)
+		if err == nil {
 			return out
 		}
-		before := p.n
-		if n := p.andOr(); n != nil {
-			out = append(out, n)
-		}
-		if p.n == before { // nothing parsed: skip the token so that we progress
-			t := p.advance()
-			p.problemAt(t, "unexpected "+strings.TrimSpace(t.text))
-		}
-	}
-}
-
-func (p *parser) andOr() node {
-	start := p.peek().off
-	first := p.pipeline()
-	if !isOp(p.peek(), "&&", "||") {
-		return first
-	}
-	ao := &andOrNode{items: []node{first}, raws: []string{p.text(start)}}
-	for isOp(p.peek(), "&&", "||") {
-		ao.ops = append(ao.ops, p.advance().text)
-		p.skipNewlines()
-		start = p.peek().off
-		ao.items = append(ao.items, p.pipeline())
-		ao.raws = append(ao.raws, p.text(start))
-	}
-	return ao
-}
-
-func (p *parser) pipeline() node {
-	neg := false
-	for keyword(p.peek()) == "!" || keyword(p.peek()) == "time" {
-		neg = neg != (keyword(p.advance()) == "!")
-	}
-	first := p.command()
-	if !isOp(p.peek(), "|", "|&") && !neg {
-		return first
-	}
-	pn := &pipeNode{cmds: []node{first}, neg: neg}
-	for isOp(p.peek(), "|", "|&") {
-		p.advance()
-		p.skipNewlines()
-		pn.cmds = append(pn.cmds, p.command())
-	}
-	return pn
-}
-
-func (p *parser) command() node {
-	p.depth++
-	defer func() { p.depth-- }()
-	t := p.peek()
-	if p.depth > maxNesting {
-		p.problemAt(t, "commands nested too deeply: the rest of the file is skipped")
-		p.gaveUp = true
-		p.lx.pos = len(p.lx.src)
-		p.ahead = p.ahead[:0]
-		return nil
-	}
-	var n node
-	switch {
-	case t.kind == tArith:
-		p.advance()
-		n = &arithNode{expr: t.text, line: t.line}
-	case isOp(t, "("):
-		p.advance()
-		body := p.list(nil)
-		p.expectOp(")", t, "subshell")
-		n = &groupNode{body: body}
-	default:
-		switch keyword(t) {
-		case "if":
-			n = p.ifCmd()
-		case "case":
-			n = p.caseCmd()
-		case "for", "select":
-			n = p.forCmd()
-		case "while", "until":
-			n = p.whileCmd()
-		case "{":
-			p.advance()
-			body := p.list(map[string]bool{"}": true})
-			p.expectWord("}", t, "{")
-			n = &groupNode{body: body}
-		case "function":
-			p.advance()
-			name := p.advance()
-			if isOp(p.peek(), "(") && isOp(p.peek2(), ")") {
-				p.advance()
-				p.advance()
-			}
-			p.skipNewlines()
-			nm, _ := name.word.lit()
-			return &funcNode{name: nm, body: p.command(), line: t.line}
-		default:
-			if nm, ok := t.word.lit(); ok && t.kind == tWord && isName(nm) && isOp(p.peek2(), "(") {
-				p.advance()
-				p.advance()
-				if !isOp(p.peek(), ")") {
-					p.problemAt(t, "function "+nm+": expected ) after (")
-				} else {
-					p.advance()
-				}
-				p.skipNewlines()
-				return &funcNode{name: nm, body: p.command(), line: t.line}
-			}
-			return p.simple()
-		}
-	}
-	p.redirections()
-	return n
-}
-
-// redirections skips redirections after a compound command (done < file).
-func (p *parser) redirections() {
-	for p.peek().kind == tRedir {
-		p.advance()
-		p.redirTarget()
-	}
-}
-
-func (p *parser) redirTarget() {
-	switch t := p.peek(); {
-	case t.kind == tWord:
-		p.advance()
-	case isOp(t, "("): // process substitution <(cmd)
-		p.advance()
-		p.list(nil)
-		p.expectOp(")", t, "process substitution")
-	}
-}
-
-func (p *parser) simple() node {
-	first := p.peek()
-	cmd := &simpleCmd{line: first.line}
-	dbracket := false
-	for {
-		t := p.peek()
+		line, msg, resume := 0, err.Error(), false
 		switch {
-		case t.kind == tWord:
-			p.advance()
-			if len(cmd.words) == 0 && isAssignWord(t.word) {
-				cmd.assigns = append(cmd.assigns, t.word)
-				continue
+		case errors.Is(err, errTooDeep):
+			line = lineBase + 1 + bytes.Count(s.src[:off], []byte("\n"))
+			msg = "commands nested too deeply: the rest of the file is skipped"
+		case isParseErr:
+			line, msg, resume = s.line(pe.Pos), "syntax error: "+pe.Text, !pe.Incomplete
+		case errors.As(err, &le):
+			line, resume = s.line(le.Pos), true
+			msg = "syntax error: " + strings.TrimPrefix(le.Error(), le.Pos.String()+": ")
+		default: // the parser failed
+			line = lineBase + 1 + bytes.Count(s.src[:off], []byte("\n"))
+		}
+		next := lineStart(s.src, line-lineBase+1)
+		switch {
+		case !resume || next >= len(s.src) || line <= lineBase: // nowhere to resume
+			if resume || !strings.Contains(msg, "skipped") {
+				msg += "; the rest of the file is skipped"
 			}
-			if s, _ := t.word.lit(); len(cmd.words) == 0 && s == "[[" {
-				dbracket = true
-			} else if s == "]]" {
-				dbracket = false
-			}
-			cmd.words = append(cmd.words, t.word)
-		case t.kind == tArray:
-			p.advance()
-			cmd.arrays = append(cmd.arrays, t.arr)
-		case t.kind == tRedir:
-			p.advance()
-			p.redirTarget()
-		case dbracket && isOp(t, "&&", "||"):
-			p.advance()
-			cmd.words = append(cmd.words, &word{parts: []part{{kind: pLit, text: t.text}}, raw: t.text, line: t.line, off: t.off})
+			resume = false
+		case nerr >= maxSyntaxErrors:
+			msg += "; more than 32 syntax errors, the rest of the file is skipped"
+			resume = false
 		default:
-			cmd.raw = p.text(first.off)
-			return cmd
+			msg += "; reading resumes on the next line"
 		}
+		it.s.Problems = append(it.s.Problems, Problem{File: file, Line: line, Msg: msg})
+		if !resume {
+			return out
+		}
+		start, lineBase, nerr = start+next, line, nerr+1
 	}
 }
 
-func (p *parser) expectWord(kw string, open token, what string) bool {
-	if keyword(p.peek()) == kw {
-		p.advance()
-		return true
+// read runs the parser over input: the statements before the first
+// error, the error, and how far the parser had read.
+func (it *interp) read(input []byte) (stmts []*syntax.Stmt, err error, off int) {
+	r := newDepthReader(input)
+	defer func() {
+		if v := recover(); v != nil {
+			// v3.14.1 indexes out of range on some malformed input (found
+			// by FuzzScript); a fresh parser for what follows
+			it.parser = newFileParser()
+			err, off = fmt.Errorf("shell parser failed near here (%v)", v), r.off
+		}
+	}()
+	for st, e := range it.parser.StmtsSeq(r) {
+		// no break: v3.14.1's iterator yields its final error even after
+		// the loop body said stop, which panics
+		if e != nil && err == nil { // a statement the error cut short is dropped
+			err = e
+		}
+		if err == nil {
+			stmts = append(stmts, st)
+		}
 	}
-	p.problemAt(open, what+": expected "+kw+" before "+describe(p.peek()))
-	return false
+	if r.deep {
+		err = errTooDeep
+	}
+	return stmts, err, r.off
 }
 
-func (p *parser) expectOp(op string, open token, what string) bool {
-	if isOp(p.peek(), op) {
-		p.advance()
-		return true
+// patchUTF8 shows the parser an x where text is not UTF-8 (a Latin-1 or
+// GBK comment), which mvdan refuses and bash reads as bytes. The offsets
+// stay, and values are read from text where a patch lies.
+func patchUTF8(text []byte) ([]byte, []int) {
+	if utf8.Valid(text) {
+		return text, nil
 	}
-	p.problemAt(open, what+": expected "+op+" before "+describe(p.peek()))
-	return false
+	input := bytes.Clone(text)
+	var patched []int
+	for i := 0; i < len(input); {
+		r, n := utf8.DecodeRune(input[i:])
+		if r == utf8.RuneError && n == 1 {
+			input[i] = 'x'
+			patched = append(patched, i)
+		}
+		i += n
+	}
+	return input, patched
 }
 
-func describe(t token) string {
-	switch t.kind {
-	case tEOF:
-		return "the end of the file"
-	case tNewline:
-		return "the end of line " + itoa(t.line)
-	case tWord:
-		return "'" + t.word.raw + "' on line " + itoa(t.line)
+// lineStart is the offset where line n (1-based) begins, len(src) past
+// the end.
+func lineStart(src []byte, n int) int {
+	off := 0
+	for ; n > 1; n-- {
+		i := bytes.IndexByte(src[off:], '\n')
+		if i < 0 {
+			return len(src)
+		}
+		off += i + 1
 	}
-	return "'" + t.text + "' on line " + itoa(t.line)
+	return off
 }
 
-func (p *parser) ifCmd() node {
-	open := p.advance()
-	n := &ifNode{line: open.line}
-	kw := "if"
-	for {
-		start := p.peek().off
-		cond := p.list(map[string]bool{"then": true})
-		text := p.text(start)
-		if !p.expectWord("then", open, kw) {
-			n.clauses = append(n.clauses, ifClause{kw: kw, cond: cond, text: text})
-			return n
+// parseSnippet reads an arithmetic expression (Arithmetic) or a text to
+// expand as a here-document body does (Document): a value bash reads
+// again. It returns nil when the text does not parse.
+func parseSnippet[T any](pp **syntax.Parser, text string, read func(*syntax.Parser, io.Reader) (T, error)) (x T, ok bool) {
+	if !utf8.ValidString(text) {
+		return x, false
+	}
+	r := newDepthReader([]byte(text))
+	defer func() {
+		if recover() != nil {
+			*pp = syntax.NewParser(syntax.Variant(syntax.LangBash)) // as in read
+			ok = false
 		}
-		body := p.list(map[string]bool{"elif": true, "else": true, "fi": true})
-		n.clauses = append(n.clauses, ifClause{kw: kw, cond: cond, text: text, body: body})
-		switch keyword(p.peek()) {
-		case "elif":
-			p.advance()
-			kw = "elif"
-			continue
-		case "else":
-			p.advance()
-			n.els = p.list(map[string]bool{"fi": true})
-			n.hasElse = true
-		}
-		p.expectWord("fi", open, "if")
-		return n
-	}
-}
-
-func (p *parser) caseCmd() node {
-	open := p.advance()
-	n := &caseNode{line: open.line}
-	if t := p.peek(); t.kind == tWord {
-		n.w = p.advance().word
-	}
-	n.head = p.text(open.off)
-	p.skipNewlines()
-	if !p.expectWord("in", open, "case") {
-		return n
-	}
-	for {
-		p.skipNewlines()
-		t := p.peek()
-		if keyword(t) == "esac" {
-			p.advance()
-			return n
-		}
-		if t.kind == tEOF {
-			p.problemAt(open, "case: expected esac before the end of the file")
-			return n
-		}
-		before := p.n
-		if isOp(t, "(") {
-			p.advance()
-		}
-		start := p.peek().off
-		var item caseItem
-		for p.peek().kind == tWord {
-			item.pats = append(item.pats, p.advance().word)
-			if !isOp(p.peek(), "|") {
-				break
-			}
-			p.advance()
-		}
-		item.text = p.text(start)
-		if !p.expectOp(")", t, "case pattern") {
-			if p.n == before {
-				p.advance()
-			}
-			continue
-		}
-		item.body = p.list(map[string]bool{"esac": true})
-		if isOp(p.peek(), ";;", ";&", ";;&") {
-			p.advance()
-		}
-		n.items = append(n.items, item)
-	}
-}
-
-func (p *parser) forCmd() node {
-	open := p.advance()
-	n := &loopNode{line: open.line}
-	if t := p.peek(); t.kind == tArith {
-		p.advance()
-		for _, f := range strings.FieldsFunc(t.text, func(r rune) bool { return !isNameChar(byte(r)) || r > 127 }) {
-			if isName(f) {
-				n.vars = append(n.vars, f)
-			}
-		}
-	} else if t.kind == tWord {
-		p.advance()
-		if s, ok := t.word.lit(); ok {
-			n.vars = append(n.vars, s)
-		}
-		p.skipNewlines()
-		if keyword(p.peek()) == "in" {
-			p.advance()
-			for p.peek().kind == tWord {
-				p.advance()
-			}
-		}
-	}
-	for t := p.peek(); t.kind == tNewline || isOp(t, ";"); t = p.peek() {
-		p.advance()
-	}
-	n.header = p.text(open.off)
-	if !p.expectWord("do", open, open.word.raw) {
-		return n
-	}
-	n.body = p.list(map[string]bool{"done": true})
-	p.expectWord("done", open, open.word.raw)
-	return n
-}
-
-func (p *parser) whileCmd() node {
-	open := p.advance()
-	n := &loopNode{line: open.line}
-	p.list(map[string]bool{"do": true})
-	n.header = p.text(open.off)
-	if !p.expectWord("do", open, open.word.raw) {
-		return n
-	}
-	n.body = p.list(map[string]bool{"done": true})
-	p.expectWord("done", open, open.word.raw)
-	return n
-}
-
-// isAssignWord reports whether w is NAME=value, NAME+=value or NAME[i]=value.
-func isAssignWord(w *word) bool {
-	_, _, _, ok := splitAssign(w)
-	return ok
-}
-
-// splitAssign splits NAME=value into the name, whether it appends, and the
-// value as a word of its own.
-func splitAssign(w *word) (name string, app bool, value *word, ok bool) {
-	if len(w.parts) == 0 || w.parts[0].kind != pLit {
-		return "", false, nil, false
-	}
-	s := w.parts[0].text
-	eq := strings.IndexByte(s, '=')
-	if eq <= 0 {
-		return "", false, nil, false
-	}
-	name = s[:eq]
-	if strings.HasSuffix(name, "+") {
-		app = true
-		name = name[:len(name)-1]
-	}
-	if i := strings.IndexByte(name, '['); i > 0 && strings.HasSuffix(name, "]") {
-		name = name[:i] // an element assignment sets the array
-	}
-	if !isName(name) {
-		return "", false, nil, false
-	}
-	value = &word{line: w.line, off: w.off}
-	if rest := s[eq+1:]; rest != "" {
-		value.parts = append(value.parts, part{kind: pLit, text: rest})
-	}
-	value.parts = append(value.parts, w.parts[1:]...)
-	if i := strings.IndexByte(w.raw, '='); i >= 0 {
-		value.raw = w.raw[i+1:]
-	}
-	return name, app, value, true
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	var b [20]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
+	}()
+	x, err := read(*pp, r)
+	return x, err == nil && !r.deep
 }

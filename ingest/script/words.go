@@ -1,343 +1,124 @@
 package script
 
 import (
-	"bytes"
 	"strconv"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
-// Words: quotes, escapes and the $-expansions inside them are kept as
-// parts, so that expansion can tell quoted text from text bash would split.
+// Word helpers. mvdan's parser keeps a literal's backslashes as written
+// (it\'s, "a\"b"), so that a printer can reproduce the source; removing
+// them is expansion's job, done here as bash does.
 
-// readWord reads one word. With spaces, blanks and metacharacters are part
-// of the word (the operand of ${X:-...}).
-func (lx *lexer) readWord(spaces bool) *word {
-	start := lx.pos
-	w := &word{line: lx.lineAt(start), off: start}
-	var lit strings.Builder
-	flush := func() {
-		if lit.Len() > 0 {
-			w.parts = append(w.parts, part{kind: pLit, text: lit.String()})
-			lit.Reset()
+func isAlpha(c byte) bool     { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+func isDigit(c byte) bool     { return c >= '0' && c <= '9' }
+func isNameStart(c byte) bool { return isAlpha(c) || c == '_' }
+func isNameChar(c byte) bool  { return isNameStart(c) || isDigit(c) }
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func isName(s string) bool {
+	if s == "" || !isNameStart(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if !isNameChar(s[i]) {
+			return false
 		}
 	}
-loop:
-	for lx.pos < len(lx.src) {
-		c := lx.src[lx.pos]
-		switch c {
-		case ' ', '\t', '\n', '\r', ';', '&', '|', '<', '>', '(', ')':
-			if !spaces {
-				break loop
-			}
-			lit.WriteByte(c)
-			lx.pos++
-		case '\\':
-			if lx.peekAt(lx.pos+1) == '\n' {
-				lx.pos += 2
+	return true
+}
+
+// looksLikeFlag says whether a comment's text starts with a flag: a
+// commented-out setting rather than an explanation.
+func looksLikeFlag(s string) bool {
+	return len(s) > 2 && s[0] == '-' && (s[1] == '-' || isAlpha(s[1])) && (s[1] != '-' || isAlpha(s[2]))
+}
+
+// lit returns the word's text when it is one unquoted literal without
+// escapes: a keyword or command name as bash recognises one.
+func lit(w *syntax.Word) (string, bool) {
+	if w == nil || len(w.Parts) != 1 {
+		return "", false
+	}
+	l, ok := w.Parts[0].(*syntax.Lit)
+	if !ok || strings.IndexByte(l.Value, '\\') >= 0 {
+		return "", false
+	}
+	return l.Value, true
+}
+
+// unescape removes the backslashes of an unquoted literal: \x is x, and
+// a backslash-newline joins lines.
+func unescape(s string) string {
+	if strings.IndexByte(s, '\\') < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+			if s[i] == '\n' {
 				continue
 			}
-			flush()
-			if lx.pos+1 < len(lx.src) {
-				w.parts = append(w.parts, part{kind: pQuoted, text: string(lx.src[lx.pos+1])})
-				lx.pos += 2
-			} else {
-				lit.WriteByte(c)
-				lx.pos++
-			}
-		case '\'':
-			flush()
-			w.parts = append(w.parts, lx.readSingle())
-		case '"':
-			flush()
-			w.parts = append(w.parts, lx.readDouble())
-		case '`':
-			flush()
-			w.parts = append(w.parts, lx.readBacktick())
-		case '$':
-			if p, ok := lx.readDollar(false); ok {
-				flush()
-				w.parts = append(w.parts, p)
-			} else {
-				lit.WriteByte(c)
-				lx.pos++
-			}
-		default:
-			lit.WriteByte(c)
-			lx.pos++
 		}
+		b.WriteByte(s[i])
 	}
-	flush()
-	w.raw = strings.ReplaceAll(string(lx.src[start:lx.pos]), "\\\n", "")
-	return w
+	return b.String()
 }
 
-func (lx *lexer) readSingle() part {
-	start := lx.pos
-	end := bytes.IndexByte(lx.src[lx.pos+1:], '\'')
-	if end < 0 {
-		lx.problem(start, "unterminated single quote: expected ' before the end of the file")
-		lx.pos = len(lx.src)
-		return part{kind: pQuoted, text: string(lx.src[start+1:])}
+// unescapeDouble removes the backslashes that mean something inside
+// double quotes (before $ ` " \ and newline) and keeps the others.
+func unescapeDouble(s string) string {
+	if strings.IndexByte(s, '\\') < 0 {
+		return s
 	}
-	lx.pos = start + 1 + end + 1
-	return part{kind: pQuoted, text: string(lx.src[start+1 : start+1+end])}
-}
-
-func (lx *lexer) readDouble() part {
-	start := lx.pos
-	lx.pos++
-	d := part{kind: pDouble}
-	var lit strings.Builder
-	flush := func() {
-		if lit.Len() > 0 {
-			d.sub = append(d.sub, part{kind: pQuoted, text: lit.String()})
-			lit.Reset()
-		}
-	}
-	for lx.pos < len(lx.src) {
-		c := lx.src[lx.pos]
-		switch c {
-		case '"':
-			lx.pos++
-			flush()
-			return d
-		case '\\':
-			n := lx.peekAt(lx.pos + 1)
-			switch n {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			switch s[i+1] {
 			case '\n':
-				lx.pos += 2
+				i++
+				continue
 			case '$', '`', '"', '\\':
-				lit.WriteByte(n)
-				lx.pos += 2
-			default:
-				lit.WriteByte(c)
-				lx.pos++
+				i++
 			}
-		case '`':
-			flush()
-			d.sub = append(d.sub, lx.readBacktick())
-		case '$':
-			if p, ok := lx.readDollar(true); ok {
-				flush()
-				d.sub = append(d.sub, p)
-			} else {
-				lit.WriteByte(c)
-				lx.pos++
-			}
-		default:
-			lit.WriteByte(c)
-			lx.pos++
 		}
+		b.WriteByte(s[i])
 	}
-	lx.problem(start, `unterminated double quote: expected " before the end of the file`)
-	flush()
-	return d
+	return b.String()
 }
 
-func (lx *lexer) readBacktick() part {
-	start := lx.pos
-	i := lx.pos + 1
-	for i < len(lx.src) && lx.src[i] != '`' {
-		if lx.src[i] == '\\' {
-			i++
-		}
-		i++
+// wordAssign splits a command argument NAME=value (export "X"=1 after a
+// quoted or prefixed export, where the parser sees plain words): the
+// name, whether it appends, and the value's parts.
+func wordAssign(w *syntax.Word) (name string, app bool, value []syntax.WordPart, ok bool) {
+	if w == nil || len(w.Parts) == 0 {
+		return "", false, nil, false
 	}
-	if i >= len(lx.src) {
-		lx.problem(start, "unterminated ` command substitution: expected ` before the end of the file")
-		lx.pos = len(lx.src)
-		return part{kind: pCmd, text: string(lx.src[start+1:])}
+	l, isLit := w.Parts[0].(*syntax.Lit)
+	if !isLit {
+		return "", false, nil, false
 	}
-	lx.pos = i + 1
-	return part{kind: pCmd, text: string(lx.src[start+1 : i])}
-}
-
-// readDollar reads an expansion at '$'; ok is false for a lone '$'.
-func (lx *lexer) readDollar(inDouble bool) (part, bool) {
-	start := lx.pos
-	n := lx.peekAt(lx.pos + 1)
-	switch {
-	case n == '(' && lx.peekAt(lx.pos+2) == '(':
-		if end, ok := lx.scanArith(lx.pos + 1); ok {
-			lx.pos = end + 1
-			return part{kind: pArith, text: string(lx.src[start+3 : end-1])}, true
-		}
-		fallthrough
-	case n == '(':
-		end := lx.scanParen(lx.pos + 1)
-		if end < 0 {
-			lx.problem(start, "unterminated $( command substitution: expected ) before the end of the file")
-			lx.pos = len(lx.src)
-			return part{kind: pCmd, text: string(lx.src[start+2:])}, true
-		}
-		lx.pos = end + 1
-		return part{kind: pCmd, text: string(lx.src[start+2 : end])}, true
-	case n == '{':
-		end := lx.scanBrace(lx.pos + 1)
-		if end < 0 {
-			lx.problem(start, "unterminated ${ expansion: expected } before the end of the file")
-			lx.pos = len(lx.src)
-			return part{kind: pParam, text: string(lx.src[start+2:]), braced: true}, true
-		}
-		lx.pos = end + 1
-		return part{kind: pParam, text: string(lx.src[start+2 : end]), braced: true}, true
-	case n == '\'' && !inDouble:
-		lx.pos++
-		p := lx.readSingle()
-		p.text = ansiC(p.text)
-		return p, true
-	case n == '"' && !inDouble:
-		lx.pos++
-		return lx.readDouble(), true
-	case isNameStart(n):
-		i := lx.pos + 1
-		for i < len(lx.src) && isNameChar(lx.src[i]) {
-			i++
-		}
-		lx.pos = i
-		return part{kind: pParam, text: string(lx.src[start+1 : i])}, true
-	case isDigit(n) || strings.IndexByte("@*#?$!-", n) >= 0 && n != 0:
-		lx.pos += 2
-		return part{kind: pParam, text: string(n)}, true
+	eq := strings.IndexByte(l.Value, '=')
+	if eq <= 0 {
+		return "", false, nil, false
 	}
-	return part{}, false
-}
-
-// scanParen returns the index of the ')' matching the '(' at open, or -1.
-// Quotes, escapes, nested substitutions and comments are skipped.
-func (lx *lexer) scanParen(open int) int {
-	depth := 0
-	for i := open; i < len(lx.src); i++ {
-		switch c := lx.src[i]; c {
-		case '\\':
-			i++
-		case '\'':
-			j := bytes.IndexByte(lx.src[i+1:], '\'')
-			if j < 0 {
-				return -1
-			}
-			i += j + 1
-		case '"':
-			j := lx.skipDouble(i)
-			if j < 0 {
-				return -1
-			}
-			i = j
-		case '`':
-			for i++; i < len(lx.src) && lx.src[i] != '`'; i++ {
-				if lx.src[i] == '\\' {
-					i++
-				}
-			}
-		case '#':
-			if i > open && strings.IndexByte(" \t\n;(", lx.src[i-1]) >= 0 {
-				for i < len(lx.src) && lx.src[i] != '\n' {
-					i++
-				}
-			}
-		case '(':
-			depth++
-		case ')':
-			depth--
-			if depth == 0 {
-				return i
-			}
-		}
+	name = l.Value[:eq]
+	if strings.HasSuffix(name, "+") {
+		app, name = true, name[:len(name)-1]
 	}
-	return -1
-}
-
-// skipDouble returns the index of the '"' closing the one at open, or -1.
-func (lx *lexer) skipDouble(open int) int {
-	for i := open + 1; i < len(lx.src); i++ {
-		switch lx.src[i] {
-		case '\\':
-			i++
-		case '"':
-			return i
-		case '$':
-			if lx.peekAt(i+1) == '(' {
-				j := lx.scanParen(i + 1)
-				if j < 0 {
-					return -1
-				}
-				i = j
-			} else if lx.peekAt(i+1) == '{' {
-				j := lx.scanBrace(i + 1)
-				if j < 0 {
-					return -1
-				}
-				i = j
-			}
-		}
+	if i := strings.IndexByte(name, '['); i > 0 && strings.HasSuffix(name, "]") {
+		name = name[:i] // an element assignment sets the array
 	}
-	return -1
-}
-
-// scanBrace returns the index of the '}' matching the '{' at open, or -1.
-func (lx *lexer) scanBrace(open int) int {
-	depth := 0
-	for i := open; i < len(lx.src); i++ {
-		switch lx.src[i] {
-		case '\\':
-			i++
-		case '\'':
-			j := bytes.IndexByte(lx.src[i+1:], '\'')
-			if j < 0 {
-				return -1
-			}
-			i += j + 1
-		case '"':
-			j := lx.skipDouble(i)
-			if j < 0 {
-				return -1
-			}
-			i = j
-		case '$':
-			if lx.peekAt(i+1) == '(' {
-				j := lx.scanParen(i + 1)
-				if j < 0 {
-					return -1
-				}
-				i = j
-			}
-		case '{':
-			depth++
-		case '}':
-			depth--
-			if depth == 0 {
-				return i
-			}
-		}
+	if !isName(name) {
+		return "", false, nil, false
 	}
-	return -1
-}
-
-// scanArith checks for "((expr))" with the first '(' at open; it returns the
-// index of the final ')' when the parentheses close as arithmetic does.
-func (lx *lexer) scanArith(open int) (int, bool) {
-	depth := 0
-	// an arithmetic command is short; a bounded look keeps a line of
-	// thousands of '(' linear
-	for i := open; i < len(lx.src) && i < open+1024; i++ {
-		switch lx.src[i] {
-		case '(':
-			depth++
-		case ')':
-			depth--
-			if depth == 1 && i+1 < len(lx.src) && lx.src[i+1] == ')' {
-				return i + 1, true
-			}
-			if depth <= 1 {
-				return 0, false
-			}
-		case '\n', ';', '\'', '"', '`':
-			if depth <= 1 {
-				return 0, false
-			}
-		}
+	if rest := l.Value[eq+1:]; rest != "" {
+		value = append(value, &syntax.Lit{Value: rest})
 	}
-	return 0, false
+	return name, app, append(value, w.Parts[1:]...), true
 }
 
 // ansiC decodes the escapes of a $'...' string.
