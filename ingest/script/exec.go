@@ -320,17 +320,7 @@ func (it *interp) loopVars(c *syntax.ForClause) []string {
 
 // testWords expands the operands of [[ ]] in order.
 func (it *interp) testWords(x syntax.TestExpr) {
-	switch x := x.(type) {
-	case *syntax.Word:
-		it.expandWord(x, nil, true)
-	case *syntax.BinaryTest:
-		it.testWords(x.X)
-		it.testWords(x.Y)
-	case *syntax.UnaryTest:
-		it.testWords(x.X)
-	case *syntax.ParenTest:
-		it.testWords(x.X)
-	}
+	eachTestWord(x, func(w *syntax.Word) { it.expandWord(w, nil, true) })
 }
 
 // setVar assigns a scalar where the current branch runs; in a branch that

@@ -243,17 +243,20 @@ func (w *treeWalk) assigns(as []*syntax.Assign) {
 	}
 }
 
-func (w *treeWalk) test(x syntax.TestExpr) {
+func (w *treeWalk) test(x syntax.TestExpr) { eachTestWord(x, w.word) }
+
+// eachTestWord calls f on every operand of a [[ ]] test, left to right.
+func eachTestWord(x syntax.TestExpr, f func(*syntax.Word)) {
 	switch x := x.(type) {
 	case *syntax.Word:
-		w.word(x)
+		f(x)
 	case *syntax.BinaryTest:
-		w.test(x.X)
-		w.test(x.Y)
+		eachTestWord(x.X, f)
+		eachTestWord(x.Y, f)
 	case *syntax.UnaryTest:
-		w.test(x.X)
+		eachTestWord(x.X, f)
 	case *syntax.ParenTest:
-		w.test(x.X)
+		eachTestWord(x.X, f)
 	}
 }
 
