@@ -176,8 +176,9 @@ type lateMark struct {
 }
 
 type axisTick struct {
-	X     n1
-	Label string
+	X      n1
+	Label  string
+	Anchor string // text-anchor: the last label ends at the plot's edge, inside the drawing
 }
 
 func timelineChart(tl *Timeline) *timelineView {
@@ -232,7 +233,11 @@ func timelineChart(tl *Timeline) *timelineView {
 	}
 	for i := 0; i <= 4; i++ {
 		ns := tl.StartNS + int64(float64(i)*span/4)
-		v.Ticks = append(v.Ticks, axisTick{X: n1(x(ns)), Label: Duration(float64(ns - tl.StartNS))})
+		anchor := "middle"
+		if i == 4 {
+			anchor = "end"
+		}
+		v.Ticks = append(v.Ticks, axisTick{X: n1(x(ns)), Label: Duration(float64(ns - tl.StartNS)), Anchor: anchor})
 	}
 	return v
 }

@@ -55,7 +55,9 @@ func TestChartsSVG(t *testing.T) {
 				`<path d="M598.0 24.0 l-4 -6 h8 z" fill="#b71c1c" class="late"><title>rank 1 arrived last at ar&lt;x&gt; and held the others up 100 ns</title></path>`,
 				`<line x1="598.0" x2="598.0" y1="4" y2="44.0" stroke="#b71c1c" stroke-dasharray="2 3" stroke-width="0.8"/>`,
 				`<text x="70.0" y="58.0" class="val" text-anchor="middle">0 ns</text>`,
-				`<text x="290.0" y="58.0" class="val" text-anchor="middle">250 ns</text>`},
+				`<text x="290.0" y="58.0" class="val" text-anchor="middle">250 ns</text>`,
+				// the last label ends at the plot's right edge, inside the drawing
+				`<text x="950.0" y="58.0" class="val" text-anchor="end">1.0 us</text>`},
 			// rank 1 did not wait: no wait rect; one late arrival
 			count: map[string]int{`fill="#e45756"><title>`: 1, `class="late"`: 1, "<line ": 1, `fill-opacity=`: 2},
 		},
