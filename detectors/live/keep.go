@@ -17,21 +17,28 @@ import (
 // save writes the report under data_dir/reports, replacing the last one
 // only once the new one is complete.
 func (s *Scheduler) save(rr *Report) error {
-	dir := filepath.Join(s.cfg.DataDir, "reports")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(s.reportsDir(), 0o755); err != nil {
 		return err
 	}
-	name := FileToken(rr.Run)
 	for ext, b := range map[string][]byte{".md": rr.MD, ".json": rr.JSON, ".html": rr.HTML} {
-		tmp := filepath.Join(dir, "."+name+ext+".tmp")
+		path := s.reportPath(rr.Run, ext)
+		tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
 		if err := os.WriteFile(tmp, b, 0o644); err != nil {
 			return err
 		}
-		if err := os.Rename(tmp, filepath.Join(dir, name+ext)); err != nil {
+		if err := os.Rename(tmp, path); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func (s *Scheduler) reportsDir() string { return filepath.Join(s.cfg.DataDir, "reports") }
+
+// reportPath is where run's report in the form ext (".md", ".json",
+// ".html") is kept.
+func (s *Scheduler) reportPath(run, ext string) string {
+	return filepath.Join(s.reportsDir(), FileToken(run)+ext)
 }
 
 // FileToken names a run's report files. A long run id (one published by
@@ -92,10 +99,9 @@ func (s *Scheduler) Recover(ctx context.Context) error {
 		if at == nil {
 			continue
 		}
-		dir := filepath.Join(s.cfg.DataDir, "reports")
-		md, err1 := os.ReadFile(filepath.Join(dir, FileToken(run)+".md"))
-		js, err2 := os.ReadFile(filepath.Join(dir, FileToken(run)+".json"))
-		page, _ := os.ReadFile(filepath.Join(dir, FileToken(run)+".html"))
+		md, err1 := os.ReadFile(s.reportPath(run, ".md"))
+		js, err2 := os.ReadFile(s.reportPath(run, ".json"))
+		page, _ := os.ReadFile(s.reportPath(run, ".html"))
 		if err1 == nil && err2 == nil {
 			rr := &Report{Run: run, At: time.Unix(0, *at).UTC(), StepLo: lo, StepHi: hi,
 				Findings: deref(findings), Partial: wasPartial, MD: md, JSON: js, HTML: page}
