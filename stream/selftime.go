@@ -126,16 +126,24 @@ func (t *SliceTable) assignGPUBusy(isHost func(row int) bool) {
 		}
 	}
 	type span struct{ s, e int64 }
-	var iv []span
+	isGPU := func(i int) bool { return gpu[t.Kind.V[i]] && t.Dur.V[i] >= 0 }
+	m := 0
 	for i := range n {
-		if gpu[t.Kind.V[i]] && t.Dur.V[i] >= 0 {
+		if isGPU(i) {
+			m++
+		}
+	}
+	iv := make([]span, 0, m) // counted first: a big trace's GPU rows are millions
+	for i := range n {
+		if isGPU(i) {
 			iv = append(iv, span{t.TS.V[i], t.TS.V[i] + t.Dur.V[i]})
 		}
 	}
 	slices.SortFunc(iv, func(a, b span) int { return cmp.Or(cmp.Compare(a.s, b.s), cmp.Compare(a.e, b.e)) })
 	// the union as islands, touching intervals merged, with the busy time
-	// before each
-	var isl []span
+	// before each; built in place (an island never runs ahead of the
+	// interval being read)
+	isl := iv[:0]
 	for _, x := range iv {
 		if k := len(isl) - 1; k >= 0 && x.s <= isl[k].e {
 			isl[k].e = max(isl[k].e, x.e)

@@ -529,3 +529,24 @@ func concatRecords(t *testing.T, recs []arrow.RecordBatch) arrow.RecordBatch {
 	}
 	return out
 }
+
+// Reserve gives the columns room for exactly the rows asked (append's own
+// rounding would add up to a quarter more), keeping what they hold.
+func TestReserveExact(t *testing.T) {
+	tb := NewSliceTable(NewStrings(), true)
+	for i := range 1000 {
+		tb.TS.Append(int64(i))
+		tb.Name.Append(int32(i))
+	}
+	tb.Reserve(4321)
+	if cap(tb.TS.V) != 4321 || cap(tb.Name.V) != 4321 || cap(tb.ExternalID.V) != 4321 {
+		t.Errorf("capacities %d %d %d, want 4321", cap(tb.TS.V), cap(tb.Name.V), cap(tb.ExternalID.V))
+	}
+	if len(tb.TS.V) != 1000 || tb.TS.V[999] != 999 || tb.Name.V[500] != 500 {
+		t.Errorf("values lost: len %d", len(tb.TS.V))
+	}
+	tb.Reserve(10) // never shrinks
+	if cap(tb.TS.V) != 4321 {
+		t.Errorf("cap %d after a smaller Reserve", cap(tb.TS.V))
+	}
+}

@@ -66,6 +66,7 @@ func (b *builder) finish(opt Options) error {
 	}
 
 	b.bindFlows()
+	b.flows = nil // no use past here: let them go before the columns below are made
 	b.assignOpCosts()
 	b.assignSteps(n)
 	b.assignSelfTimes(n)

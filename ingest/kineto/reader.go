@@ -116,6 +116,7 @@ func newParser(r io.Reader, name string, opt Options) *parser {
 	t.Counters.Str = str
 	p := &parser{s: jsonscan.NewStream(r, initialWindow), name: name, opt: opt, trace: t}
 	p.b.init(t)
+	p.b.sizeHint = opt.SizeHint
 	if opt.SizeHint > 0 {
 		t.Slices.Reserve(int(min(opt.SizeHint/bytesPerEvent, 50_000_000)))
 	}
