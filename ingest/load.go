@@ -51,6 +51,12 @@ type Options struct {
 	// limit), with the file; nil is silent. Unlike Progress it is meant to
 	// be shown even when a user asks for quiet.
 	Warn func(string)
+	// HugeTraceMemoryLimit is DuckDB's memory limit (such as "256MB")
+	// while the chunks of a trace too big for one batch go in; "" keeps
+	// the store's. Such a trace outgrows the pool anyway, and while its
+	// chunks go in, the Go records still waiting sit beside the pool: a
+	// smaller pool keeps the two from adding up.
+	HugeTraceMemoryLimit string
 }
 
 func (opt Options) warn(line string) {
@@ -148,6 +154,7 @@ func Load(ctx context.Context, st *duck.Store, files []string, opt Options) (*St
 		fmt.Fprintf(opt.Progress, "replacing run %s already in the database\n", opt.RunID)
 	}
 	sink := newBufferedSink(st, 1<<20)
+	sink.hugeLimit = opt.HugeTraceMemoryLimit
 	stats, err := Read(ctx, sink, files, opt)
 	if err != nil {
 		sink.Flush(context.WithoutCancel(ctx)) // releases what waits; the load failed anyway

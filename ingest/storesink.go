@@ -83,13 +83,16 @@ func RefreshRuns(ctx context.Context, st *duck.Store, runIDs ...string) error {
 // flushing at 1M rows held ~110 MB more at the peak than at 256K; on 1,024
 // small traces, flushing at 256K rows made the inserts 5 s slower).
 type bufferedSink struct {
-	st      *duck.Store
-	limit   int64
-	rows    int64
-	big     int64 // rows waiting in batches of largeBatch rows or more
-	huge    bool  // a batch of hugeBatch rows waits
-	order   []string
-	pending map[string][]arrow.RecordBatch
+	st    *duck.Store
+	limit int64
+	rows  int64
+	big   int64 // rows waiting in batches of largeBatch rows or more
+	huge  bool  // a batch of hugeBatch rows waits
+	// hugeLimit is DuckDB's memory limit while huge batches go in ("":
+	// the store's); see Options.HugeTraceMemoryLimit
+	hugeLimit string
+	order     []string
+	pending   map[string][]arrow.RecordBatch
 }
 
 func newBufferedSink(st *duck.Store, limit int64) *bufferedSink {
@@ -124,6 +127,13 @@ func (s *bufferedSink) Insert(ctx context.Context, table string, rec arrow.Recor
 // Flush inserts everything waiting, the ranks rows last, and releases it.
 func (s *bufferedSink) Flush(ctx context.Context) error {
 	defer s.release()
+	if s.huge && s.hugeLimit != "" {
+		return s.st.WithMemoryLimit(ctx, s.hugeLimit, func() error { return s.flush(ctx) })
+	}
+	return s.flush(ctx)
+}
+
+func (s *bufferedSink) flush(ctx context.Context) error {
 	for _, t := range s.order {
 		if t == "ranks" {
 			continue

@@ -29,6 +29,7 @@ type Store struct {
 	arrow     *duckdb.Arrow
 	views     int
 	tempDir   string // an in-memory store's spill folder, removed at Close
+	memLimit  string // Options.MemoryLimit, which WithMemoryLimit puts back
 }
 
 // Options tune Open.
@@ -108,7 +109,8 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		_, err = conn.ExecContext(ctx, fmt.Sprintf("SET threads = %d", opt.Threads))
 	}
 	if err == nil && opt.MemoryLimit != "" {
-		_, err = conn.ExecContext(ctx, "SET memory_limit = '"+strings.ReplaceAll(opt.MemoryLimit, "'", "")+"'")
+		s.memLimit = strings.ReplaceAll(opt.MemoryLimit, "'", "")
+		_, err = conn.ExecContext(ctx, "SET memory_limit = '"+s.memLimit+"'")
 	}
 	if err == nil && !opt.ReadOnly {
 		err = s.applySchema(ctx)
@@ -118,6 +120,24 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// WithMemoryLimit runs f with DuckDB's memory limit set to limit (such as
+// "256MB"), then puts back the limit the store was opened with (DuckDB's
+// default when none). The limit is the database's, not the connection's.
+func (s *Store) WithMemoryLimit(ctx context.Context, limit string, f func() error) error {
+	if err := s.Exec(ctx, "SET memory_limit = '"+strings.ReplaceAll(limit, "'", "")+"'"); err != nil {
+		return fmt.Errorf("set DuckDB's memory_limit to %q: %w", limit, err)
+	}
+	err := f()
+	restore := "RESET memory_limit"
+	if s.memLimit != "" {
+		restore = "SET memory_limit = '" + s.memLimit + "'"
+	}
+	if rerr := s.Exec(context.WithoutCancel(ctx), restore); err == nil {
+		err = rerr
+	}
+	return err
 }
 
 // Fork is a second connection to the same database, for work that runs

@@ -543,3 +543,43 @@ func TestInMemorySpillsToItsOwnTempDir(t *testing.T) {
 		t.Errorf("left after Close: %q", left)
 	}
 }
+
+// WithMemoryLimit holds its limit while f runs and puts back the store's
+// own, or DuckDB's default when the store was opened without one.
+func TestWithMemoryLimit(t *testing.T) {
+	ctx := context.Background()
+	limit := func(st *duck.Store) string {
+		got := rowStrings(t, st, "SELECT current_setting('memory_limit')")
+		if len(got) != 1 {
+			t.Fatalf("memory_limit rows %q", got)
+		}
+		return got[0]
+	}
+	for _, opened := range []string{"512MB", ""} {
+		st, err := duck.Open(ctx, "", duck.Options{MemoryLimit: opened})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := limit(st)
+		var during string
+		err = st.WithMemoryLimit(ctx, "256MB", func() error { during = limit(st); return nil })
+		if err != nil {
+			t.Errorf("opened with %q: %v", opened, err)
+		}
+		if !strings.Contains(during, "244.1 MiB") {
+			t.Errorf("opened with %q: limit inside %q, want 256MB (244.1 MiB)", opened, during)
+		}
+		if after := limit(st); after != before {
+			t.Errorf("opened with %q: limit after %q, want %q as before", opened, after, before)
+		}
+		// f's error comes back, and the limit is put back all the same
+		boom := errors.New("boom")
+		if err := st.WithMemoryLimit(ctx, "128MB", func() error { return boom }); !errors.Is(err, boom) {
+			t.Errorf("opened with %q: error %v, want boom", opened, err)
+		}
+		if after := limit(st); after != before {
+			t.Errorf("opened with %q: limit after a failure %q, want %q", opened, after, before)
+		}
+		st.Close()
+	}
+}
