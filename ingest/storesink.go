@@ -118,7 +118,13 @@ func (s *bufferedSink) Insert(ctx context.Context, table string, rec arrow.Recor
 		s.big += rec.NumRows()
 	}
 	s.huge = s.huge || rec.NumRows() >= hugeBatch
-	if s.rows >= s.limit || s.big >= s.limit/4 {
+	bigLimit := s.limit / 4
+	if s.st.Compressed() {
+		// each trace goes in, and is compressed, on its own: waiting
+		// would hold it uncompressed beside the next
+		bigLimit = largeBatch
+	}
+	if s.rows >= s.limit || s.big >= bigLimit {
 		return s.Flush(ctx)
 	}
 	return nil
@@ -145,6 +151,14 @@ func (s *bufferedSink) flush(ctx context.Context) error {
 	if recs := s.pending["ranks"]; len(recs) > 0 {
 		if err := (StoreSink{s.st}).insertRanks(ctx, recs); err != nil {
 			return err
+		}
+	}
+	if s.st.Compressed() && !s.huge {
+		// compress what just went in before more comes. Not between the
+		// chunks of a huge trace: each checkpoint then rewrote more than
+		// the last (a 1.5 GB trace's inserts took 14 s instead of 6 s)
+		if err := s.st.Checkpoint(ctx); err != nil {
+			return fmt.Errorf("compress the rows inserted: %w", err)
 		}
 	}
 	if s.huge {

@@ -78,3 +78,53 @@ func TestHugeTraceMemoryLimit(t *testing.T) {
 		})
 	}
 }
+
+// With a compressed store, a large batch goes in at once and is
+// compressed; small ones wait for the row limit as before.
+func TestCompressedStoreFlushesEachTrace(t *testing.T) {
+	ctx := context.Background()
+	st, err := duck.Open(ctx, "", duck.Options{Compress: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	count := func(q string) int {
+		var n int
+		if err := st.Conn().QueryRowContext(ctx, q).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	s := newBufferedSink(st, 1<<20)
+	var small stream.StepTable
+	for i := range 10 {
+		small.Step.Append(int32(i))
+		small.Start.Append(int64(i))
+		small.End.Append(int64(i + 1))
+	}
+	rec := small.Record("small", 0)
+	defer rec.Release()
+	if err := s.Insert(ctx, "steps", rec); err != nil {
+		t.Fatal(err)
+	}
+	if n := count("SELECT count(*) FROM steps"); n != 0 {
+		t.Errorf("a small batch went in at once (%d rows)", n)
+	}
+	var large stream.StepTable
+	for i := range largeBatch {
+		large.Step.Append(int32(i))
+		large.Start.Append(int64(i))
+		large.End.Append(int64(i + 1))
+	}
+	big := large.Record("large", 0)
+	defer big.Release()
+	if err := s.Insert(ctx, "steps", big); err != nil {
+		t.Fatal(err)
+	}
+	if n := count("SELECT count(*) FROM steps"); n != 10+largeBatch {
+		t.Errorf("%d rows after a large batch, want %d: it waited", n, 10+largeBatch)
+	}
+	if n := count("SELECT count(*) FROM pragma_storage_info('steps') WHERE compression = 'Uncompressed'"); n != 0 {
+		t.Errorf("%d uncompressed segments after the flush", n)
+	}
+}
