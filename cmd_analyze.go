@@ -44,9 +44,11 @@ nodes for slow_host and for the collectives' transport, which is
 "unknown" while a host is.
 
 DuckDB keeps up to 512MB of tables in memory (duckdb.memory_limit, or
-TRAINSCOPE_DUCKDB_MEMORY_LIMIT=2GB, changes it; without it, 256MB while a
-trace of some 300,000 events or more goes in); the rest goes to a folder in
-the system's temp folder (TMPDIR) while the command runs.
+TRAINSCOPE_DUCKDB_MEMORY_LIMIT=2GB, changes it); the rest goes to a folder in
+the system's temp folder (TMPDIR) while the command runs. In memory, the
+tables are compressed trace by trace as they go in, unless a trace holds
+128 MB of JSON or more; with --db and without duckdb.memory_limit, DuckDB
+gets 256MB while a trace of some 300,000 events or more goes in.
 
 Examples:
   trainscope analyze traces/                       # a folder of rank traces
@@ -106,6 +108,15 @@ const analyzeMemoryLimit = "512MB"
 // inserts slower (14 s against 12 s) and the peak higher (1.06 GB
 // against 1.01 GB).
 const analyzeHugeTraceMemoryLimit = "256MB"
+
+// compressMaxTraceBytes is the JSON size of the largest trace for which
+// analyze keeps its in-memory tables compressed. Each trace is compressed
+// once it is in (a checkpoint); a bigger one goes in as 256K-row chunks,
+// which cannot be compressed one by one at a sensible cost, and the
+// compressed store then only slowed its inserts: a 1.5 GB trace took
+// 26.6 s and 1.03 GB with it, 24.4 s and 0.98 GB without; syn8's traces
+// (54 MB each) peak at ~375 MB with it, ~600 MB without (bench/RESULTS.md).
+const compressMaxTraceBytes = 128 << 20
 
 func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error {
 	var f analyzeFlags
@@ -190,8 +201,10 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 		// threads, whole run 4.34-4.45 s against 4.97-5.30 s)
 		threads = 1
 	}
-	// in memory, the tables are compressed trace by trace as they go in
-	st, err := duck.Open(ctx, f.db, duck.Options{Threads: threads, MemoryLimit: memLimit, Compress: true})
+	// in memory, the tables are compressed trace by trace as they go in,
+	// unless a trace is too big to go in as one
+	compress := ingest.LargestJSON(files) < compressMaxTraceBytes
+	st, err := duck.Open(ctx, f.db, duck.Options{Threads: threads, MemoryLimit: memLimit, Compress: compress})
 	if err != nil {
 		return err
 	}

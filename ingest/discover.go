@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/trainscope/trainscope/ingest/jsonscan"
 )
 
 // traceLike reports whether a file name looks like an artifact the readers
@@ -76,4 +78,23 @@ func Discover(paths []string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// LargestJSON is the largest uncompressed size among files, as far as a
+// file says (a gzip file's trailer, bounded; jsonscan.JSONSize): how big
+// the biggest single trace of a load is before it is read. Files that
+// cannot be opened count nothing (reading them reports the error).
+func LargestJSON(files []string) int64 {
+	var largest int64
+	for _, p := range files {
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		if st, err := f.Stat(); err == nil && !st.IsDir() {
+			largest = max(largest, jsonscan.JSONSize(f, st.Size()))
+		}
+		f.Close()
+	}
+	return largest
 }
