@@ -14,15 +14,6 @@ import (
 // leaves the store's own limit in place afterwards.
 func TestHugeTraceMemoryLimit(t *testing.T) {
 	ctx := context.Background()
-	steps := func(n int) *stream.StepTable {
-		var s stream.StepTable
-		for i := range n {
-			s.Step.Append(int32(i))
-			s.Start.Append(int64(i))
-			s.End.Append(int64(i + 1))
-		}
-		return &s
-	}
 	limit := func(st *duck.Store) string {
 		var l string
 		if err := st.Conn().QueryRowContext(ctx, "SELECT current_setting('memory_limit')").Scan(&l); err != nil {
@@ -49,7 +40,7 @@ func TestHugeTraceMemoryLimit(t *testing.T) {
 			before := limit(st)
 			s := newBufferedSink(st, 1<<30)
 			s.hugeLimit = tc.hugeLimit
-			rec := steps(tc.rows).Record("r", 0)
+			rec := stepRows(tc.rows).Record("r", 0)
 			defer rec.Release()
 			if err := s.Insert(ctx, "steps", rec); err != nil {
 				t.Fatal(err)
@@ -96,13 +87,7 @@ func TestCompressedStoreFlushesEachTrace(t *testing.T) {
 		return n
 	}
 	s := newBufferedSink(st, 1<<20)
-	var small stream.StepTable
-	for i := range 10 {
-		small.Step.Append(int32(i))
-		small.Start.Append(int64(i))
-		small.End.Append(int64(i + 1))
-	}
-	rec := small.Record("small", 0)
+	rec := stepRows(10).Record("small", 0)
 	defer rec.Release()
 	if err := s.Insert(ctx, "steps", rec); err != nil {
 		t.Fatal(err)
@@ -110,13 +95,7 @@ func TestCompressedStoreFlushesEachTrace(t *testing.T) {
 	if n := count("SELECT count(*) FROM steps"); n != 0 {
 		t.Errorf("a small batch went in at once (%d rows)", n)
 	}
-	var large stream.StepTable
-	for i := range largeBatch {
-		large.Step.Append(int32(i))
-		large.Start.Append(int64(i))
-		large.End.Append(int64(i + 1))
-	}
-	big := large.Record("large", 0)
+	big := stepRows(largeBatch).Record("large", 0)
 	defer big.Release()
 	if err := s.Insert(ctx, "steps", big); err != nil {
 		t.Fatal(err)
@@ -127,4 +106,15 @@ func TestCompressedStoreFlushesEachTrace(t *testing.T) {
 	if n := count("SELECT count(*) FROM pragma_storage_info('steps') WHERE compression = 'Uncompressed'"); n != 0 {
 		t.Errorf("%d uncompressed segments after the flush", n)
 	}
+}
+
+// stepRows is a steps table of n one-nanosecond steps.
+func stepRows(n int) *stream.StepTable {
+	var s stream.StepTable
+	for i := range n {
+		s.Step.Append(int32(i))
+		s.Start.Append(int64(i))
+		s.End.Append(int64(i + 1))
+	}
+	return &s
 }
