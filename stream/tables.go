@@ -20,7 +20,6 @@ type SliceTable struct {
 
 	detailRows []int32
 	taken      int // rows handed over by TakeRecords, whose columns are gone
-	dropped    int // bytes of columns TakeRecords dropped since it last collected
 
 	Step                                      Num[int32]
 	Kind, Cat, Name                           Dict
@@ -316,12 +315,13 @@ func (t *SliceTable) split(runID, host string, rank int32, take bool, chunk int)
 		cs[k] = &SliceTable{Str: t.Str, Stacks: t.Stacks}
 	}
 	d := &SliceTable{Str: t.Str, Detail: true, Stacks: t.Stacks}
+	dropped := 0 // bytes of t's columns dropped since the last collection
 	for _, col := range []func(*SliceTable) *Num[int32]{
 		func(x *SliceTable) *Num[int32] { return &x.Step }, func(x *SliceTable) *Num[int32] { return &x.Device },
 		func(x *SliceTable) *Num[int32] { return &x.Kind.Num }, func(x *SliceTable) *Num[int32] { return &x.Cat.Num },
 		func(x *SliceTable) *Num[int32] { return &x.Name.Num }, func(x *SliceTable) *Num[int32] { return &x.StackID },
 	} {
-		splitNum(t, cs, d, col, chunks, detailIdx, take)
+		dropped = splitNum(t, cs, d, col, chunks, detailIdx, take, dropped)
 	}
 	for _, col := range []func(*SliceTable) *Num[int64]{
 		func(x *SliceTable) *Num[int64] { return &x.TS }, func(x *SliceTable) *Num[int64] { return &x.Dur },
@@ -330,7 +330,7 @@ func (t *SliceTable) split(runID, host string, rank int32, take bool, chunk int)
 		func(x *SliceTable) *Num[int64] { return &x.ExternalID }, func(x *SliceTable) *Num[int64] { return &x.LaunchTS },
 		func(x *SliceTable) *Num[int64] { return &x.SelfDur }, func(x *SliceTable) *Num[int64] { return &x.GPUBusyDur },
 	} {
-		splitNum(t, cs, d, col, chunks, detailIdx, take)
+		dropped = splitNum(t, cs, d, col, chunks, detailIdx, take, dropped)
 	}
 	for _, p := range []struct{ dst, src *Sparse[int32] }{
 		{&d.GridX, &t.GridX}, {&d.GridY, &t.GridY}, {&d.GridZ, &t.GridZ},
@@ -364,8 +364,10 @@ func (t *SliceTable) split(runID, host string, rank int32, take bool, chunk int)
 }
 
 // splitNum copies column col of t's rows chunks[k] into cs[k] and of its
-// rows detailIdx into d, and with take drops t's column.
-func splitNum[T int32 | int64](t *SliceTable, cs []*SliceTable, d *SliceTable, col func(*SliceTable) *Num[T], chunks [][]int32, detailIdx []int32, take bool) {
+// rows detailIdx into d, and with take drops t's column. dropped is how
+// many bytes of columns were dropped since the last collection; it returns
+// the count with this column's.
+func splitNum[T int32 | int64](t *SliceTable, cs []*SliceTable, d *SliceTable, col func(*SliceTable) *Num[T], chunks [][]int32, detailIdx []int32, take bool, dropped int) int {
 	src := col(t)
 	for k, idx := range chunks {
 		*col(cs[k]) = gatherNum(src, idx)
@@ -373,16 +375,17 @@ func splitNum[T int32 | int64](t *SliceTable, cs []*SliceTable, d *SliceTable, c
 	*col(d) = gatherNum(src, detailIdx)
 	if take {
 		var zero T
-		t.dropped += cap(src.V) * int(unsafe.Sizeof(zero))
+		dropped += cap(src.V) * int(unsafe.Sizeof(zero))
 		*src = Num[T]{}
-		if t.dropped >= dropGCBytes {
+		if dropped >= dropGCBytes {
 			// a big trace's columns, copied: collect them now, so the
 			// records that follow reuse their memory instead of adding
 			// to it (the heap would grow by half before the GC ran)
-			t.dropped = 0
+			dropped = 0
 			runtime.GC()
 		}
 	}
+	return dropped
 }
 
 // dropGCBytes is how many bytes of columns TakeRecords drops before it
