@@ -26,7 +26,9 @@ it from stdin.
 Tables: runs, ranks, process_groups, threads, stacks, slices (a view over
 slices_core and slices_detail), steps, counters, mem_segments, mem_blocks,
 mem_events, mem_settings, script_flags, script_context, findings, metrics,
-root_causes (the report's ranked root causes), analysis_window, gpu_specs;
+root_causes (the report's ranked root causes), node_history (how every
+GPU and link fared in each run: slow, throttled, GPU errors, hangs, late
+arrivals), analysis_window, gpu_specs;
 the pipeline's bookkeeping: ingested_batches, rejected_batches and
 analyses. Views: gpu_window, host_window, gpu_span, gpu_busy,
 gpu_class_time, collective_instances (each rank's wait and transfer in
@@ -37,7 +39,10 @@ rank of their GPU), gpu_samples (GPU counters from any source
 under one vocabulary: sm_clock_mhz, power_w, temp_c, clock_reasons, xid,
 tensor_active ...), rank_steps (one row per run, rank and step: step time,
 compute, transfer and wait, memory peaks, clocks, power and throttling
-during the step, the launch script's parallel settings). Macros:
+during the step, the launch script's parallel settings), node_reputation
+(every GPU and link over its last 10 runs: bad runs of how many, and a
+score that needs several bad runs to rise; node_reputation_over(n) for
+the last n). Macros:
 interval_union, covered_time, exposed_time, robust_z, pct, fmt_ns,
 fmt_bytes, peak_tflops, dtype_bytes, bus_factor, clock_reasons_text,
 xid_text.
@@ -50,6 +55,7 @@ Examples:
   trainscope sql --db run.duckdb "SELECT severity, message FROM findings"
   trainscope sql --db run.duckdb --format csv "SELECT * FROM metrics WHERE detector = 'temporal_breakdown'"
   trainscope sql --server localhost:50051 --format json "SELECT run_id, world_size FROM runs"
+  trainscope sql --db fleet.duckdb "SELECT node, bad_runs, runs, score, bad_run_ids FROM node_reputation WHERE bad_runs >= 3"
 
 Flags:
 `

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/trainscope/trainscope/detectors"
 	"github.com/trainscope/trainscope/sql/duck"
@@ -34,8 +35,12 @@ func detect(ctx context.Context, st *duck.Store, set *detectors.Set, window dete
 	if err != nil {
 		return nil, err
 	}
-	// the root causes go into the database too (root_causes), for sql and Grafana
-	return rep, detectors.SaveCauses(ctx, st, rep)
+	// the root causes go into the database too (root_causes), for sql and
+	// Grafana, and each GPU's and link's outcome into node_history
+	if err := detectors.SaveCauses(ctx, st, rep); err != nil {
+		return nil, err
+	}
+	return rep, detectors.SaveNodeHistory(ctx, st, rep, time.Now())
 }
 
 // warnTo writes the readers' warnings (repaired input) to w, one a line.

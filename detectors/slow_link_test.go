@@ -26,6 +26,12 @@ func slowLinkRun(t *testing.T, slowXfer int64) string {
 // a last one of compute only, outside the default window, when tail); in
 // group [0, 1] rank 0 waits 50 µs for rank 1.
 func linkRun(t *testing.T, xfer []int64, steps int, tail bool) string {
+	return linkRunOn(t, xfer, steps, tail, nil)
+}
+
+// linkRunOn is linkRun with place, when not nil, called on each rank's
+// trace before its events are added (to set its host and device).
+func linkRunOn(t *testing.T, xfer []int64, steps int, tail bool, place func(*traceBuilder)) string {
 	dir := t.TempDir()
 	world := 2 * len(xfer)
 	for rank := range world {
@@ -34,6 +40,9 @@ func linkRun(t *testing.T, xfer []int64, steps int, tail bool) string {
 			"Group size": 2, "dtype": "Float", "Process Group Name": fmt.Sprint(g + 1), "Process Group Description": "tp",
 			"Process Group Ranks": fmt.Sprintf("[%d, %d]", 2*g, 2*g+1)}
 		b := newTrace(rank, world)
+		if place != nil {
+			place(b)
+		}
 		for s := range steps {
 			o := int64(s) * 1000
 			b.step(s+1, o, 1000)

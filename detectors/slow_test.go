@@ -27,12 +27,34 @@ func slowRun(t *testing.T, hosts []string, gemmUS []int64) string {
 // GEMMs are done and all end 200 µs after the last arrival (the slowest
 // GEMMs set it), so a slower rank arrives last and its peers wait.
 func gemmRun(t *testing.T, hosts []string, gemmUS []int64, chained bool) string {
+	return gemmJob{hosts: hosts, gemmUS: gemmUS, chained: chained}.write(t)
+}
+
+// gemmJob is gemmRun's run with more said about where it ran: each rank's
+// CUDA device (nil: 0) and the run's start (µs since the epoch; 0: the
+// trace builder's default).
+type gemmJob struct {
+	hosts   []string
+	devices []int
+	gemmUS  []int64
+	chained bool
+	origin  int64
+}
+
+func (j gemmJob) write(t *testing.T) string {
+	hosts, gemmUS, chained := j.hosts, j.gemmUS, j.chained
 	dir := t.TempDir()
 	world := len(hosts)
 	slowest := slices.Max(gemmUS)
 	for r := range world {
 		b := newTrace(r, world)
 		b.host = hosts[r]
+		if j.devices != nil {
+			b.device = j.devices[r]
+		}
+		if j.origin != 0 {
+			b.origin = j.origin
+		}
 		for s := range 3 {
 			base := int64(s) * 5000
 			b.step(s+1, base, 5000)

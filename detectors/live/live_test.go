@@ -5,6 +5,7 @@ package live
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,7 +33,7 @@ func (c *clock) Add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// loaded is a store holding the sample run as run "s", and a scheduler
+// loaded is a store holding the sample run as run "s" (on host node-s), and a scheduler
 // over it whose data lives in a temporary folder.
 func loaded(t *testing.T, opts Options) (*duck.Store, *Scheduler, Config) {
 	t.Helper()
@@ -43,7 +44,7 @@ func loaded(t *testing.T, opts Options) (*duck.Store, *Scheduler, Config) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	if _, err := ingest.Load(ctx, st, sample, ingest.Options{RunID: "s", Rank: -1}); err != nil {
+	if _, err := ingest.Load(ctx, st, sample, ingest.Options{RunID: "s", Host: "node-s", Rank: -1}); err != nil {
 		t.Fatal(err)
 	}
 	set, err := detectors.NewSet(detectors.Config{})
@@ -90,6 +91,10 @@ func TestQuietRunIsAnalysedOnce(t *testing.T) {
 	if n := count(t, st, "SELECT count(*) FROM analyses WHERE run_id = 's' AND NOT partial"); n != 1 {
 		t.Errorf("analyses rows %d, want 1", n)
 	}
+	// each GPU's outcome, stamped with the pass's time
+	if n := count(t, st, fmt.Sprintf("SELECT count(*) FROM node_history WHERE run_id = 's' AND entity = 'gpu' AND host = 'node-s' AND analyzed_ns = %d", clk.Now().UnixNano())); n != 2 {
+		t.Errorf("node_history rows of the pass %d, want one per rank (2)", n)
+	}
 	for _, ext := range []string{".md", ".json", ".html"} {
 		b, err := os.ReadFile(filepath.Join(cfg.DataDir, "reports", "s"+ext))
 		if err != nil || len(b) == 0 {
@@ -114,7 +119,7 @@ func TestPendingRunWaitsThenGoesPartial(t *testing.T) {
 		defer mu.Unlock()
 		return why, nil
 	}}
-	_, s, cfg := loaded(t, opts)
+	st, s, cfg := loaded(t, opts)
 	s.Touched(map[string]bool{"s": true})
 	clk.Add(cfg.Quiet)
 	s.Step(ctx)
@@ -127,6 +132,9 @@ func TestPendingRunWaitsThenGoesPartial(t *testing.T) {
 	if rr == nil || !rr.Partial || rr.Status == nil || rr.Status.Reasons[0] != why || s.PartialRuns() != 1 || s.PendingRuns() != 1 {
 		t.Fatalf("at the timeout: %+v (partial runs %d, pending %d)", rr, s.PartialRuns(), s.PendingRuns())
 	}
+	if n := count(t, st, "SELECT count(*) FROM node_history"); n != 0 {
+		t.Errorf("a partial pass wrote %d node_history rows", n)
+	}
 	mu.Lock()
 	why = ""
 	mu.Unlock()
@@ -134,6 +142,9 @@ func TestPendingRunWaitsThenGoesPartial(t *testing.T) {
 	s.Step(ctx)
 	if rr := s.Report("s"); rr == nil || rr.Partial || s.PendingRuns() != 0 || s.Passes.Load() != 2 {
 		t.Fatalf("once complete: %+v, %d pending, %d passes", rr, s.PendingRuns(), s.Passes.Load())
+	}
+	if n := count(t, st, "SELECT count(*) FROM node_history WHERE entity = 'gpu'"); n != 2 {
+		t.Errorf("the final pass wrote %d node_history GPU rows, want 2", n)
 	}
 }
 

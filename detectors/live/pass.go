@@ -62,6 +62,9 @@ func (s *Scheduler) analyze(ctx context.Context, run, why string) (bool, error) 
 		return false, err
 	}
 	rr := &Report{Run: run, At: s.opts.Now().UTC(), Status: status, Partial: status != nil && status.Partial}
+	if err := detectors.SaveNodeHistory(ctx, scratch, rep, rr.At); err != nil {
+		return false, err
+	}
 	if window.Set {
 		rr.StepLo, rr.StepHi = &window.StepLo, &window.StepHi
 	}
@@ -86,6 +89,11 @@ func (s *Scheduler) analyze(ctx context.Context, run, why string) (bool, error) 
 	s.mu.Lock()
 	err = s.st.Tx(ctx, func() error {
 		tables := []string{"findings", "metrics", "root_causes"}
+		if !rr.Partial {
+			// a partial pass leaves the run's node history as the last
+			// final pass made it
+			tables = append(tables, "node_history")
+		}
 		for _, t := range tables {
 			if err := s.st.Exec(ctx, "DELETE FROM "+t+" WHERE run_id = ?", run); err != nil {
 				return err

@@ -78,8 +78,16 @@ func loadDemo(ctx context.Context, st *duck.Store, files []string) error {
 	if err := detectors.SetWindow(ctx, st, detectors.Window{}); err != nil {
 		return err
 	}
-	if _, err := set.Run(ctx, st); err != nil {
+	results, err := set.Run(ctx, st)
+	if err != nil {
 		return fmt.Errorf("detectors: %w", err)
+	}
+	rep, err := detectors.BuildReport(ctx, st, results)
+	if err != nil {
+		return err
+	}
+	if err := detectors.SaveNodeHistory(ctx, st, rep, time.Now()); err != nil {
+		return err
 	}
 	for _, run := range []string{demoRunID, throttledRunID} {
 		if err := st.Exec(ctx, `INSERT INTO analyses (run_id, analyzed_ns, step_lo, step_hi, ranks, findings, took_ms)

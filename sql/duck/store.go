@@ -309,7 +309,7 @@ func (s *Store) ExportParquet(ctx context.Context, dir string) error {
 
 // ExportTables are the tables ExportParquet writes.
 var ExportTables = []string{"runs", "ranks", "process_groups", "threads", "stacks", "slices", "steps", "counters",
-	"mem_segments", "mem_blocks", "mem_events", "mem_settings", "script_flags", "script_context", "findings", "metrics"}
+	"mem_segments", "mem_blocks", "mem_events", "mem_settings", "script_flags", "script_context", "findings", "metrics", "node_history"}
 
 // RunTables hold a run's events, one row set per run_id: what a run is
 // made of, as loaded or ingested.

@@ -81,6 +81,17 @@ FROM metrics
 WHERE detector = 'mem_fleet' AND `+runsInRange+`
 ORDER BY run_id, metric`)).
 			Unit("decbytes"),
+		tablePanel("Nodes that keep being bad (their last 10 runs)").Span(24).Height(8).
+			Description("Every GPU (host:device) and link (its GPUs) that ran in the time range, over its last 10 runs across jobs "+
+				"(node_reputation): in how many it was slow, throttled, reported a GPU error or hung. The score is the 95% lower "+
+				"bound of its share of bad runs, so one bad run scores low and a node bad in most of many runs high.").
+			WithTarget(sqlQuery(`
+SELECT entity, node, host, gpu_name, bad_runs, runs, slow_runs, throttled_runs, error_runs, hung_runs,
+       median_slowdown, median_late_share, score, bad_run_ids, last_run_id
+FROM node_reputation
+WHERE $__timeFilter(last_run_ns)
+ORDER BY score DESC, bad_runs DESC, entity, node`)).
+			ShowHeader(true),
 		timeseriesPanel("Detector passes").Span(12).Height(8).
 			Description("One point per pass of the serve scheduler's detectors over a run.").
 			WithTarget(sqlQuery(`
