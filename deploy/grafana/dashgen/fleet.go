@@ -81,6 +81,14 @@ FROM metrics
 WHERE detector = 'mem_fleet' AND `+runsInRange+`
 ORDER BY run_id, metric`)).
 			Unit("decbytes"),
+		timeseriesPanel("Detector passes").Span(12).Height(8).
+			Description("One point per pass of the serve scheduler's detectors over a run.").
+			WithTarget(sqlQuery(`
+SELECT make_timestamp_ns(analyzed_ns) AS time, run_id, findings::DOUBLE AS findings, took_ms
+FROM analyses
+WHERE $__timeFilter(analyzed_ns)
+ORDER BY time`).TimeSeries()),
+
 		tablePanel("Nodes that keep being bad (their last 10 runs)").Span(24).Height(8).
 			Description("Every GPU (host:device) and link (its GPUs) that ran in the time range, over its last 10 runs across jobs "+
 				"(node_reputation): in how many it was slow, throttled, reported a GPU error or hung. The score is the 95% lower "+
@@ -92,14 +100,6 @@ FROM node_reputation
 WHERE $__timeFilter(last_run_ns)
 ORDER BY score DESC, bad_runs DESC, entity, node`)).
 			ShowHeader(true),
-		timeseriesPanel("Detector passes").Span(12).Height(8).
-			Description("One point per pass of the serve scheduler's detectors over a run.").
-			WithTarget(sqlQuery(`
-SELECT make_timestamp_ns(analyzed_ns) AS time, run_id, findings::DOUBLE AS findings, took_ms
-FROM analyses
-WHERE $__timeFilter(analyzed_ns)
-ORDER BY time`).TimeSeries()),
-
 		tablePanel("Ingestion by run").Span(24).Height(7).
 			WithTarget(sqlQuery(`
 SELECT run_id, tbl AS table_name, count(*) AS batches, sum(rows) AS rows, sum(bytes) AS bytes,
