@@ -36,6 +36,14 @@ With nats.url set (config file, TRAINSCOPE_NATS_URL or --nats-url) it uses
 that NATS cluster instead of starting one; credentials come from nats.user
 and nats.password, nats.nkey, or nats.creds, TLS from nats.tls.*.
 
+Several ingestors: with stream.partitions N > 1 (the same N on every
+ingestor of a stream) the stream puts each run in one of N partitions,
+and each 'trainscope serve' sharing the stream (nats.url) holds leases on
+about N / ingestors of them; it analyses the runs it claims, and forwards
+to their owner the batches of runs another ingestor claimed. Give each a
+stable, unique ingest.member (default: the host name): a restarted
+ingestor must come back under its name to keep its runs.
+
 Send it data with 'trainscope publish' or 'trainscope agent'; query it with
 'trainscope sql --server ADDR' or any Flight SQL client.
 
@@ -142,6 +150,7 @@ type server struct {
 	stats    *ingest.IngestStats
 	monitor  *ingest.Monitor
 	sched    *live.Scheduler
+	co       *ingest.Coordinator // nil unless the stream is partitioned
 	http     *http.Server
 	stopOnce sync.Once
 	stopErr  error
@@ -207,11 +216,30 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 	if err != nil {
 		return nil, err
 	}
-	cons, err := ingest.NewConsumer(ctx, jstream, cfg.Ingest)
-	if err != nil {
-		return nil, err
+	// one ingestor consumes everything, or (stream.partitions > 1) this
+	// one shares the partitions with the others and owns the runs it
+	// claims (ingest.Coordinator)
+	var cons jetstream.Consumer
+	var co *ingest.Coordinator
+	durable := cfg.Ingest.Durable
+	pendingWhy := func(context.Context, string) (string, error) { return "", nil }
+	if cfg.Stream.Partitioned() {
+		member := cfg.Ingest.Member
+		if member == "" {
+			host, _ := os.Hostname()
+			member = stream.MemberToken(host)
+		}
+		co = &ingest.Coordinator{JS: js, Stream: jstream, SCfg: cfg.Stream, Cfg: cfg.Ingest, Member: member, Logf: logf}
+		s.co = co
+		durable += "-to-" + member
+		pendingWhy = co.Pending
+	} else {
+		if cons, err = ingest.NewConsumer(ctx, jstream, cfg.Ingest); err != nil {
+			return nil, err
+		}
+		pendingWhy = ingest.Backlog{Stream: jstream, Cons: cons, Cluster: cfg.Stream.Cluster}.Pending
 	}
-	s.monitor = ingest.NewMonitor(cons, s.stats, cfg.Ingest.Durable,
+	s.monitor = ingest.NewMonitor(cons, s.stats, durable,
 		func() (bool, string) { return s.nc.IsConnected(), s.nc.Status().String() }, nil)
 	memLimit := cmp.Or(cfg.DuckDB.MemoryLimit, cfg.Serve.Query.MemoryLimit, defaultMemoryLimit())
 	if s.st, err = duck.Open(ctx, filepath.Join(cfg.Serve.DataDir, "trainscope.duckdb"),
@@ -221,17 +249,32 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 	s.sched = live.New(s.st, &s.mu, set, live.Config{DataDir: cfg.Serve.DataDir, Quiet: cfg.Serve.Quiet,
 		Timeout: cfg.Serve.Timeout, Threads: cfg.DuckDB.Threads, MemoryLimit: cfg.DuckDB.MemoryLimit},
 		live.Options{Logf: logf, Now: clock.now,
-			PendingWhy: ingest.Backlog{Stream: jstream, Cons: cons, Cluster: cfg.Stream.Cluster}.Pending})
+			PendingWhy: pendingWhy})
 	if err := s.sched.Recover(ctx); err != nil {
 		return nil, err
 	}
-	consumer := &ingest.Consumer{St: s.st, Mu: &s.mu, Cons: cons, Cfg: cfg.Ingest, Stats: s.stats,
-		OnCommit: s.sched.Touched, Latency: s.monitor.ObserveLatency, Logf: logf,
-		Recreate: func(ctx context.Context) (jetstream.Consumer, error) {
-			return ingest.NewConsumer(ctx, jstream, cfg.Ingest)
-		}}
+	newConsumer := func() *ingest.Consumer {
+		return &ingest.Consumer{St: s.st, Mu: &s.mu, Cfg: cfg.Ingest, Stats: s.stats,
+			OnCommit: s.sched.Touched, Latency: s.monitor.ObserveLatency, Logf: logf}
+	}
 	s.wg.Add(2)
-	go func() { defer s.wg.Done(); consumer.Run(ctx) }()
+	if co != nil {
+		co.New = newConsumer
+		if err := co.Start(ctx); err != nil {
+			s.wg.Add(-2)
+			return nil, err
+		}
+		s.monitor.Use(co.Forward())
+		go func() { defer s.wg.Done(); co.Run(ctx, nil) }()
+		logf("ingestor %s of a stream in %d partitions", co.Member, cfg.Stream.Partitions)
+	} else {
+		consumer := newConsumer()
+		consumer.Cons = cons
+		consumer.Recreate = func(ctx context.Context) (jetstream.Consumer, error) {
+			return ingest.NewConsumer(ctx, jstream, cfg.Ingest)
+		}
+		go func() { defer s.wg.Done(); consumer.Run(ctx) }()
+	}
 	ticks := clock.ticks
 	if ticks == nil {
 		t := time.NewTicker(s.sched.TickEvery())

@@ -180,9 +180,9 @@ var knownKeys = map[string]any{
 		"tls": map[string]any{"ca": nil, "cert": nil, "key": nil},
 		"server": map[string]any{"user": nil, "password": nil, "nkeys": nil,
 			"tls": map[string]any{"cert": nil, "key": nil, "client_ca": nil}}},
-	"stream":  map[string]any{"name": nil, "cluster": nil, "max_age": nil, "max_bytes": nil, "duplicates": nil, "replicas": nil},
+	"stream":  map[string]any{"name": nil, "cluster": nil, "max_age": nil, "max_bytes": nil, "duplicates": nil, "replicas": nil, "partitions": nil},
 	"publish": map[string]any{"max_inflight": nil, "message_bytes": nil, "retry_for": nil},
-	"ingest":  map[string]any{"durable": nil, "fetch_bytes": nil, "max_wait": nil, "ack_wait": nil},
+	"ingest":  map[string]any{"durable": nil, "fetch_bytes": nil, "max_wait": nil, "ack_wait": nil, "member": nil, "lease": nil},
 	"serve": map[string]any{"data_dir": nil, "http": nil, "flight": nil, "quiet": nil, "timeout": nil, "insecure": nil,
 		"query": map[string]any{"timeout": nil, "max_rows": nil, "memory_limit": nil},
 		"auth":  map[string]any{"token": nil, "token_file": nil},
@@ -206,7 +206,7 @@ func setDefaults(v *viper.Viper) {
 	}
 	sc := stream.DefaultStream
 	for k, val := range map[string]any{"name": sc.Name, "cluster": sc.Cluster, "max_age": sc.MaxAge, "max_bytes": sc.MaxBytes,
-		"duplicates": sc.Duplicates, "replicas": sc.Replicas} {
+		"duplicates": sc.Duplicates, "replicas": sc.Replicas, "partitions": sc.Partitions} {
 		v.SetDefault("stream."+k, val)
 	}
 	p := stream.DefaultPublisher
@@ -218,6 +218,8 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault("ingest.fetch_bytes", ic.FetchBytes)
 	v.SetDefault("ingest.max_wait", ic.MaxWait)
 	v.SetDefault("ingest.ack_wait", ic.AckWait)
+	v.SetDefault("ingest.member", ic.Member)
+	v.SetDefault("ingest.lease", ic.Lease)
 	sv := defaultServe
 	for k, val := range map[string]any{"data_dir": sv.DataDir, "http": sv.HTTP, "flight": sv.Flight, "quiet": sv.Quiet, "timeout": sv.Timeout,
 		"insecure": false, "query.timeout": sv.Query.Timeout, "query.max_rows": sv.Query.MaxRows, "query.memory_limit": "",

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -19,6 +18,9 @@ type Backlog struct {
 	Stream  jetstream.Stream
 	Cons    jetstream.Consumer
 	Cluster string // the stream's cluster token (stream.StreamConfig.Cluster)
+	// Suffix, when set, is the sixth subject token of the messages Cons
+	// consumes (a partition, or to-<member>): only those are looked at.
+	Suffix string
 }
 
 // Pending says why run is not yet complete in the store, or "" when every
@@ -26,14 +28,15 @@ type Backlog struct {
 // or below the consumer's ack floor, so each of its messages was committed
 // (or rejected and recorded).
 func (b Backlog) Pending(ctx context.Context, run string) (string, error) {
-	last, err := b.Stream.GetLastMsgForSubject(ctx, stream.RunSubjects(b.Cluster, run))
+	sc := stream.StreamConfig{Cluster: b.Cluster}
+	last, err := b.Stream.GetLastMsgForSubject(ctx, sc.RunFilter(run, "", b.Suffix))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return "", nil
 	}
 	if err != nil {
 		return "", fmt.Errorf("last message of run %s: %w", run, err)
 	}
-	if strings.HasSuffix(last.Subject, ".counters") {
+	if stream.SubjectTable(last.Subject) == "counters" {
 		// an agent samples GPU counters all the time: what must be stored
 		// before a report is the run's other data; the counters that
 		// arrive after are read at its next pass
@@ -56,12 +59,12 @@ func (b Backlog) Pending(ctx context.Context, run string) (string, error) {
 // counters, or nil when it has none.
 func (b Backlog) lastBesidesCounters(ctx context.Context, run string) (*jetstream.RawStreamMsg, error) {
 	var last *jetstream.RawStreamMsg
-	prefix := strings.TrimSuffix(stream.RunSubjects(b.Cluster, run), ">")
+	sc := stream.StreamConfig{Cluster: b.Cluster}
 	for table := range stream.Tables {
 		if table == "counters" {
 			continue
 		}
-		m, err := b.Stream.GetLastMsgForSubject(ctx, prefix+"*."+table)
+		m, err := b.Stream.GetLastMsgForSubject(ctx, sc.RunFilter(run, table, b.Suffix))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue
 		}

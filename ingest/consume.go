@@ -27,11 +27,17 @@ type ConsumerConfig struct {
 	FetchBytes int           `mapstructure:"fetch_bytes"` // bytes per pull, bounding memory
 	MaxWait    time.Duration `mapstructure:"max_wait"`    // how long a pull waits for messages
 	AckWait    time.Duration `mapstructure:"ack_wait"`    // redelivery after this without an ack
+	// Member names this ingestor among several sharing a partitioned
+	// stream (stream.partitions > 1): unique, and the same across its
+	// restarts (default: the host name). Lease is how long a partition
+	// stays with a member that stopped renewing it.
+	Member string        `mapstructure:"member"`
+	Lease  time.Duration `mapstructure:"lease"`
 }
 
 // DefaultConsumer pulls up to 16 MiB at a time.
 var DefaultConsumer = ConsumerConfig{Durable: "trainscope-ingest", FetchBytes: 16 << 20,
-	MaxWait: 250 * time.Millisecond, AckWait: 30 * time.Second}
+	MaxWait: 250 * time.Millisecond, AckWait: 30 * time.Second, Lease: 10 * time.Second}
 
 // Validate reports every problem with its key path under prefix.
 func (c ConsumerConfig) Validate(prefix string) error {
@@ -48,6 +54,12 @@ func (c ConsumerConfig) Validate(prefix string) error {
 	if c.AckWait < time.Second {
 		errs = append(errs, fmt.Errorf("%s.ack_wait: %s, want >= 1s", prefix, c.AckWait))
 	}
+	if c.Lease < time.Second {
+		errs = append(errs, fmt.Errorf("%s.lease: %s, want >= 1s", prefix, c.Lease))
+	}
+	if c.Member != "" && stream.MemberToken(c.Member) != c.Member {
+		errs = append(errs, fmt.Errorf("%s.member: %q: letters, digits, - and _ only", prefix, c.Member))
+	}
 	return errors.Join(errs...)
 }
 
@@ -63,6 +75,7 @@ type IngestStats struct {
 	Decode     atomic.Int64 // ns spent decoding
 	Insert     atomic.Int64 // ns spent in transactions
 	Recreated  atomic.Int64 // times the durable consumer was made again after it vanished
+	Forwarded  atomic.Int64 // batches of runs another ingestor owns, forwarded to it
 	LastCommit atomic.Int64 // unix ns of the last committed transaction
 
 	failingSince atomic.Int64 // unix ns of the first failed commit in a row; 0 while commits succeed
@@ -112,6 +125,13 @@ type Consumer struct {
 	// delivers the stream from the start; batches already committed are
 	// skipped by their ids.
 	Recreate func(ctx context.Context) (jetstream.Consumer, error)
+	// Stop, when closed, ends Run gracefully: no more fetches, and what
+	// was fetched is committed and acknowledged first (a partition handed
+	// to another ingestor leaves nothing for it to wait out).
+	Stop <-chan struct{}
+	// Route, when set, owns runs across ingestors (Coordinator): a batch
+	// of a run another ingestor owns is forwarded to it, not committed.
+	Route router
 
 	wait time.Duration // current fetch backoff
 }
@@ -140,7 +160,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	fetched := make(chan []*item, 1)
 	go func() {
 		defer close(fetched)
-		for ctx.Err() == nil {
+		for ctx.Err() == nil && !c.stopped() {
 			msgs := c.fetch(ctx)
 			if len(msgs) == 0 {
 				continue
@@ -164,6 +184,16 @@ func (c *Consumer) Run(ctx context.Context) error {
 		releaseItems(items)
 	}
 	return nil
+}
+
+// stopped says whether Stop was closed.
+func (c *Consumer) stopped() bool {
+	select {
+	case <-c.Stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // fetch pulls one batch of messages, waiting out trouble with backoff.
@@ -255,6 +285,11 @@ type item struct {
 // blocks the stream nor comes back forever; transient trouble (I/O,
 // memory) lets the messages come back later, after a growing delay.
 func (c *Consumer) process(ctx context.Context, items []*item) {
+	if c.Route != nil {
+		if items = c.route(ctx, items); len(items) == 0 {
+			return
+		}
+	}
 	runs, err := c.commitLocked(ctx, items)
 	if err == nil {
 		c.Stats.failingSince.Store(0)
@@ -350,6 +385,9 @@ func (c *Consumer) settle(items []*item, runs map[string]bool) {
 
 func decodeItem(m jetstream.Msg) *item {
 	it := &item{msg: m, id: m.Headers().Get(nats.MsgIdHdr)}
+	if orig := m.Headers().Get(stream.HeaderOrigMsgID); orig != "" {
+		it.id = orig // forwarded by another ingestor: recorded under its own id
+	}
 	if md, err := m.Metadata(); err == nil {
 		it.seq = md.Sequence.Stream
 	}

@@ -72,6 +72,10 @@ type StreamConfig struct {
 	MaxBytes   int64         `mapstructure:"max_bytes"`
 	Duplicates time.Duration `mapstructure:"duplicates"`
 	Replicas   int           `mapstructure:"replicas"`
+	// Partitions > 1 spreads runs over that many partitions, one lease
+	// each, for several ingestors (see partition.go); 0 or 1: one
+	// ingestor consumes everything.
+	Partitions int `mapstructure:"partitions"`
 }
 
 // DefaultNATS and DefaultStream need no file: an embedded server on the
@@ -166,6 +170,9 @@ func (c StreamConfig) Validate(prefix string) error {
 	if c.Replicas < 1 || c.Replicas > 5 {
 		errs = append(errs, fmt.Errorf("%s.replicas: %d, want 1 to 5", prefix, c.Replicas))
 	}
+	if c.Partitions < 0 || c.Partitions > 1024 {
+		errs = append(errs, fmt.Errorf("%s.partitions: %d, want 0 to 1024 (0 or 1: not partitioned)", prefix, c.Partitions))
+	}
 	return errors.Join(errs...)
 }
 
@@ -176,13 +183,23 @@ func Subject(cluster, run, host, table string) string {
 	return "trainscope." + token(cluster) + "." + token(run) + "." + token(host) + "." + token(table)
 }
 
-// SubjectRun is the run token of a subject made by Subject, or "".
+// SubjectRun is the run token of a subject made by Subject (or stored
+// with a partition or forward token after it), or "".
 func SubjectRun(subject string) string {
 	parts := strings.Split(subject, ".")
-	if len(parts) != 5 {
+	if len(parts) != 5 && len(parts) != 6 {
 		return ""
 	}
 	return parts[2]
+}
+
+// SubjectTable is the table token of a stored batch's subject, or "".
+func SubjectTable(subject string) string {
+	parts := strings.Split(subject, ".")
+	if len(parts) != 5 && len(parts) != 6 {
+		return ""
+	}
+	return parts[4]
 }
 
 func token(s string) string {
@@ -349,7 +366,8 @@ func ConnectEmbedded(e *Embedded, name string) (*nats.Conn, error) {
 }
 
 // EnsureStream creates the stream, or updates its limits, and returns it.
-// It captures every subject under trainscope.<cluster>.
+// It captures every subject under trainscope.<cluster>; partitioned, it
+// stores each batch with its run's partition as a sixth token.
 func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg StreamConfig) (jetstream.Stream, error) {
 	sc := jetstream.StreamConfig{
 		Name:        cfg.Name,
@@ -362,6 +380,11 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg StreamConfig)
 		Storage:     jetstream.FileStorage,
 		Replicas:    max(cfg.Replicas, 1),
 		Discard:     jetstream.DiscardOld,
+	}
+	if cfg.Partitioned() {
+		src, dst := cfg.subjectTransform()
+		sc.SubjectTransform = &jetstream.SubjectTransformConfig{Source: src, Destination: dst}
+		sc.Description += fmt.Sprintf(", runs in %d partitions", cfg.Partitions)
 	}
 	s, err := js.CreateOrUpdateStream(ctx, sc)
 	if err != nil {
@@ -383,8 +406,14 @@ func cmpOr(v, def int64) int64 {
 // is refused: subjects are how a fleet is partitioned and secured.
 func CheckSubject(subject, run, table string) error {
 	parts := strings.Split(subject, ".")
-	if len(parts) != 5 || parts[0] != "trainscope" {
+	if len(parts) != 5 && len(parts) != 6 || parts[0] != "trainscope" {
 		return fmt.Errorf("subject %q is not trainscope.<cluster>.<run>.<host>.<table>", subject)
+	}
+	if len(parts) == 6 {
+		// stored with its partition, or forwarded to its run's owner
+		if _, err := strconv.Atoi(parts[5]); err != nil && !strings.HasPrefix(parts[5], forwardPrefix) {
+			return fmt.Errorf("subject %q: its sixth token is neither a partition nor to-<ingestor>", subject)
+		}
 	}
 	if parts[4] != token(table) {
 		return fmt.Errorf("subject %q carries table %s, the batch is %s", subject, parts[4], table)
