@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/trainscope/trainscope/detectors"
-	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
@@ -20,19 +19,15 @@ import (
 // built-in detector over the default window.
 func analyzeDir(t *testing.T, dir, runID string, w detectors.Window, cfg ...detectors.Config) (*duck.Store, []detectors.Result) {
 	t.Helper()
+	st := loadRuns(t, map[string]string{runID: dir})
+	return st, runDetectors(t, st, w, cfg...)
+}
+
+// runDetectors runs every built-in detector (with cfg, when given) over
+// window w.
+func runDetectors(t *testing.T, st *duck.Store, w detectors.Window, cfg ...detectors.Config) []detectors.Result {
+	t.Helper()
 	ctx := context.Background()
-	st, err := duck.Open(ctx, "", duck.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	files, err := ingest.Discover([]string{dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ingest.Load(ctx, st, files, ingest.Options{RunID: runID, Rank: -1}); err != nil {
-		t.Fatal(err)
-	}
 	var c detectors.Config
 	if len(cfg) > 0 {
 		c = cfg[0]
@@ -48,7 +43,7 @@ func analyzeDir(t *testing.T, dir, runID string, w detectors.Window, cfg ...dete
 	if err != nil {
 		t.Fatal(err)
 	}
-	return st, res
+	return res
 }
 
 func metric(t *testing.T, st *duck.Store, detector string, rank any, subject any, name string) float64 {

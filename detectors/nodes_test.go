@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/trainscope/trainscope/detectors"
-	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
@@ -27,32 +26,12 @@ func wilson(k, n int) float64 {
 func analyzeJobs(t *testing.T, dirs, runIDs []string) (*duck.Store, *detectors.Report) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := duck.Open(ctx, "", duck.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	runs := map[string]string{}
 	for i, dir := range dirs {
-		files, err := ingest.Discover([]string{dir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ingest.Load(ctx, st, files, ingest.Options{RunID: runIDs[i], Rank: -1}); err != nil {
-			t.Fatal(err)
-		}
+		runs[runIDs[i]] = dir
 	}
-	set, err := detectors.NewSet(detectors.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := detectors.SetWindow(ctx, st, detectors.Window{}); err != nil {
-		t.Fatal(err)
-	}
-	res, err := set.Run(ctx, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := detectors.BuildReport(ctx, st, res)
+	st := loadRuns(t, runs)
+	rep, err := detectors.BuildReport(ctx, st, runDetectors(t, st, detectors.Window{}))
 	if err != nil {
 		t.Fatal(err)
 	}
