@@ -94,7 +94,7 @@ type member struct {
 func startMember(t *testing.T, p *pipe, name string, st *duck.Store) *member {
 	t.Helper()
 	cfg := ingest.DefaultConsumer
-	cfg.MaxWait, cfg.AckWait, cfg.Lease = 50*time.Millisecond, 2*time.Second, time.Second
+	cfg.MaxWait, cfg.AckWait, cfg.Lease = 50*time.Millisecond, 2*time.Second, 3*time.Second
 	m := &member{st: st, stats: &ingest.IngestStats{}}
 	mu := &sync.Mutex{}
 	m.co = &ingest.Coordinator{JS: p.js, Stream: p.stream, SCfg: p.sc, Cfg: cfg, Member: name, Logf: t.Logf,
@@ -178,10 +178,13 @@ func TestPartitionedIngestorsCommitEachBatchOnce(t *testing.T) {
 		}
 		return n
 	}
+	// the test keeps the leases itself (no Run): each wait renews the
+	// live members' leases, so that a slow machine does not let them lapse
 	committed := func(ms ...*member) func() bool {
 		return func() bool {
 			n := int64(0)
 			for _, m := range ms {
+				m.rebalance(t)
 				n += m.stats.Messages.Load()
 			}
 			return n == int64(total())
@@ -222,6 +225,8 @@ func TestPartitionedIngestorsCommitEachBatchOnce(t *testing.T) {
 		return len(a.co.Owned()) == 2 && len(b2.co.Owned()) == 2
 	})
 	waitFor(t, "every batch committed", func() bool {
+		a.rebalance(t)
+		b2.rebalance(t)
 		return len(ledger(t, a.st))+len(ledger(t, bStore)) == total()
 	})
 
