@@ -56,6 +56,7 @@ Examples:
   trainscope analyze rank0.json.gz rank1.json.gz --steps 3-7 --format json
   trainscope analyze traces/ --format html -o report.html   # one page to share
   trainscope analyze traces/ -q --timing           # where the time goes, slowest detectors
+  trainscope analyze traces/ --archive /mnt/archive   # add the run to the fleet archive
 
 Flags:
 `
@@ -87,10 +88,10 @@ func parseFlags(fs *pflag.FlagSet, args []string, out io.Writer) error {
 }
 
 type analyzeFlags struct {
-	format, db, parquet, steps, ranks, run, host, out, config, gpu string
-	rank, workers                                                  int
-	quiet, timing, full                                            bool
-	detectorDirs                                                   []string
+	format, db, parquet, archive, steps, ranks, run, host, out, config, gpu string
+	rank, workers                                                           int
+	quiet, timing, full                                                     bool
+	detectorDirs                                                            []string
 }
 
 // analyzeMemoryLimit is DuckDB's memory for analyze unless duckdb.memory_limit
@@ -124,6 +125,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	fs.StringVar(&f.format, "format", "md", "report format: md, json or html (one self-contained page)")
 	fs.BoolVar(&f.full, "full", false, fullHelp)
 	fs.StringVar(&f.db, "db", "", "write the DuckDB database to this file (default: in memory, discarded)")
+	fs.StringVar(&f.archive, "archive", "", "also add the run to this fleet archive (what 'serve --archive' writes and 'serve --query-only' serves)")
 	fs.StringVar(&f.parquet, "parquet", "", "also export every table to this folder as hive-partitioned Parquet")
 	fs.StringVar(&f.steps, "steps", "", "analyse these ProfilerSteps only, e.g. 3-7 or 5")
 	fs.StringVar(&f.ranks, "ranks", "", "load these ranks only, e.g. 0,2 or 0-3")
@@ -241,6 +243,11 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	tDetect := time.Now()
 	if f.parquet != "" {
 		if err := st.ExportParquet(ctx, f.parquet); err != nil {
+			return err
+		}
+	}
+	if f.archive != "" {
+		if err := archiveRuns(ctx, st, f.archive, errOut, f.quiet); err != nil {
 			return err
 		}
 	}

@@ -44,6 +44,12 @@ to their owner the batches of runs another ingestor claimed. Give each a
 stable, unique ingest.member (default: the host name): a restarted
 ingestor must come back under its name to keep its runs.
 
+The fleet archive: with serve.archive (--archive DIR) every ingestor
+writes each run it analyses, its events and findings, as Parquet under
+DIR/<table>/day=YYYY-MM-DD/run=<run>/ (hive partitions Trino and Spark
+read). 'trainscope serve --query-only --archive DIR' is the query node:
+Flight SQL over every ingestor's runs, no NATS and no ingestor of its own.
+
 Send it data with 'trainscope publish' or 'trainscope agent'; query it with
 'trainscope sql --server ADDR' or any Flight SQL client.
 
@@ -62,6 +68,8 @@ Examples:
   trainscope serve --data-dir /var/lib/trainscope --http :7070 --flight :7071 \
       --config /etc/trainscope/serve.yaml    # with serve.auth.token_file and nats.server.user
   TRAINSCOPE_NATS_URL=nats://nats.internal:4222 trainscope serve
+  trainscope serve --archive /mnt/archive             # an ingestor that archives
+  trainscope serve --query-only --archive /mnt/archive --http :7080 --flight :7081
 
 Flags:
 `
@@ -75,6 +83,8 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) error {
 	natsURL := fs.String("nats-url", "", "use this NATS cluster instead of the embedded server")
 	natsListen := fs.String("nats-listen", "", "embedded NATS client address (default "+stream.DefaultNATS.Listen+")")
 	quiet := fs.Duration("quiet", 0, "analyze a run once it has received nothing this long (default 2s)")
+	archiveDir := fs.String("archive", "", "fleet archive folder: write every analysed run there as Parquet (serve.archive)")
+	queryOnly := fs.Bool("query-only", false, "serve Flight SQL over the --archive of every ingestor; no NATS, ingestor or detectors")
 	insecure := fs.Bool("insecure", false, "listen beyond loopback without authentication (serve.insecure): anyone who reaches the ports may publish and read")
 	if err := parseFlags(fs, args, out); err != nil {
 		return err
@@ -96,6 +106,10 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if *insecure {
 		cfg.Serve.Insecure = true
 	}
+	override(&cfg.Serve.Archive, *archiveDir)
+	if *queryOnly {
+		cfg.Serve.QueryOnly = true
+	}
 	override(&cfg.NATS.Listen, *natsListen)
 	if *quiet > 0 {
 		cfg.Serve.Quiet = *quiet
@@ -110,6 +124,16 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	logf := func(format string, a ...any) {
 		fmt.Fprintf(errOut, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, a...))
+	}
+	if cfg.Serve.QueryOnly {
+		srv, err := startQueryNode(ctx, cfg, logf)
+		if err != nil {
+			return err
+		}
+		logf("query node: Flight SQL %s, HTTP http://%s over the archive %s", orOff(srv.flightAddr), srv.httpAddr, cfg.Serve.Archive)
+		<-ctx.Done()
+		logf("stopping")
+		return srv.stop()
 	}
 	srv, err := startServer(ctx, cfg, set, logf)
 	if err != nil {
@@ -247,7 +271,8 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 		return nil, err
 	}
 	s.sched = live.New(s.st, &s.mu, set, live.Config{DataDir: cfg.Serve.DataDir, Quiet: cfg.Serve.Quiet,
-		Timeout: cfg.Serve.Timeout, Threads: cfg.DuckDB.Threads, MemoryLimit: cfg.DuckDB.MemoryLimit},
+		Timeout: cfg.Serve.Timeout, Threads: cfg.DuckDB.Threads, MemoryLimit: cfg.DuckDB.MemoryLimit,
+		ArchiveDir: cfg.Serve.Archive},
 		live.Options{Logf: logf, Now: clock.now,
 			PendingWhy: pendingWhy})
 	if err := s.sched.Recover(ctx); err != nil {

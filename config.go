@@ -49,6 +49,14 @@ type ServeConfig struct {
 	TLS  ServeTLS   `mapstructure:"tls"`
 	// Insecure lets serve listen beyond loopback without authentication.
 	Insecure bool `mapstructure:"insecure"`
+	// Archive is the fleet archive's folder: an ingestor writes every
+	// analysed run there as Parquet; a query node (--query-only) serves
+	// it, looking for tables' first files every ArchiveRefresh.
+	Archive        string        `mapstructure:"archive"`
+	ArchiveRefresh time.Duration `mapstructure:"archive_refresh"`
+	// QueryOnly makes serve a query node over Archive: no NATS, no
+	// ingestor, no detectors.
+	QueryOnly bool `mapstructure:"query_only"`
 }
 
 // QueryLimits bound what one Flight SQL query may cost.
@@ -85,7 +93,7 @@ type AgentConfig struct {
 }
 
 var defaultServe = ServeConfig{DataDir: "trainscope-data", HTTP: "127.0.0.1:7070", Flight: "127.0.0.1:7071",
-	Quiet: 2 * time.Second, Timeout: time.Minute,
+	Quiet: 2 * time.Second, Timeout: time.Minute, ArchiveRefresh: 10 * time.Second,
 	Query: QueryLimits{Timeout: time.Minute, MaxRows: 1_000_000}}
 
 var defaultAgent = AgentConfig{Poll: 2 * time.Second, Settle: 5 * time.Second, GiveUp: 10 * time.Minute}
@@ -131,6 +139,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Serve.Query.Timeout < 0 {
 		errs = append(errs, fmt.Errorf("serve.query.timeout: %s is negative", c.Serve.Query.Timeout))
+	}
+	if c.Serve.QueryOnly && c.Serve.Archive == "" {
+		errs = append(errs, errors.New("serve.query_only: a query node serves the archive: set serve.archive (or --archive) too"))
+	}
+	if c.Serve.ArchiveRefresh <= 0 {
+		errs = append(errs, fmt.Errorf("serve.archive_refresh: %s, want > 0", c.Serve.ArchiveRefresh))
 	}
 	if c.Serve.Query.MaxRows < 0 {
 		errs = append(errs, fmt.Errorf("serve.query.max_rows: %d is negative", c.Serve.Query.MaxRows))
@@ -184,6 +198,7 @@ var knownKeys = map[string]any{
 	"publish": map[string]any{"max_inflight": nil, "message_bytes": nil, "retry_for": nil},
 	"ingest":  map[string]any{"durable": nil, "fetch_bytes": nil, "max_wait": nil, "ack_wait": nil, "member": nil, "lease": nil},
 	"serve": map[string]any{"data_dir": nil, "http": nil, "flight": nil, "quiet": nil, "timeout": nil, "insecure": nil,
+		"archive": nil, "archive_refresh": nil, "query_only": nil,
 		"query": map[string]any{"timeout": nil, "max_rows": nil, "memory_limit": nil},
 		"auth":  map[string]any{"token": nil, "token_file": nil},
 		"tls":   map[string]any{"cert": nil, "key": nil, "client_ca": nil}},
@@ -222,7 +237,7 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault("ingest.lease", ic.Lease)
 	sv := defaultServe
 	for k, val := range map[string]any{"data_dir": sv.DataDir, "http": sv.HTTP, "flight": sv.Flight, "quiet": sv.Quiet, "timeout": sv.Timeout,
-		"insecure": false, "query.timeout": sv.Query.Timeout, "query.max_rows": sv.Query.MaxRows, "query.memory_limit": "",
+		"insecure": false, "archive": "", "archive_refresh": sv.ArchiveRefresh, "query_only": false, "query.timeout": sv.Query.Timeout, "query.max_rows": sv.Query.MaxRows, "query.memory_limit": "",
 		"auth.token": "", "auth.token_file": "", "tls.cert": "", "tls.key": "", "tls.client_ca": ""} {
 		v.SetDefault("serve."+k, val)
 	}

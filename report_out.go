@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/sql/archive"
 	"github.com/trainscope/trainscope/sql/duck"
+	"github.com/trainscope/trainscope/stream"
 )
 
 // detect sets the analysis window (refusing a --steps range the traces do
@@ -41,6 +44,35 @@ func detect(ctx context.Context, st *duck.Store, set *detectors.Set, window dete
 		return nil, err
 	}
 	return rep, detectors.SaveNodeHistory(ctx, st, rep, time.Now())
+}
+
+// archiveRuns adds every run in st to the fleet archive at dir.
+func archiveRuns(ctx context.Context, st *duck.Store, dir string, errOut io.Writer, quiet bool) error {
+	rows, err := st.Query(ctx, "SELECT run_id FROM runs ORDER BY run_id")
+	if err != nil {
+		return err
+	}
+	var runs []string
+	for rows.Next() {
+		var r string
+		if err := rows.Scan(&r); err != nil {
+			rows.Close()
+			return err
+		}
+		runs = append(runs, r)
+	}
+	rows.Close()
+	for _, r := range runs {
+		w, err := archive.WriteRun(ctx, st, dir, r, time.Now())
+		if err != nil {
+			return err
+		}
+		if !quiet {
+			fmt.Fprintf(errOut, "archive: run %s, %d files (%.1f MB) in %s\n", r, w.Files, float64(w.Bytes)/1e6,
+				filepath.Join(dir, "*", "day="+w.Day, "run="+stream.RunToken(r)))
+		}
+	}
+	return nil
 }
 
 // warnTo writes the readers' warnings (repaired input) to w, one a line.

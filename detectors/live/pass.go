@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/sql/archive"
 	"github.com/trainscope/trainscope/sql/duck"
 	"github.com/trainscope/trainscope/stream"
 )
@@ -120,6 +121,15 @@ func (s *Scheduler) analyze(ctx context.Context, run, why string) (bool, error) 
 	}
 	if err := s.save(rr); err != nil {
 		return false, err
+	}
+	if s.cfg.ArchiveDir != "" && !rr.Partial {
+		if w, err := archive.WriteRun(ctx, scratch, s.cfg.ArchiveDir, run, rr.At); err != nil {
+			s.ArchiveErrors.Add(1)
+			s.opts.Logf("run %s: archive: %v (the archive lacks this pass until the run's next final pass)", run, err)
+		} else {
+			s.Archived.Add(1)
+			s.opts.Logf("archived run %s: %d files, %d bytes, day %s", run, w.Files, w.Bytes, w.Day)
+		}
 	}
 	s.state.Lock()
 	s.reports[run] = rr

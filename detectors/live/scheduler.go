@@ -24,6 +24,9 @@ type Config struct {
 	// Threads and MemoryLimit size each pass's scratch database.
 	Threads     int
 	MemoryLimit string
+	// ArchiveDir, when set, receives every final pass's run as Parquet
+	// (sql/archive), for the query node and distributed engines.
+	ArchiveDir string
 }
 
 // Options are the scheduler's ties to the world; every field may be left
@@ -68,7 +71,10 @@ type Scheduler struct {
 	// detectors that failed within a pass that went on; LastNS is the
 	// duration of the last pass.
 	Passes, Failures, DetectorErrors, LastNS atomic.Int64
-	passTime                                 prometheus.Histogram
+	// Archived counts runs written to the archive, ArchiveErrors failed
+	// writes (the pass itself stands; the next final pass writes again).
+	Archived, ArchiveErrors atomic.Int64
+	passTime                prometheus.Histogram
 }
 
 type pendingRun struct {
@@ -259,6 +265,8 @@ func (s *Scheduler) Collectors() []prometheus.Collector {
 		counter("trainscope_detector_runs_total", "Detector passes over a run.", &s.Passes),
 		counter("trainscope_detector_failures_total", "Detector passes that failed.", &s.Failures),
 		counter("trainscope_detector_errors_total", "Detectors that failed inside a pass; the pass went on and its report names them.", &s.DetectorErrors),
+		counter("trainscope_archive_runs_total", "Final passes whose run was written to the Parquet archive.", &s.Archived),
+		counter("trainscope_archive_errors_total", "Final passes whose archive write failed.", &s.ArchiveErrors),
 		gauge("trainscope_detector_last_pass_seconds", "Duration of the last detector pass.", func() float64 { return float64(s.LastNS.Load()) / 1e9 }),
 		gauge("trainscope_detector_pending_runs", "Runs with data not yet analyzed.", func() float64 { return float64(s.PendingRuns()) }),
 		gauge("trainscope_detector_partial_runs", "Runs whose latest report is partial (data still on its way); alert rules skip them.", func() float64 { return float64(s.PartialRuns()) }),

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/trainscope/trainscope/sql/duck"
+)
+
+// README's Trino example matches the archive: its CREATE TABLE declares
+// the columns, in order and with the types, that the archive's findings
+// files hold (then the hive partitions), and its query runs, with DuckDB
+// standing in for Trino, over an archive that analyze --archive wrote,
+// counting every finding of the run once.
+func TestReadmeArchiveExample(t *testing.T) {
+	ctx := context.Background()
+	arch, db := t.TempDir(), filepath.Join(t.TempDir(), "run.duckdb")
+	var out, errOut bytes.Buffer
+	if code := run(ctx, append([]string{"analyze", "-q", "--archive", arch, "--db", db, "-o", filepath.Join(t.TempDir(), "r.md")}, sampleRun...), &out, &errOut); code != 0 {
+		t.Fatalf("analyze exit %d: %s", code, errOut.String())
+	}
+	raw, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(raw)
+	m := regexp.MustCompile(`(?s)CREATE TABLE hive\.trainscope\.findings \((.*?)\)\nWITH`).FindStringSubmatch(readme)
+	if m == nil {
+		t.Fatal("README lacks the Trino CREATE TABLE of findings")
+	}
+	var declared []string
+	for _, c := range strings.Split(m[1], ",") {
+		declared = append(declared, strings.Join(strings.Fields(c), " "))
+	}
+	q := regexp.MustCompile(`(?s)\n(SELECT day, detector.*?);\n`).FindStringSubmatch(readme)
+	if q == nil {
+		t.Fatal("README lacks the Trino example query")
+	}
+
+	st, err := duck.Open(ctx, "", duck.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	glob := filepath.Join(arch, "findings", "*", "*", "*.parquet")
+	src := "read_parquet('" + glob + "', hive_partitioning = true, hive_types = {'day': VARCHAR, 'run': VARCHAR})"
+	trino := map[string]string{"VARCHAR": "varchar", "INTEGER": "integer", "BIGINT": "bigint", "DOUBLE": "double", "BOOLEAN": "boolean"}
+	rows, err := st.Query(ctx, "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM "+src+")")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for rows.Next() {
+		var name, typ string
+		if err := rows.Scan(&name, &typ); err != nil {
+			t.Fatal(err)
+		}
+		tt, ok := trino[typ]
+		if !ok {
+			tt = "(no Trino type for " + typ + ")"
+		}
+		files = append(files, name+" "+tt)
+	}
+	rows.Close()
+	if strings.Join(declared, ", ") != strings.Join(files, ", ") {
+		t.Errorf("README declares\n  %s\nthe archive's files hold\n  %s", strings.Join(declared, ", "), strings.Join(files, ", "))
+	}
+
+	query := strings.Replace(q[1], "hive.trainscope.findings", src, 1)
+	var groups, total, runs int
+	if err := st.Conn().QueryRowContext(ctx, "SELECT count(*), sum(findings), max(runs) FROM ("+query+")").Scan(&groups, &total, &runs); err != nil {
+		t.Fatalf("the README's query: %v\n%s", err, query)
+	}
+	var want, detectors int
+	var out2, errOut2 bytes.Buffer
+	if code := run(ctx, []string{"sql", "--db", db, "--format", "csv", "SELECT count(*), count(DISTINCT detector) FROM findings"}, &out2, &errOut2); code != 0 {
+		t.Fatalf("sql: %s", errOut2.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out2.String()), "\n")
+	if _, err := fmt.Sscanf(lines[len(lines)-1], "%d,%d", &want, &detectors); err != nil {
+		t.Fatalf("sql said %q: %v", out2.String(), err)
+	}
+	if want == 0 || total != want || groups != detectors || runs != 1 {
+		t.Errorf("the README's query counts %d findings in %d groups over %d runs; the run has %d findings of %d detectors", total, groups, runs, want, detectors)
+	}
+}

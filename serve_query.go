@@ -1,0 +1,126 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/trainscope/trainscope/detectors/httpapi"
+	"github.com/trainscope/trainscope/detectors/live"
+	"github.com/trainscope/trainscope/sql/archive"
+	"github.com/trainscope/trainscope/sql/duck"
+)
+
+// startQueryNode starts 'serve --query-only': Flight SQL and HTTP over the
+// fleet archive (serve.archive) that every ingestor writes, through an
+// in-memory DuckDB whose tables are views over the archive's Parquet
+// files. It runs no NATS, ingestor or detectors.
+func startQueryNode(parent context.Context, cfg *Config, logf func(string, ...any)) (_ *server, err error) {
+	ctx, cancel := context.WithCancel(parent)
+	s := &server{cancel: cancel}
+	defer func() {
+		if err != nil {
+			s.stop()
+		}
+	}()
+	sec, err := loadServeSecurity(cfg.Serve)
+	if err != nil {
+		return nil, &inputError{err}
+	}
+	if err := checkListeners(cfg, sec); err != nil {
+		return nil, &usageError{"serve: " + err.Error()}
+	}
+	if fi, err := os.Stat(cfg.Serve.Archive); err != nil || !fi.IsDir() {
+		if err == nil {
+			err = fmt.Errorf("not a folder")
+		}
+		return nil, &inputError{fmt.Errorf("serve --query-only: archive %s: %w", cfg.Serve.Archive, err)}
+	}
+	memLimit := cmp.Or(cfg.DuckDB.MemoryLimit, cfg.Serve.Query.MemoryLimit, defaultMemoryLimit())
+	if s.st, err = duck.Open(ctx, "", duck.Options{Threads: cfg.DuckDB.Threads, MemoryLimit: memLimit}); err != nil {
+		return nil, err
+	}
+	att := &archive.Attacher{Dir: cfg.Serve.Archive}
+	var mu sync.Mutex
+	var lastErr error
+	var tables []string
+	refresh := func() {
+		got, err := att.Attach(ctx, s.st)
+		mu.Lock()
+		defer mu.Unlock()
+		lastErr = err
+		tables = append(tables, got...)
+		if err != nil {
+			logf("archive %s: %v", cfg.Serve.Archive, err)
+		} else if len(got) > 0 {
+			logf("archive %s: serving %v", cfg.Serve.Archive, got)
+		}
+	}
+	refresh()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(cfg.Serve.ArchiveRefresh)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				refresh()
+			}
+		}
+	}()
+	if cfg.Serve.Flight != "" {
+		addr, stop, err := startFlight(ctx, cfg.Serve, sec, s.st, logf)
+		if err != nil {
+			return nil, fmt.Errorf("flight sql on %s: %w", cfg.Serve.Flight, err)
+		}
+		s.flightAddr, s.flight = addr, stop
+	}
+	ln, err := net.Listen("tcp", cfg.Serve.HTTP)
+	if err != nil {
+		return nil, fmt.Errorf("http on %s: %w (set serve.http or --http)", cfg.Serve.HTTP, err)
+	}
+	s.httpAddr = ln.Addr().String()
+	started := time.Now()
+	api := &httpapi.API{Version: version, FlightAddr: s.flightAddr, Reports: noReports{},
+		Health: func(context.Context) (string, bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			if lastErr != nil {
+				return "archive: " + lastErr.Error(), false
+			}
+			return "ok", true
+		},
+		Info: func() map[string]any {
+			mu.Lock()
+			defer mu.Unlock()
+			return map[string]any{"mode": "query-only", "archive": cfg.Serve.Archive, "flight_sql": s.flightAddr,
+				"tables": append([]string(nil), tables...), "uptime_s": int64(time.Since(started).Seconds())}
+		}}
+	routes, err := api.Handler()
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	s.http = &http.Server{Handler: httpapi.RequireToken(sec.token, routes), ReadHeaderTimeout: 10 * time.Second, TLSConfig: sec.tls}
+	if sec.tls != nil {
+		go s.http.ServeTLS(ln, "", "")
+	} else {
+		go s.http.Serve(ln)
+	}
+	return s, nil
+}
+
+// noReports is a query node's report list: reports live with the
+// ingestor that analysed the run; the archive holds their findings.
+type noReports struct{}
+
+func (noReports) Report(string) *live.Report { return nil }
+func (noReports) List() []*live.Report       { return []*live.Report{} }

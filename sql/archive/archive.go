@@ -1,0 +1,106 @@
+package archive
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/trainscope/trainscope/sql/duck"
+	"github.com/trainscope/trainscope/stream"
+)
+
+// Tables are the tables a run leaves in the archive: its events, as
+// duck.ExportTables lists them, and what its analysis found.
+var Tables = append(append([]string(nil), duck.ExportTables...), "root_causes")
+
+// Partition columns every archived file's path adds to its rows.
+const (
+	DayColumn = "day" // the run's day (UTC): its first event, or when it was analysed
+	RunColumn = "run" // the run's subject token (stream.RunToken)
+)
+
+// Written says what WriteRun wrote.
+type Written struct {
+	Day   string
+	Files int
+	Bytes int64
+}
+
+// WriteRun writes run's rows of every table in Tables from st under dir,
+// replacing what an earlier analysis of run wrote there (on any day). The
+// day is the UTC day of the run's first event when the trace gives wall
+// clock times, else at's.
+func WriteRun(ctx context.Context, st *duck.Store, dir, run string, at time.Time) (Written, error) {
+	var w Written
+	day, err := runDay(ctx, st, run, at)
+	if err != nil {
+		return w, err
+	}
+	w.Day = day
+	tok := stream.RunToken(run)
+	for _, t := range Tables {
+		final := filepath.Join(dir, t, DayColumn+"="+day, RunColumn+"="+tok, "data_0.parquet")
+		// an earlier analysis may have placed the run on another day
+		old, _ := filepath.Glob(filepath.Join(dir, t, DayColumn+"=*", RunColumn+"="+tok))
+		for _, o := range old {
+			if filepath.Dir(final) != o {
+				if err := os.RemoveAll(o); err != nil {
+					return w, fmt.Errorf("archive %s: %w", t, err)
+				}
+			}
+		}
+		var n int64
+		if err := st.Conn().QueryRowContext(ctx, "SELECT count(*) FROM "+t+" WHERE run_id = ?", run).Scan(&n); err != nil {
+			return w, fmt.Errorf("archive %s: %w", t, err)
+		}
+		if n == 0 {
+			if err := os.RemoveAll(filepath.Dir(final)); err != nil {
+				return w, fmt.Errorf("archive %s: %w", t, err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+			return w, fmt.Errorf("archive %s: %w", t, err)
+		}
+		tmp := final + ".tmp"
+		q := fmt.Sprintf("COPY (SELECT * FROM %s WHERE run_id = %s) TO %s (FORMAT parquet, COMPRESSION zstd)",
+			t, literal(run), literal(tmp))
+		if err := st.Exec(ctx, q); err != nil {
+			os.Remove(tmp)
+			return w, fmt.Errorf("archive %s of run %s: %w", t, run, err)
+		}
+		if err := os.Rename(tmp, final); err != nil {
+			os.Remove(tmp)
+			return w, fmt.Errorf("archive %s: %w", t, err)
+		}
+		if fi, err := os.Stat(final); err == nil {
+			w.Bytes += fi.Size()
+		}
+		w.Files++
+	}
+	return w, nil
+}
+
+// runDay is run's day as the archive names it.
+func runDay(ctx context.Context, st *duck.Store, run string, at time.Time) (string, error) {
+	var start *int64
+	err := st.Conn().QueryRowContext(ctx, "SELECT min(start_ns) FILTER (WHERE start_ns > 0) FROM runs WHERE run_id = ?", run).Scan(&start)
+	if err != nil {
+		return "", fmt.Errorf("archive: the run's day: %w", err)
+	}
+	t := at.UTC()
+	// a trace's clock is the wall clock when it is after 2000 and not
+	// after tomorrow; otherwise (a clock since boot) the analysis day
+	if start != nil {
+		if s := time.Unix(0, *start).UTC(); s.Year() >= 2000 && s.Before(at.Add(24*time.Hour)) {
+			t = s
+		}
+	}
+	return t.Format(time.DateOnly), nil
+}
+
+// literal quotes s as a SQL string literal.
+func literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
