@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trainscope/trainscope/sql/archive/s3fake"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
@@ -88,5 +89,45 @@ func TestReadmeArchiveExample(t *testing.T) {
 	}
 	if want == 0 || total != want || groups != detectors || runs != 1 {
 		t.Errorf("the README's query counts %d findings in %d groups over %d runs; the run has %d findings of %d detectors", total, groups, runs, want, detectors)
+	}
+}
+
+// An archive in an S3-compatible bucket end to end: analyze --archive
+// s3://... uploads the run, and a query node over the bucket (which it
+// mirrors) answers as analyze's database does.
+func TestArchiveInABucketEndToEnd(t *testing.T) {
+	ctx := context.Background()
+	fake, endpoint := s3fake.Start(t)
+	conf := filepath.Join(t.TempDir(), "trainscope.yaml")
+	if err := os.WriteFile(conf, []byte("serve:\n  archive_s3: {endpoint: \""+endpoint+"\", insecure: true, access_key: k, secret_key: s}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "run.duckdb")
+	var out, errOut bytes.Buffer
+	if code := run(ctx, append([]string{"analyze", "-q", "--config", conf, "--archive", "s3://fleet/prod", "--run", "s3run", "--db", db, "-o", filepath.Join(t.TempDir(), "r.md")}, sampleRun...), &out, &errOut); code != 0 {
+		t.Fatalf("analyze exit %d: %s", code, errOut.String())
+	}
+	keys := fake.Keys("fleet")
+	if len(keys) < 8 || !strings.HasPrefix(keys[0], "prod/") {
+		t.Fatalf("bucket holds %v", keys)
+	}
+	cfg, err := loadConfig(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Serve.DataDir, cfg.Serve.HTTP, cfg.Serve.Flight = t.TempDir(), "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Serve.Archive, cfg.Serve.QueryOnly = "s3://fleet/prod", true
+	qn, err := startQueryNode(ctx, cfg, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer qn.stop()
+	for _, q := range []string{
+		"SELECT * FROM findings ORDER BY ALL",
+		"SELECT rank, count(*), sum(dur) FROM slices GROUP BY ALL ORDER BY ALL",
+	} {
+		if got, want := sqlOut(t, ctx, "--server", qn.flightAddr, q), sqlOut(t, ctx, "--db", db, q); got != want {
+			t.Errorf("%s\n%s", q, lineDiff(got, want))
+		}
 	}
 }

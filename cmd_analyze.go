@@ -125,7 +125,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	fs.StringVar(&f.format, "format", "md", "report format: md, json or html (one self-contained page)")
 	fs.BoolVar(&f.full, "full", false, fullHelp)
 	fs.StringVar(&f.db, "db", "", "write the DuckDB database to this file (default: in memory, discarded)")
-	fs.StringVar(&f.archive, "archive", "", "also add the run to this fleet archive (what 'serve --archive' writes and 'serve --query-only' serves)")
+	fs.StringVar(&f.archive, "archive", "", "also add the run to this fleet archive, a folder or s3://bucket/prefix (as 'serve --archive' writes it)")
 	fs.StringVar(&f.parquet, "parquet", "", "also export every table to this folder as hive-partitioned Parquet")
 	fs.StringVar(&f.steps, "steps", "", "analyse these ProfilerSteps only, e.g. 3-7 or 5")
 	fs.StringVar(&f.ranks, "ranks", "", "load these ranks only, e.g. 0,2 or 0-3")
@@ -247,7 +247,8 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 		}
 	}
 	if f.archive != "" {
-		if err := archiveRuns(ctx, st, f.archive, errOut, f.quiet); err != nil {
+		cfg.Serve.Archive = f.archive
+		if err := archiveRuns(ctx, cfg, st, errOut, f.quiet); err != nil {
 			return err
 		}
 	}

@@ -47,8 +47,11 @@ ingestor must come back under its name to keep its runs.
 The fleet archive: with serve.archive (--archive DIR) every ingestor
 writes each run it analyses, its events and findings, as Parquet under
 DIR/<table>/day=YYYY-MM-DD/run=<run>/ (hive partitions Trino and Spark
-read). 'trainscope serve --query-only --archive DIR' is the query node:
-Flight SQL over every ingestor's runs, no NATS and no ingestor of its own.
+read). DIR may be s3://bucket/prefix, reached as serve.archive_s3 says
+(endpoint, region, insecure; keys from AWS_ACCESS_KEY_ID and
+AWS_SECRET_ACCESS_KEY). 'trainscope serve --query-only --archive DIR' is
+the query node: Flight SQL over every ingestor's runs, no NATS and no
+ingestor of its own (a bucket is mirrored under its data folder).
 
 Send it data with 'trainscope publish' or 'trainscope agent'; query it with
 'trainscope sql --server ADDR' or any Flight SQL client.
@@ -83,7 +86,7 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) error {
 	natsURL := fs.String("nats-url", "", "use this NATS cluster instead of the embedded server")
 	natsListen := fs.String("nats-listen", "", "embedded NATS client address (default "+stream.DefaultNATS.Listen+")")
 	quiet := fs.Duration("quiet", 0, "analyze a run once it has received nothing this long (default 2s)")
-	archiveDir := fs.String("archive", "", "fleet archive folder: write every analysed run there as Parquet (serve.archive)")
+	archiveDir := fs.String("archive", "", "fleet archive, a folder or s3://bucket/prefix: write every analysed run there as Parquet (serve.archive)")
 	queryOnly := fs.Bool("query-only", false, "serve Flight SQL over the --archive of every ingestor; no NATS, ingestor or detectors")
 	insecure := fs.Bool("insecure", false, "listen beyond loopback without authentication (serve.insecure): anyone who reaches the ports may publish and read")
 	if err := parseFlags(fs, args, out); err != nil {
@@ -265,6 +268,10 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 	}
 	s.monitor = ingest.NewMonitor(cons, s.stats, durable,
 		func() (bool, string) { return s.nc.IsConnected(), s.nc.Status().String() }, nil)
+	archiveDir, upload, err := archiveTarget(cfg, cfg.Serve.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	memLimit := cmp.Or(cfg.DuckDB.MemoryLimit, cfg.Serve.Query.MemoryLimit, defaultMemoryLimit())
 	if s.st, err = duck.Open(ctx, filepath.Join(cfg.Serve.DataDir, "trainscope.duckdb"),
 		duck.Options{Threads: cfg.DuckDB.Threads, MemoryLimit: memLimit}); err != nil {
@@ -272,7 +279,7 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 	}
 	s.sched = live.New(s.st, &s.mu, set, live.Config{DataDir: cfg.Serve.DataDir, Quiet: cfg.Serve.Quiet,
 		Timeout: cfg.Serve.Timeout, Threads: cfg.DuckDB.Threads, MemoryLimit: cfg.DuckDB.MemoryLimit,
-		ArchiveDir: cfg.Serve.Archive},
+		ArchiveDir: archiveDir, Upload: upload},
 		live.Options{Logf: logf, Now: clock.now,
 			PendingWhy: pendingWhy})
 	if err := s.sched.Recover(ctx); err != nil {

@@ -52,11 +52,23 @@ type ServeConfig struct {
 	// Archive is the fleet archive's folder: an ingestor writes every
 	// analysed run there as Parquet; a query node (--query-only) serves
 	// it, looking for tables' first files every ArchiveRefresh.
-	Archive        string        `mapstructure:"archive"`
-	ArchiveRefresh time.Duration `mapstructure:"archive_refresh"`
+	// Archive is a folder or s3://bucket/prefix (reached as ArchiveS3 says).
+	Archive        string           `mapstructure:"archive"`
+	ArchiveRefresh time.Duration    `mapstructure:"archive_refresh"`
+	ArchiveS3      ArchiveS3Options `mapstructure:"archive_s3"`
 	// QueryOnly makes serve a query node over Archive: no NATS, no
 	// ingestor, no detectors.
 	QueryOnly bool `mapstructure:"query_only"`
+}
+
+// ArchiveS3Options reach an S3-compatible archive (AWS S3, MinIO). The
+// keys default to AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.
+type ArchiveS3Options struct {
+	Endpoint  string `mapstructure:"endpoint"`
+	Region    string `mapstructure:"region"`
+	Insecure  bool   `mapstructure:"insecure"`
+	AccessKey string `mapstructure:"access_key"`
+	SecretKey string `mapstructure:"secret_key"`
 }
 
 // QueryLimits bound what one Flight SQL query may cost.
@@ -199,6 +211,7 @@ var knownKeys = map[string]any{
 	"ingest":  map[string]any{"durable": nil, "fetch_bytes": nil, "max_wait": nil, "ack_wait": nil, "member": nil, "lease": nil},
 	"serve": map[string]any{"data_dir": nil, "http": nil, "flight": nil, "quiet": nil, "timeout": nil, "insecure": nil,
 		"archive": nil, "archive_refresh": nil, "query_only": nil,
+		"archive_s3": map[string]any{"endpoint": nil, "region": nil, "insecure": nil, "access_key": nil, "secret_key": nil},
 		"query": map[string]any{"timeout": nil, "max_rows": nil, "memory_limit": nil},
 		"auth":  map[string]any{"token": nil, "token_file": nil},
 		"tls":   map[string]any{"cert": nil, "key": nil, "client_ca": nil}},
@@ -237,7 +250,8 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault("ingest.lease", ic.Lease)
 	sv := defaultServe
 	for k, val := range map[string]any{"data_dir": sv.DataDir, "http": sv.HTTP, "flight": sv.Flight, "quiet": sv.Quiet, "timeout": sv.Timeout,
-		"insecure": false, "archive": "", "archive_refresh": sv.ArchiveRefresh, "query_only": false, "query.timeout": sv.Query.Timeout, "query.max_rows": sv.Query.MaxRows, "query.memory_limit": "",
+		"insecure": false, "archive": "", "archive_refresh": sv.ArchiveRefresh, "query_only": false,
+		"archive_s3.endpoint": "", "archive_s3.region": "", "archive_s3.insecure": false, "archive_s3.access_key": "", "archive_s3.secret_key": "", "query.timeout": sv.Query.Timeout, "query.max_rows": sv.Query.MaxRows, "query.memory_limit": "",
 		"auth.token": "", "auth.token_file": "", "tls.cert": "", "tls.key": "", "tls.client_ca": ""} {
 		v.SetDefault("serve."+k, val)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/trainscope/trainscope/detectors"
@@ -46,8 +46,17 @@ func detect(ctx context.Context, st *duck.Store, set *detectors.Set, window dete
 	return rep, detectors.SaveNodeHistory(ctx, st, rep, time.Now())
 }
 
-// archiveRuns adds every run in st to the fleet archive at dir.
-func archiveRuns(ctx context.Context, st *duck.Store, dir string, errOut io.Writer, quiet bool) error {
+// archiveRuns adds every run in st to the fleet archive (serve.archive).
+func archiveRuns(ctx context.Context, cfg *Config, st *duck.Store, errOut io.Writer, quiet bool) error {
+	staging, err := os.MkdirTemp("", "trainscope-archive-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(staging)
+	dir, upload, err := archiveTarget(cfg, staging)
+	if err != nil {
+		return err
+	}
 	rows, err := st.Query(ctx, "SELECT run_id FROM runs ORDER BY run_id")
 	if err != nil {
 		return err
@@ -64,12 +73,15 @@ func archiveRuns(ctx context.Context, st *duck.Store, dir string, errOut io.Writ
 	rows.Close()
 	for _, r := range runs {
 		w, err := archive.WriteRun(ctx, st, dir, r, time.Now())
+		if err == nil && upload != nil {
+			err = upload(ctx, dir, w)
+		}
 		if err != nil {
 			return err
 		}
 		if !quiet {
 			fmt.Fprintf(errOut, "archive: run %s, %d files (%.1f MB) in %s\n", r, w.Files, float64(w.Bytes)/1e6,
-				filepath.Join(dir, "*", "day="+w.Day, "run="+stream.RunToken(r)))
+				strings.TrimRight(cfg.Serve.Archive, "/")+"/*/day="+w.Day+"/run="+stream.RunToken(r))
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -35,21 +36,45 @@ func startQueryNode(parent context.Context, cfg *Config, logf func(string, ...an
 	if err := checkListeners(cfg, sec); err != nil {
 		return nil, &usageError{"serve: " + err.Error()}
 	}
-	if fi, err := os.Stat(cfg.Serve.Archive); err != nil || !fi.IsDir() {
+	dir := cfg.Serve.Archive
+	var remote *archive.Remote
+	if archive.IsRemote(dir) {
+		if remote, err = archive.NewRemote(dir, s3Options(cfg)); err != nil {
+			return nil, &usageError{"serve.archive: " + err.Error()}
+		}
+		// the DuckDB here reads local files only: mirror the bucket
+		dir = filepath.Join(cfg.Serve.DataDir, "archive-mirror")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+	} else if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		if err == nil {
 			err = fmt.Errorf("not a folder")
 		}
-		return nil, &inputError{fmt.Errorf("serve --query-only: archive %s: %w", cfg.Serve.Archive, err)}
+		return nil, &inputError{fmt.Errorf("serve --query-only: archive %s: %w", dir, err)}
 	}
 	memLimit := cmp.Or(cfg.DuckDB.MemoryLimit, cfg.Serve.Query.MemoryLimit, defaultMemoryLimit())
 	if s.st, err = duck.Open(ctx, "", duck.Options{Threads: cfg.DuckDB.Threads, MemoryLimit: memLimit}); err != nil {
 		return nil, err
 	}
-	att := &archive.Attacher{Dir: cfg.Serve.Archive}
+	att := &archive.Attacher{Dir: dir}
 	var mu sync.Mutex
 	var lastErr error
 	var tables []string
 	refresh := func() {
+		if remote != nil {
+			fetched, removed, err := remote.Mirror(ctx, dir)
+			if err != nil {
+				mu.Lock()
+				lastErr = err
+				mu.Unlock()
+				logf("archive %s: %v", remote, err)
+				return
+			}
+			if fetched+removed > 0 {
+				logf("archive %s: fetched %d files, removed %d", remote, fetched, removed)
+			}
+		}
 		got, err := att.Attach(ctx, s.st)
 		mu.Lock()
 		defer mu.Unlock()
@@ -124,3 +149,23 @@ type noReports struct{}
 
 func (noReports) Report(string) *live.Report { return nil }
 func (noReports) List() []*live.Report       { return []*live.Report{} }
+
+// archiveTarget is where this process writes the archive: the folder
+// itself, or for an s3:// archive a staging folder under dataDir whose
+// files upload then copies to the bucket.
+func archiveTarget(cfg *Config, dataDir string) (dir string, upload func(context.Context, string, archive.Written) error, err error) {
+	loc := cfg.Serve.Archive
+	if !archive.IsRemote(loc) {
+		return loc, nil, nil
+	}
+	r, err := archive.NewRemote(loc, s3Options(cfg))
+	if err != nil {
+		return "", nil, &usageError{"serve.archive: " + err.Error()}
+	}
+	return filepath.Join(dataDir, "archive-staging"), r.Upload, nil
+}
+
+func s3Options(cfg *Config) archive.S3Options {
+	o := cfg.Serve.ArchiveS3
+	return archive.S3Options{Endpoint: o.Endpoint, Region: o.Region, Insecure: o.Insecure, AccessKey: o.AccessKey, SecretKey: o.SecretKey}
+}

@@ -123,7 +123,11 @@ func (s *Scheduler) analyze(ctx context.Context, run, why string) (bool, error) 
 		return false, err
 	}
 	if s.cfg.ArchiveDir != "" && !rr.Partial {
-		if w, err := archive.WriteRun(ctx, scratch, s.cfg.ArchiveDir, run, rr.At); err != nil {
+		w, err := archive.WriteRun(ctx, scratch, s.cfg.ArchiveDir, run, rr.At)
+		if err == nil && s.cfg.Upload != nil {
+			err = s.cfg.Upload(ctx, s.cfg.ArchiveDir, w)
+		}
+		if err != nil {
 			s.ArchiveErrors.Add(1)
 			s.opts.Logf("run %s: archive: %v (the archive lacks this pass until the run's next final pass)", run, err)
 		} else {

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/sql/archive"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
@@ -27,6 +28,9 @@ type Config struct {
 	// ArchiveDir, when set, receives every final pass's run as Parquet
 	// (sql/archive), for the query node and distributed engines.
 	ArchiveDir string
+	// Upload, when set, copies what a pass wrote under ArchiveDir to the
+	// archive's object store (archive.Remote.Upload).
+	Upload func(ctx context.Context, dir string, w archive.Written) error
 }
 
 // Options are the scheduler's ties to the world; every field may be left

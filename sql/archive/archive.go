@@ -27,6 +27,10 @@ type Written struct {
 	Day   string
 	Files int
 	Bytes int64
+	// Paths are the files written, Removed the folders of the run's
+	// earlier files removed (a table it no longer has rows in, or another
+	// day), both relative to the archive folder with forward slashes.
+	Paths, Removed []string
 }
 
 // WriteRun writes run's rows of every table in Tables from st under dir,
@@ -50,6 +54,7 @@ func WriteRun(ctx context.Context, st *duck.Store, dir, run string, at time.Time
 				if err := os.RemoveAll(o); err != nil {
 					return w, fmt.Errorf("archive %s: %w", t, err)
 				}
+				w.Removed = append(w.Removed, rel(dir, o))
 			}
 		}
 		var n int64
@@ -57,8 +62,11 @@ func WriteRun(ctx context.Context, st *duck.Store, dir, run string, at time.Time
 			return w, fmt.Errorf("archive %s: %w", t, err)
 		}
 		if n == 0 {
-			if err := os.RemoveAll(filepath.Dir(final)); err != nil {
-				return w, fmt.Errorf("archive %s: %w", t, err)
+			if _, err := os.Stat(filepath.Dir(final)); err == nil {
+				if err := os.RemoveAll(filepath.Dir(final)); err != nil {
+					return w, fmt.Errorf("archive %s: %w", t, err)
+				}
+				w.Removed = append(w.Removed, rel(dir, filepath.Dir(final)))
 			}
 			continue
 		}
@@ -80,8 +88,18 @@ func WriteRun(ctx context.Context, st *duck.Store, dir, run string, at time.Time
 			w.Bytes += fi.Size()
 		}
 		w.Files++
+		w.Paths = append(w.Paths, rel(dir, final))
 	}
 	return w, nil
+}
+
+// rel is path relative to dir, with forward slashes (an object key).
+func rel(dir, path string) string {
+	r, err := filepath.Rel(dir, path)
+	if err != nil {
+		return filepath.ToSlash(path)
+	}
+	return filepath.ToSlash(r)
 }
 
 // runDay is run's day as the archive names it.

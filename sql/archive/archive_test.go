@@ -17,6 +17,7 @@ import (
 	"github.com/trainscope/trainscope/detectors"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/archive"
+	"github.com/trainscope/trainscope/sql/archive/s3fake"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
@@ -231,4 +232,84 @@ func uncommon(c *schema.Column) string {
 		return "byte array of logical type " + lt.String()
 	}
 	return "physical type " + c.PhysicalType().String()
+}
+
+// An archive in an S3-compatible bucket: WriteRun's files are uploaded
+// under the prefix, a rewrite that moves the run to another day removes
+// the old objects, and a query node's mirror of the bucket attaches to
+// the same rows as the store holds.
+func TestArchiveInABucket(t *testing.T) {
+	ctx := context.Background()
+	fake, endpoint := s3fake.Start(t)
+	const run = "bucket-run"
+	st := analysed(t, run)
+	remote, err := archive.NewRemote("s3://fleet/archive/v1", archive.S3Options{Endpoint: endpoint, Insecure: true, AccessKey: "k", SecretKey: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	staging := t.TempDir()
+	w, err := archive.WriteRun(ctx, st, staging, run, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Upload(ctx, staging, w); err != nil {
+		t.Fatal(err)
+	}
+	keys := fake.Keys("fleet")
+	if len(keys) != w.Files {
+		t.Fatalf("bucket holds %v, wrote %d files", keys, w.Files)
+	}
+	for _, k := range keys {
+		if !strings.HasPrefix(k, "archive/v1/") || !strings.Contains(k, "/day="+w.Day+"/run=bucket-run/data_0.parquet") {
+			t.Errorf("key %s", k)
+		}
+	}
+	mirror := t.TempDir()
+	fetched, removed, err := remote.Mirror(ctx, mirror)
+	if err != nil || fetched != w.Files || removed != 0 {
+		t.Fatalf("mirror: fetched %d removed %d: %v", fetched, removed, err)
+	}
+	if fetched, _, _ := remote.Mirror(ctx, mirror); fetched != 0 {
+		t.Errorf("a second mirror fetched %d unchanged files", fetched)
+	}
+	q, err := duck.Open(ctx, "", duck.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	a := &archive.Attacher{Dir: mirror}
+	if _, err := a.Attach(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"findings", "slices", "node_history"} {
+		n0, d0 := digest(t, st, table, "")
+		n1, d1 := digest(t, q, table, "")
+		if n0 != n1 || d0 != d1 {
+			t.Errorf("%s: %d rows in the store, %d through the bucket", table, n0, n1)
+		}
+	}
+
+	// the run moves to another day: its old objects go, the mirror follows
+	if err := st.Exec(ctx, "UPDATE runs SET start_ns = ?", time.Date(2025, 2, 3, 4, 5, 6, 0, time.UTC).UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+	w2, err := archive.WriteRun(ctx, st, staging, run, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Upload(ctx, staging, w2); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range fake.Keys("fleet") {
+		if !strings.Contains(k, "/day=2025-02-03/") {
+			t.Errorf("after the move the bucket still holds %s", k)
+		}
+	}
+	fetched, removed, err = remote.Mirror(ctx, mirror)
+	if err != nil || fetched != w2.Files || removed != w.Files {
+		t.Errorf("mirror after the move: fetched %d removed %d (want %d, %d): %v", fetched, removed, w2.Files, w.Files, err)
+	}
+	if n, _ := digest(t, q, "runs", ""); n != 1 {
+		t.Errorf("runs through the mirror: %d rows, want 1", n)
+	}
 }
