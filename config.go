@@ -212,9 +212,9 @@ var knownKeys = map[string]any{
 	"serve": map[string]any{"data_dir": nil, "http": nil, "flight": nil, "quiet": nil, "timeout": nil, "insecure": nil,
 		"archive": nil, "archive_refresh": nil, "query_only": nil,
 		"archive_s3": map[string]any{"endpoint": nil, "region": nil, "insecure": nil, "access_key": nil, "secret_key": nil},
-		"query": map[string]any{"timeout": nil, "max_rows": nil, "memory_limit": nil},
-		"auth":  map[string]any{"token": nil, "token_file": nil},
-		"tls":   map[string]any{"cert": nil, "key": nil, "client_ca": nil}},
+		"query":      map[string]any{"timeout": nil, "max_rows": nil, "memory_limit": nil},
+		"auth":       map[string]any{"token": nil, "token_file": nil},
+		"tls":        map[string]any{"cert": nil, "key": nil, "client_ca": nil}},
 	"agent": map[string]any{"poll": nil, "settle": nil, "give_up": nil},
 }
 
