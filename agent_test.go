@@ -16,6 +16,7 @@ import (
 
 	"github.com/trainscope/trainscope/gpu"
 	"github.com/trainscope/trainscope/ingest"
+	"github.com/trainscope/trainscope/ingest/watch"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
@@ -214,4 +215,84 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// One agent for a node that many jobs share: --runs-in publishes each
+// subfolder as the run it is named after, and a restarted agent publishes
+// nothing twice.
+func TestAgentWatchesRunFolders(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv := agentServer(ctx, t)
+	defer srv.stop()
+	root := t.TempDir()
+	for _, run := range []string{"job-a", "job-b"} {
+		if err := os.MkdirAll(filepath.Join(root, run), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range sampleRun {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(root, run, filepath.Base(f)), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// not a run: a hidden folder, a loose file
+	os.MkdirAll(filepath.Join(root, ".cache"), 0o755)
+	os.WriteFile(filepath.Join(root, "README"), []byte("x"), 0o644)
+	agent := func(args ...string) (string, int) {
+		var out, errOut bytes.Buffer
+		code := run(ctx, append([]string{"agent", "--host", "node-1", "--nats-url", srv.natsURL}, args...), &out, &errOut)
+		return errOut.String(), code
+	}
+	log, code := agent("--runs-in", root, "--once")
+	if code != 0 {
+		t.Fatalf("agent: exit %d: %s", code, log)
+	}
+	if n := strings.Count(log, "published "); n != 4 {
+		t.Fatalf("published %d files, want 2 per run:\n%s", n, log)
+	}
+	if log, _ := agent("--runs-in", root, "--once"); strings.Contains(log, "published ") {
+		t.Fatalf("a restarted agent published again:\n%s", log)
+	}
+	want := offlineCount(t, "SELECT count(*) FROM slices")
+	for _, run := range []string{"job-a", "job-b"} {
+		waitGet(t, "http://"+srv.httpAddr+"/runs/"+run+"/report", 20*time.Second)
+		if got := srv.count(t, "SELECT count(*) FROM slices WHERE run_id = '"+run+"'"); got != want {
+			t.Errorf("run %s has %d slices, analyze loads %d", run, got, want)
+		}
+	}
+	if log, code := agent("--runs-in", root, "--run", "x"); code != 2 || !strings.Contains(log, "without --run") {
+		t.Errorf("--runs-in with --run: exit %d: %s", code, log)
+	}
+}
+
+// In --runs-in mode the GPU counters go to the run whose folder changed
+// last, and none to a run before any folder exists.
+func TestRunFoldersLatest(t *testing.T) {
+	root := t.TempDir()
+	rf := &runFolders{root: root, started: map[string]bool{}, logf: t.Logf,
+		publishFor: func(string) watch.Publisher {
+			return func(context.Context, string) error { return nil }
+		}, base: watch.Config{Poll: time.Second, Settle: time.Second, GiveUp: time.Minute}}
+	ctx := context.Background()
+	if err := rf.scan(ctx, true); err != nil || rf.Latest() != "" {
+		t.Fatalf("empty root: latest %q, %v", rf.Latest(), err)
+	}
+	old := time.Now().Add(-time.Hour)
+	for i, run := range []string{"old-job", "new-job", "mid-job"} {
+		d := filepath.Join(root, run)
+		os.MkdirAll(d, 0o755)
+		mod := old.Add(time.Duration([]int{0, 30, 10}[i]) * time.Minute)
+		os.Chtimes(d, mod, mod)
+	}
+	if err := rf.scan(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := rf.Latest(); got != "new-job" {
+		t.Errorf("latest %q, want new-job", got)
+	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/trainscope/trainscope/ingest"
@@ -14,6 +16,7 @@ import (
 )
 
 const agentHelp = `Usage: trainscope agent --run ID --watch DIR [flags]
+       trainscope agent --runs-in DIR [flags]
 
 For a training node: watches the folder torch.profiler writes into
 (tensorboard_trace_handler) and publishes each trace, and each JSON memory
@@ -39,8 +42,15 @@ instead (it refreshes every 30 s unless configured faster); --counters off
 samples nothing. Without an NVIDIA driver it says so once and publishes
 traces only. Counters go out as one batch every --counters-flush (5s).
 
+One agent per GPU node for every job on it (a Kubernetes DaemonSet):
+--runs-in DIR watches each subfolder DIR/<run id>/ as that run's traces
+folder, for jobs that write their traces there; the GPU counters go to
+the run whose folder changed last (a node trains one job at a time), and
+are dropped while there is none.
+
 Examples:
   trainscope agent --run llama-7b-0412 --watch /tmp/profiler
+  trainscope agent --runs-in /var/lib/trainscope/traces --nats-url nats://nats:4222
   trainscope agent --run job42 --watch ./log --wait 10 --steps 3 --nats-url nats://nats.internal:4222
   trainscope agent --run job42 --watch ./log --counters http://localhost:9400/metrics --counters-period 1s
 
@@ -52,6 +62,7 @@ func runAgent(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flagSet("agent", agentHelp, errOut)
 	n.register(fs)
 	dir := fs.String("watch", "", "folder torch.profiler writes traces into (required)")
+	runsIn := fs.String("runs-in", "", "watch each subfolder of this folder as the run it is named after (instead of --run and --watch)")
 	statePath := fs.String("state", "", "state file (default DIR/"+watch.DefaultStateName+")")
 	wait := fs.Int("wait", -1, "trigger mode: first step to publish")
 	steps := fs.Int("steps", 0, "trigger mode: how many steps to publish from --wait")
@@ -62,7 +73,12 @@ func runAgent(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err := parseFlags(fs, args, out); err != nil {
 		return err
 	}
-	if *dir == "" {
+	switch {
+	case *runsIn != "" && (*dir != "" || n.run != ""):
+		return &usageError{"agent: --runs-in DIR names the runs by their folders: give it without --run and --watch"}
+	case *runsIn != "":
+		n.run = "runs-in" // checked by connect; each folder names its own run
+	case *dir == "":
 		return &usageError{"agent: --watch DIR is required"}
 	}
 	if (*wait >= 0) != (*steps > 0) {
@@ -87,33 +103,58 @@ func runAgent(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	defer pub.Close(context.WithoutCancel(ctx))
 
-	publish := func(ctx context.Context, path string) error {
-		salt := ""
-		var sink ingest.Sink = &ingest.PublishSink{P: pub, RunID: n.run, Host: n.host}
-		if *steps > 0 {
-			salt = fmt.Sprintf("steps %d-%d", *wait, *wait+*steps-1)
-			sink = &ingest.StepFilter{Next: &ingest.PublishSink{P: pub, RunID: n.run, Host: n.host, Salt: salt},
-				Lo: int32(*wait), Hi: int32(*wait + *steps - 1)}
+	var one sync.Mutex // the publisher is one producer at a time; run folders take turns
+	publishRun := func(run string) watch.Publisher {
+		return func(ctx context.Context, path string) error {
+			one.Lock()
+			defer one.Unlock()
+			return publishTrace(ctx, pub, run, n, *wait, *steps, path, errOut)
 		}
-		_, err := ingest.Read(ctx, sink, []string{path}, ingest.Options{RunID: n.run, Host: n.host, Rank: -1, Workers: 1, GPU: n.gpu, Warn: warnTo(errOut)})
-		if err == nil {
-			err = pub.Flush(ctx)
-		}
-		switch {
-		case jsonscan.IsTruncated(err):
-			return fmt.Errorf("%w: %v", watch.ErrIncomplete, err)
-		}
-		return err // the watcher logs what was published
 	}
 	wcfg := watch.Config{Dir: *dir, StatePath: *statePath, Poll: cfg.Agent.Poll, Settle: cfg.Agent.Settle, GiveUp: cfg.Agent.GiveUp}
+	if *runsIn != "" {
+		if fi, err := os.Stat(*runsIn); err != nil || !fi.IsDir() {
+			return &usageError{fmt.Sprintf("agent: --runs-in %s: not a folder", *runsIn)}
+		}
+		rf := &runFolders{root: *runsIn, base: wcfg, publishFor: publishRun, logf: logf, started: map[string]bool{}}
+		logf("agent: watching each run folder in %s, publishing to %s", *runsIn, nc.ConnectedUrlRedacted())
+		if *once {
+			return rf.scan(ctx, true)
+		}
+		n.run = ""
+		stop := startCounters(ctx, nc, cfg, n, *counters, *period, *flushAfter, logf, rf.Latest)
+		defer stop()
+		return rf.run(ctx)
+	}
 	if err := wcfg.Validate(); err != nil {
 		return &usageError{"agent: " + err.Error()}
 	}
 	logf("agent for run %s: watching %s, publishing to %s", n.run, *dir, nc.ConnectedUrlRedacted())
 	if *once {
-		return watch.Once(ctx, wcfg, publish, logf)
+		return watch.Once(ctx, wcfg, publishRun(n.run), logf)
 	}
-	stop := startCounters(ctx, nc, cfg, n, *counters, *period, *flushAfter, logf)
+	stop := startCounters(ctx, nc, cfg, n, *counters, *period, *flushAfter, logf, nil)
 	defer stop()
-	return watch.Run(ctx, wcfg, publish, logf)
+	return watch.Run(ctx, wcfg, publishRun(n.run), logf)
+}
+
+// publishTrace publishes one trace file of run (only steps wait to
+// wait+steps-1 when steps > 0).
+func publishTrace(ctx context.Context, pub *stream.Publisher, run string, n natsFlags, wait, steps int, path string, errOut io.Writer) error {
+	salt := ""
+	var sink ingest.Sink = &ingest.PublishSink{P: pub, RunID: run, Host: n.host}
+	if steps > 0 {
+		salt = fmt.Sprintf("steps %d-%d", wait, wait+steps-1)
+		sink = &ingest.StepFilter{Next: &ingest.PublishSink{P: pub, RunID: run, Host: n.host, Salt: salt},
+			Lo: int32(wait), Hi: int32(wait + steps - 1)}
+	}
+	_, err := ingest.Read(ctx, sink, []string{path}, ingest.Options{RunID: run, Host: n.host, Rank: -1, Workers: 1, GPU: n.gpu, Warn: warnTo(errOut)})
+	if err == nil {
+		err = pub.Flush(ctx)
+	}
+	switch {
+	case jsonscan.IsTruncated(err):
+		return fmt.Errorf("%w: %v", watch.ErrIncomplete, err)
+	}
+	return err // the watcher logs what was published
 }

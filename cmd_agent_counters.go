@@ -19,7 +19,7 @@ import (
 // watching, on a publisher of its own; stop ends it and publishes what is
 // left. Counters that cannot be sampled (no NVIDIA driver, a bad URL) are
 // said once: the agent goes on publishing traces.
-func startCounters(ctx context.Context, nc *nats.Conn, cfg *Config, n natsFlags, what string, period, flushAfter time.Duration, logf func(string, ...any)) (stop func()) {
+func startCounters(ctx context.Context, nc *nats.Conn, cfg *Config, n natsFlags, what string, period, flushAfter time.Duration, logf func(string, ...any), runOf func() string) (stop func()) {
 	var src ingest.CounterSource
 	var closeSrc func()
 	switch {
@@ -50,7 +50,7 @@ func startCounters(ctx context.Context, nc *nats.Conn, cfg *Config, n natsFlags,
 		logf("counters: %v; publishing traces without GPU counters", err)
 		return func() {}
 	}
-	loop := &ingest.CounterLoop{Src: src, P: pub, RunID: n.run, Host: n.host,
+	loop := &ingest.CounterLoop{Src: src, P: pub, RunID: n.run, Host: n.host, RunOf: runOf,
 		FlushEvery: int(flushAfter / period), Warn: func(s string) { logf("%s", s) }}
 	ctx, cancel := context.WithCancel(ctx)
 	ticker := time.NewTicker(period)
@@ -68,5 +68,8 @@ func startCounters(ctx context.Context, nc *nats.Conn, cfg *Config, n natsFlags,
 		pub.Close(context.WithoutCancel(ctx))
 		closeSrc()
 		logf("counters: published %d sample(s)", loop.Published)
+		if loop.Dropped > 0 {
+			logf("counters: dropped %d sample(s) taken while no run folder existed", loop.Dropped)
+		}
 	}
 }

@@ -121,8 +121,12 @@ type CounterLoop struct {
 	// Warn hears of a failed read (the loop goes on; a source that keeps
 	// failing is said once per minute of ticks at most).
 	Warn func(string)
-	// Published counts the rows sent.
-	Published int
+	// RunOf, when set, names the run at each flush instead of RunID (an
+	// agent watching the folders of many runs); "" drops the batch.
+	RunOf func() string
+	// Published counts the rows sent, Dropped those sampled while RunOf
+	// named no run.
+	Published, Dropped int
 }
 
 // Run samples until ctx ends or ticks closes.
@@ -158,11 +162,18 @@ func (l *CounterLoop) flush(ctx context.Context, t *stream.CounterTable) error {
 	if t.Len() == 0 {
 		return nil
 	}
-	h := sha256.Sum256([]byte(l.RunID + "\x00" + l.Host + "\x00counters\x00" + strconv.FormatInt(t.TS.V[0], 10)))
+	run := l.RunID
+	if l.RunOf != nil {
+		if run = l.RunOf(); run == "" {
+			l.Dropped += t.Len()
+			return nil
+		}
+	}
+	h := sha256.Sum256([]byte(run + "\x00" + l.Host + "\x00counters\x00" + strconv.FormatInt(t.TS.V[0], 10)))
 	l.P.Begin(hex.EncodeToString(h[:12]))
-	rec := t.Record(l.RunID, l.Host, 0, false)
+	rec := t.Record(run, l.Host, 0, false)
 	defer rec.Release()
-	if err := l.P.Publish(ctx, l.RunID, l.Host, "counters", rec); err != nil {
+	if err := l.P.Publish(ctx, run, l.Host, "counters", rec); err != nil {
 		return err
 	}
 	if err := l.P.Flush(ctx); err != nil {
