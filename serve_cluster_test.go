@@ -237,6 +237,11 @@ func TestServeOnANATSCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer qn.stop()
+	// each run's final pass, whichever ingestor made it
+	if got, want := sqlOut(t, ctx, "--server", qn.flightAddr, "SELECT run_id, partial FROM analyses ORDER BY ALL"),
+		"run_id,partial\n"+strings.Join(runs, ",false\n")+",false\n"; got != want {
+		t.Errorf("the query node's analyses:\n%s\nwant\n%s", got, want)
+	}
 	for _, id := range runs {
 		db := filepath.Join(t.TempDir(), id+".duckdb")
 		var out, errOut bytes.Buffer

@@ -111,9 +111,11 @@ func (s *Scheduler) analyze(ctx context.Context, run, why string) (bool, error) 
 		if err := scratch.Conn().QueryRowContext(ctx, "SELECT count(*) FROM ranks").Scan(&ranks); err != nil {
 			return err
 		}
-		return s.st.Exec(ctx, `INSERT INTO analyses (run_id, analyzed_ns, step_lo, step_hi, ranks, findings, took_ms, partial, status)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			run, rr.At.UnixNano(), lo, hi, ranks, rr.Findings, float64(took.Microseconds())/1e3, rr.Partial, statusText)
+		analysis := []any{run, rr.At.UnixNano(), lo, hi, ranks, rr.Findings, float64(took.Microseconds())/1e3, rr.Partial, statusText}
+		if err := scratch.Exec(ctx, insertAnalysis, analysis...); err != nil { // for the archive
+			return err
+		}
+		return s.st.Exec(ctx, insertAnalysis, analysis...)
 	})
 	s.mu.Unlock()
 	if err != nil {
@@ -148,6 +150,9 @@ func (s *Scheduler) analyze(ctx context.Context, run, why string) (bool, error) 
 	s.opts.Logf("%s run %s: %d findings in %s", kind, run, rr.Findings, took.Round(time.Millisecond))
 	return rr.Partial, nil
 }
+
+const insertAnalysis = `INSERT INTO analyses (run_id, analyzed_ns, step_lo, step_hi, ranks, findings, took_ms, partial, status)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // runStatus is the status of the run copied into scratch: partial while
 // something is on its way (why), or while a rank has rows but no ranks row

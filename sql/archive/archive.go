@@ -13,8 +13,9 @@ import (
 )
 
 // Tables are the tables a run leaves in the archive: its events, as
-// duck.ExportTables lists them, and what its analysis found.
-var Tables = append(append([]string(nil), duck.ExportTables...), "root_causes")
+// duck.ExportTables lists them, what its analysis found, and the serve
+// scheduler's record of the pass (analyses).
+var Tables = append(append([]string(nil), duck.ExportTables...), "root_causes", "analyses")
 
 // Partition columns every archived file's path adds to its rows.
 const (
