@@ -111,7 +111,7 @@ func (s *Scheduler) analyze(ctx context.Context, run, why string) (bool, error) 
 		if err := scratch.Conn().QueryRowContext(ctx, "SELECT count(*) FROM ranks").Scan(&ranks); err != nil {
 			return err
 		}
-		analysis := []any{run, rr.At.UnixNano(), lo, hi, ranks, rr.Findings, float64(took.Microseconds())/1e3, rr.Partial, statusText}
+		analysis := []any{run, rr.At.UnixNano(), lo, hi, ranks, rr.Findings, float64(took.Microseconds()) / 1e3, rr.Partial, statusText}
 		if err := scratch.Exec(ctx, insertAnalysis, analysis...); err != nil { // for the archive
 			return err
 		}
