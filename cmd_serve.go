@@ -296,7 +296,7 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 			s.wg.Add(-2)
 			return nil, err
 		}
-		s.monitor.Use(co.Forward())
+		s.monitor.UseAll(co.Consumers)
 		go func() { defer s.wg.Done(); co.Run(ctx, nil) }()
 		logf("ingestor %s of a stream in %d partitions", co.Member, cfg.Stream.Partitions)
 	} else {

@@ -34,6 +34,7 @@ type Monitor struct {
 
 	mu      sync.Mutex
 	cons    jetstream.Consumer
+	all     func() []jetstream.Consumer // UseAll's, or nil
 	at      time.Time // when the backlog below was asked
 	pending uint64
 	acks    int
@@ -65,6 +66,15 @@ func (m *Monitor) Use(cons jetstream.Consumer) {
 	m.cons, m.at = cons, time.Time{}
 }
 
+// UseAll makes the monitor ask every consumer consumers returns, at each
+// asking, and add up their backlogs: a partitioned ingestor's forward
+// consumer and the partitions it holds (Coordinator.Consumers).
+func (m *Monitor) UseAll(consumers func() []jetstream.Consumer) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.all, m.at = consumers, time.Time{}
+}
+
 // Consumer is the consumer the monitor asks.
 func (m *Monitor) Consumer() jetstream.Consumer {
 	m.mu.Lock()
@@ -82,11 +92,25 @@ func (m *Monitor) Lag(ctx context.Context) (pending uint64, acks int, err error)
 	defer m.mu.Unlock()
 	if now := m.now(); now.Sub(m.at) > time.Second {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		info, err := m.cons.Info(ctx)
-		cancel()
+		defer cancel()
+		all := []jetstream.Consumer{m.cons}
+		if m.all != nil {
+			all = m.all()
+		}
+		var pending uint64
+		var acks int
+		var err error
+		for _, c := range all {
+			info, e := c.Info(ctx)
+			if e != nil {
+				err = e
+				break
+			}
+			pending, acks = pending+info.NumPending, acks+info.NumAckPending
+		}
 		m.at, m.err = now, err
 		if err == nil {
-			m.pending, m.acks = info.NumPending, info.NumAckPending
+			m.pending, m.acks = pending, acks
 		}
 	}
 	return m.pending, m.acks, m.err

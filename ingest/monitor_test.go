@@ -141,3 +141,28 @@ func TestMonitorCollectors(t *testing.T) {
 		t.Errorf("a missing consumer gives %d lag metrics, want only consumer_up", n)
 	}
 }
+
+// A partitioned ingestor's backlog is its forward consumer's and every
+// partition's it holds, asked anew as partitions come and go; one of
+// them failing to answer is the monitor's error.
+func TestMonitorLagOverPartitions(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	fwd, p0, p1 := &infoConsumer{pending: 1}, &infoConsumer{pending: 10, acks: 2}, &infoConsumer{pending: 100}
+	held := []jetstream.Consumer{fwd, p0}
+	m := NewMonitor(nil, &IngestStats{}, "d", nil, func() time.Time { return now })
+	m.UseAll(func() []jetstream.Consumer { return held })
+	ctx := context.Background()
+	if p, a, err := m.Lag(ctx); p != 11 || a != 2 || err != nil {
+		t.Errorf("Lag = %d, %d, %v; want 11, 2", p, a, err)
+	}
+	held = append(held, p1)
+	now = now.Add(2 * time.Second)
+	if p, _, _ := m.Lag(ctx); p != 111 {
+		t.Errorf("after taking a partition, Lag = %d, want 111", p)
+	}
+	p1.err = jetstream.ErrConsumerNotFound
+	now = now.Add(2 * time.Second)
+	if status, ok := m.Health(ctx); ok || !strings.Contains(status, "missing") {
+		t.Errorf("Health = %q, %v with a partition's consumer gone", status, ok)
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -72,6 +74,7 @@ type Coordinator struct {
 }
 
 type leased struct {
+	cons jetstream.Consumer
 	rev  uint64
 	stop chan struct{}
 	done chan struct{}
@@ -109,6 +112,18 @@ func (co *Coordinator) Start(ctx context.Context) error {
 
 // Forward is this member's forward consumer (for the health monitor).
 func (co *Coordinator) Forward() jetstream.Consumer { return co.fwd }
+
+// Consumers are the consumers this member reads now: its forward
+// consumer and one per partition it holds (for the health monitor).
+func (co *Coordinator) Consumers() []jetstream.Consumer {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	out := []jetstream.Consumer{co.fwd}
+	for _, p := range slices.Sorted(maps.Keys(co.owned)) {
+		out = append(out, co.owned[p].cons)
+	}
+	return out
+}
 
 // Owned lists the partitions this member holds.
 func (co *Coordinator) Owned() []int {
@@ -240,7 +255,7 @@ func (co *Coordinator) startLocked(ctx context.Context, p int, rev uint64) error
 	if err != nil {
 		return err
 	}
-	l := &leased{rev: rev, stop: make(chan struct{}), done: make(chan struct{})}
+	l := &leased{cons: cons, rev: rev, stop: make(chan struct{}), done: make(chan struct{})}
 	co.owned[p] = l
 	co.run(ctx, cons, l.stop, l.done)
 	co.logf("%s took partition %d of %d", co.Member, p, co.SCfg.Partitions)
