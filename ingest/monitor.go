@@ -35,7 +35,7 @@ type Monitor struct {
 	mu      sync.Mutex
 	cons    jetstream.Consumer
 	all     func() []jetstream.Consumer // UseAll's, or nil
-	at      time.Time // when the backlog below was asked
+	at      time.Time                   // when the backlog below was asked
 	pending uint64
 	acks    int
 	err     error
