@@ -6,6 +6,11 @@
 //
 //	go run -tags duckdb_arrow ./bench/pipeline -traces bench/sample -copies 200
 //
+// With -ingestors N the stream is partitioned (-partitions, default 8) and
+// N ingestors share it as several 'trainscope serve' processes do
+// (ingest.Coordinator), each with its own DuckDB; each copy is then a run
+// of its own, so that the runs spread over the partitions.
+//
 // The traces are read once; each copy republishes their batches as a new
 // producer (new message ids), so nothing is deduplicated.
 package main
@@ -17,9 +22,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trainscope/trainscope/ingest"
@@ -35,6 +44,8 @@ func main() {
 	dir := flag.String("dir", "", "work folder (default: a temp folder, removed after)")
 	rate := flag.Float64("rate", 0, "publish at about this many events/s (0: as fast as possible)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile here")
+	ingestors := flag.Int("ingestors", 0, "ingestors sharing a partitioned stream (0: one, unpartitioned)")
+	partitions := flag.Int("partitions", 8, "the stream's partitions with -ingestors")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -43,14 +54,14 @@ func main() {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	if err := run(*traces, *copies, *msgBytes, *fetchBytes, *dir, *rate); err != nil {
+	if err := run(*traces, *copies, *msgBytes, *fetchBytes, *dir, *rate, *ingestors, *partitions); err != nil {
 		fmt.Fprintln(os.Stderr, "pipeline:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
 
-func run(traces string, copies, msgBytes, fetchBytes int, dir string, rate float64) error {
+func run(traces string, copies, msgBytes, fetchBytes int, dir string, rate float64, ingestors, partitions int) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if dir == "" {
@@ -86,33 +97,62 @@ func run(traces string, copies, msgBytes, fetchBytes int, dir string, rate float
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
 	sc := stream.DefaultStream
+	if ingestors > 0 {
+		sc.Partitions = partitions
+	}
 	s, err := stream.EnsureStream(ctx, js, sc)
 	if err != nil {
 		return err
 	}
-	dbPath := filepath.Join(dir, "bench.duckdb")
-	if os.Getenv("BENCH_MEM") != "" {
-		dbPath = ""
-	}
-	st, err := duck.Open(ctx, dbPath, duck.Options{})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if x := os.Getenv("BENCH_SQL"); x != "" {
-		if err := st.Exec(ctx, x); err != nil {
-			return err
-		}
-	}
 	ccfg := ingest.DefaultConsumer
 	ccfg.FetchBytes = fetchBytes
-	cons, err := ingest.NewConsumer(ctx, s, ccfg)
-	if err != nil {
-		return err
+	var stores []*duck.Store
+	var statsAll []*ingest.IngestStats
+	if ingestors <= 0 {
+		st, stats, err := startIngestor(ctx, dir, "bench", s, nil, ccfg)
+		if err != nil {
+			return err
+		}
+		stores, statsAll = append(stores, st), append(statsAll, stats)
+	} else {
+		var cos []*ingest.Coordinator
+		for k := range ingestors {
+			c := ccfg
+			c.Member = fmt.Sprintf("ing-%d", k)
+			co := &ingest.Coordinator{JS: js, Stream: s, SCfg: sc, Cfg: c, Member: c.Member, Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, c.Member+": "+f+"\n", a...) }}
+			st, stats, err := startIngestor(ctx, dir, c.Member, s, co, c)
+			if err != nil {
+				return err
+			}
+			stores, statsAll, cos = append(stores, st), append(statsAll, stats), append(cos, co)
+		}
+		// publish once the partitions are spread
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+			spread := true
+			for _, co := range cos {
+				spread = spread && len(co.Owned()) >= partitions/ingestors
+			}
+			if spread {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the partitions did not spread over %d ingestors in a minute", ingestors)
+			}
+		}
 	}
-	stats := &ingest.IngestStats{}
-	consumer := &ingest.Consumer{St: st, Mu: &sync.Mutex{}, Cons: cons, Cfg: ccfg, Stats: stats}
-	go consumer.Run(ctx)
+	for _, st := range stores {
+		defer st.Close()
+	}
+	committed := func() (msgs, rows, commits int64, decode, insert time.Duration) {
+		for _, x := range statsAll {
+			msgs += x.Messages.Load()
+			rows += x.Rows.Load()
+			commits += x.Commits.Load()
+			decode += time.Duration(x.Decode.Load())
+			insert += time.Duration(x.Insert.Load())
+		}
+		return
+	}
 
 	pcfg := stream.DefaultPublisher
 	pcfg.MessageBytes = msgBytes
@@ -124,13 +164,25 @@ func run(traces string, copies, msgBytes, fetchBytes int, dir string, rate float
 	var sent int64
 	for i := range copies {
 		pub.Begin(fmt.Sprintf("bench-%d", i))
+		runID := "bench"
+		if ingestors > 0 {
+			runID = fmt.Sprintf("bench-%d", i)
+		}
 		for _, b := range c.Batches {
 			if rate > 0 { // pace: hold each batch until its time at the given rate
 				if ahead := time.Duration(float64(sent)/rate*1e9) - time.Since(t0); ahead > 0 {
 					time.Sleep(ahead)
 				}
 			}
-			if err := pub.Publish(ctx, "bench", "node-1", b.Table, b.Rec); err != nil {
+			rec := b.Rec
+			if runID != "bench" {
+				rec = withRun(rec, runID)
+			}
+			err := pub.Publish(ctx, runID, "node-1", b.Table, rec)
+			if rec != b.Rec {
+				rec.Release()
+			}
+			if err != nil {
 				return err
 			}
 			sent += b.Rec.NumRows()
@@ -141,26 +193,132 @@ func run(traces string, copies, msgBytes, fetchBytes int, dir string, rate float
 	}
 	tPub := time.Since(t0)
 	want := pub.Stats.Messages.Load()
-	for stats.Messages.Load() < want {
-		time.Sleep(2 * time.Millisecond)
+	for last := time.Now(); ; time.Sleep(2 * time.Millisecond) {
+		msgs, _, _, _, _ := committed()
+		if msgs >= want {
+			break
+		}
+		if time.Since(last) > 5*time.Second {
+			fmt.Fprintf(os.Stderr, "waiting: %d of %d messages committed\n", msgs, want)
+			last = time.Now()
+		}
 	}
 	total := time.Since(t0)
-	rows := stats.Rows.Load()
+	_, rows, commits, decode, insert := committed()
+	cancel() // stop the ingestors before reading their ledgers
 
+	// latency over every ingestor's ledger
+	lat, err := duck.Open(context.Background(), "", duck.Options{})
+	if err != nil {
+		return err
+	}
+	defer lat.Close()
+	if err := lat.Exec(context.Background(), "CREATE TABLE l (d BIGINT)"); err != nil {
+		return err
+	}
+	var perIngestor []string
+	for _, st := range stores {
+		rows, err := st.Query(context.Background(), "SELECT ingested_ns - sent_ns FROM ingested_batches")
+		if err != nil {
+			return err
+		}
+		n := 0
+		for rows.Next() {
+			var d int64
+			rows.Scan(&d)
+			lat.Exec(context.Background(), "INSERT INTO l VALUES (?)", d)
+			n++
+		}
+		rows.Close()
+		perIngestor = append(perIngestor, fmt.Sprint(n))
+	}
 	var p50, p99, pmax float64
-	if err := st.Conn().QueryRowContext(ctx, `SELECT quantile_cont(ingested_ns - sent_ns, 0.5) / 1e6,
-		quantile_cont(ingested_ns - sent_ns, 0.99) / 1e6, max(ingested_ns - sent_ns) / 1e6 FROM ingested_batches`).Scan(&p50, &p99, &pmax); err != nil {
+	if err := lat.Conn().QueryRowContext(context.Background(), `SELECT quantile_cont(d, 0.5) / 1e6,
+		quantile_cont(d, 0.99) / 1e6, max(d) / 1e6 FROM l`).Scan(&p50, &p99, &pmax); err != nil {
 		return err
 	}
 	fmt.Printf("input: %s, %d rows per copy, %d copies\n", traces, rowsPerCopy, copies)
-	fmt.Printf("messages: %d (%.1f MB, %.0f KiB mean), %d commits\n", want, float64(pub.Stats.Bytes.Load())/1e6,
-		float64(pub.Stats.Bytes.Load())/float64(want)/1024, stats.Commits.Load())
+	fmt.Printf("messages: %d (%.1f MB, %.0f KiB mean), %d commits; batches per ingestor: %s\n", want, float64(pub.Stats.Bytes.Load())/1e6,
+		float64(pub.Stats.Bytes.Load())/float64(want)/1024, commits, strings.Join(perIngestor, ", "))
 	fmt.Printf("end to end: %d events in %s = %.2fM events/s (%.0f MB/s of messages)\n", rows, total.Round(time.Millisecond),
 		float64(rows)/total.Seconds()/1e6, float64(pub.Stats.Bytes.Load())/total.Seconds()/1e6)
 	fmt.Printf("publish side: %s for all messages (encode %s of it), %d retries\n", tPub.Round(time.Millisecond),
 		time.Duration(pub.Stats.Encode.Load()).Round(time.Millisecond), pub.Stats.Retries.Load())
-	fmt.Printf("ingest side: decode %s, transactions %s\n", time.Duration(stats.Decode.Load()).Round(time.Millisecond),
-		time.Duration(stats.Insert.Load()).Round(time.Millisecond))
+	fmt.Printf("ingest side (summed over ingestors): decode %s, transactions %s\n", decode.Round(time.Millisecond),
+		insert.Round(time.Millisecond))
 	fmt.Printf("publish -> queryable latency per batch: p50 %.0f ms, p99 %.0f ms, max %.0f ms\n", p50, p99, pmax)
 	return nil
+}
+
+// startIngestor opens an ingestor's DuckDB under dir and starts consuming:
+// the whole stream, or with co its share of the partitions.
+func startIngestor(ctx context.Context, dir, name string, s jetstream.Stream, co *ingest.Coordinator, ccfg ingest.ConsumerConfig) (*duck.Store, *ingest.IngestStats, error) {
+	dbPath := filepath.Join(dir, name+".duckdb")
+	if os.Getenv("BENCH_MEM") != "" {
+		dbPath = ""
+	}
+	st, err := duck.Open(ctx, dbPath, duck.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	if x := os.Getenv("BENCH_SQL"); x != "" {
+		if err := st.Exec(ctx, x); err != nil {
+			return nil, nil, err
+		}
+	}
+	stats := &ingest.IngestStats{}
+	mu := &sync.Mutex{}
+	if co == nil {
+		cons, err := ingest.NewConsumer(ctx, s, ccfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		consumer := &ingest.Consumer{St: st, Mu: mu, Cons: cons, Cfg: ccfg, Stats: stats}
+		go consumer.Run(ctx)
+		return st, stats, nil
+	}
+	co.New = func() *ingest.Consumer {
+		return &ingest.Consumer{St: st, Mu: mu, Cfg: ccfg, Stats: stats, Logf: co.Logf}
+	}
+	if err := co.Start(ctx); err != nil {
+		return nil, nil, err
+	}
+	go co.Run(ctx, nil)
+	return st, stats, nil
+}
+
+// withRun is rec with every row's run_id set to run (a plain or a
+// dictionary string column).
+func withRun(rec arrow.RecordBatch, run string) arrow.RecordBatch {
+	idx := rec.Schema().FieldIndices("run_id")
+	if len(idx) == 0 {
+		rec.Retain()
+		return rec
+	}
+	n := int(rec.NumRows())
+	cols := make([]arrow.Array, rec.NumCols())
+	for i := range cols {
+		cols[i] = rec.Column(i)
+	}
+	var b array.Builder
+	switch dt := rec.Schema().Field(idx[0]).Type.(type) {
+	case *arrow.DictionaryType:
+		d := array.NewDictionaryBuilder(memory.DefaultAllocator, dt).(*array.BinaryDictionaryBuilder)
+		for range n {
+			d.AppendString(run)
+		}
+		b = d
+	default:
+		sb := array.NewStringBuilder(memory.DefaultAllocator)
+		for range n {
+			sb.Append(run)
+		}
+		b = sb
+	}
+	col := b.NewArray()
+	b.Release()
+	cols[idx[0]] = col
+	out := array.NewRecordBatch(rec.Schema(), cols, int64(n))
+	col.Release()
+	return out
 }
