@@ -45,6 +45,12 @@ func WriteRun(ctx context.Context, st *duck.Store, dir, run string, at time.Time
 		return w, err
 	}
 	w.Day = day
+	// row order means nothing in the archive; keeping it doubles COPY's
+	// memory and time (syn8's slices: 583 -> 318 MB, 3.0 -> 1.6 s)
+	if err := st.Exec(ctx, "SET preserve_insertion_order = false"); err != nil {
+		return w, err
+	}
+	defer st.Exec(context.WithoutCancel(ctx), "RESET preserve_insertion_order")
 	tok := stream.RunToken(run)
 	for _, t := range Tables {
 		final := filepath.Join(dir, t, DayColumn+"="+day, RunColumn+"="+tok, "data_0.parquet")
