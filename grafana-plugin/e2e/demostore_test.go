@@ -10,6 +10,7 @@ import (
 
 	"github.com/trainscope/trainscope/detectors"
 	"github.com/trainscope/trainscope/ingest"
+	"github.com/trainscope/trainscope/sql/archive"
 	"github.com/trainscope/trainscope/sql/duck"
 	"github.com/trainscope/trainscope/sql/flightsrv"
 )
@@ -97,6 +98,31 @@ func loadDemo(ctx context.Context, st *duck.Store, files []string) error {
 		}
 	}
 	return nil
+}
+
+// serveArchive writes the demo runs from st to a fleet archive under dir,
+// as the serve scheduler does after each final pass, and serves Flight SQL
+// over that archive as 'serve --query-only' does.
+func serveArchive(ctx context.Context, st *duck.Store, dir string) (string, func() error, error) {
+	for _, run := range []string{demoRunID, throttledRunID} {
+		if _, err := archive.WriteRun(ctx, st, dir, run, time.Now()); err != nil {
+			return "", nil, err
+		}
+	}
+	q, err := duck.Open(ctx, "", duck.Options{})
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := (&archive.Attacher{Dir: dir}).Attach(ctx, q); err != nil {
+		q.Close()
+		return "", nil, err
+	}
+	addr, stop, err := serveDemo(ctx, q)
+	if err != nil {
+		q.Close()
+		return "", nil, err
+	}
+	return addr, func() error { err := stop(); q.Close(); return err }, nil
 }
 
 // serveDemo starts a Flight SQL server over st on a free localhost port and

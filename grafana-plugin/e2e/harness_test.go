@@ -29,6 +29,9 @@ const pluginID = "trainscope-trainscope-datasource"
 var (
 	store      *duck.Store
 	flightAddr string
+	// archiveAddr serves the demo runs as a query node does: from the
+	// fleet archive they were written to (Parquet), not from the store
+	archiveAddr string
 	plug       *pluginProc
 )
 
@@ -68,6 +71,13 @@ func run(m *testing.M) int {
 	}
 	defer stop()
 	flightAddr = addr
+	aaddr, astop, err := serveArchive(ctx, store, filepath.Join(tmp, "archive"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "archive:", err)
+		return 1
+	}
+	defer astop()
+	archiveAddr = aaddr
 
 	if plug, err = startPlugin(bin); err != nil {
 		fmt.Fprintln(os.Stderr, "start plugin:", err)
@@ -142,6 +152,11 @@ type dsConfig struct {
 
 func demoDS() dsConfig {
 	return dsConfig{id: 1, jsonData: map[string]any{"address": flightAddr}}
+}
+
+// archiveDS is a data source on the query node over the demo's archive.
+func archiveDS() dsConfig {
+	return dsConfig{id: 2, jsonData: map[string]any{"address": archiveAddr}}
 }
 
 func (c dsConfig) pluginContext() backend.PluginContext {

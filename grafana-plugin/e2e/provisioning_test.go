@@ -216,6 +216,57 @@ func TestProvisionedDashboards(t *testing.T) {
 	checkHardwarePanels(t)
 }
 
+// Grafana pointed at the query node sees what it sees on an ingestor: every
+// panel of every dashboard returns as many rows over the fleet archive as
+// over the store the runs were analysed in, but for the panels over an
+// ingestor's own ledger (ingested_batches), which the archive does not
+// hold.
+func TestProvisionedDashboardsOverTheArchive(t *testing.T) {
+	ctx := context.Background()
+	files, _ := filepath.Glob(filepath.Join(grafanaDir, "dashboards/*.json"))
+	compared := 0
+	for _, file := range files {
+		var d dashboard
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		for _, p := range d.Panels {
+			for _, tgt := range p.Targets {
+				ingestorOnly := strings.Contains(fmt.Sprint(tgt["rawSql"]), "ingested_batches")
+				rows := map[string]int{}
+				for name, ds := range map[string]dsConfig{"store": demoDS(), "archive": archiveDS()} {
+					resp := plug.query(ctx, t, ds, demoRange(), interpolateModel(t, tgt))
+					r := resp.Responses[tgt["refId"].(string)]
+					if r.Error != nil {
+						if !(ingestorOnly && name == "archive") {
+							t.Errorf("%s: panel %q over the %s: %v", filepath.Base(file), p.Title, name, r.Error)
+						}
+						continue
+					}
+					for _, f := range r.Frames {
+						if n, _ := f.RowLen(); n > rows[name] {
+							rows[name] = n
+						}
+					}
+				}
+				if !ingestorOnly && rows["store"] != rows["archive"] {
+					t.Errorf("%s: panel %q: %d rows over the store, %d over the archive", filepath.Base(file), p.Title, rows["store"], rows["archive"])
+				}
+				if rows["store"] > 0 && !ingestorOnly {
+					compared++
+				}
+			}
+		}
+	}
+	if compared < 20 {
+		t.Errorf("only %d panels with rows compared", compared)
+	}
+}
+
 // checkHardwarePanels runs the run dashboard's GPU counter panels and its
 // annotations on the throttled run (bench/throttled8: rank 3's GPU drops
 // its clock 30%): each has rows, and the annotation names rank 3.
