@@ -32,7 +32,7 @@ var (
 	// archiveAddr serves the demo runs as a query node does: from the
 	// fleet archive they were written to (Parquet), not from the store
 	archiveAddr string
-	plug       *pluginProc
+	plug        *pluginProc
 )
 
 func TestMain(m *testing.M) {
