@@ -15,7 +15,7 @@ NATS=${DEMO_NATS:-127.0.0.1:14222}
 
 rm -rf "$OUT"
 mkdir -p "$OUT"
-"$BIN" serve --data-dir "$OUT/data" --http "$HTTP" --flight "$FLIGHT" --nats-listen "$NATS" --quiet 1s \
+"$BIN" serve --data-dir "$OUT/data" --http "$HTTP" --flight "$FLIGHT" --nats-listen "$NATS" --quiet 1s --archive "$OUT/archive" \
   >"$OUT/serve.log" 2>&1 &
 pid=$!
 stop() {
@@ -65,3 +65,5 @@ echo "  curl http://$HTTP/metrics"
 stop
 trap - EXIT
 echo "server stopped; its database: $BIN sql --db $OUT/data/trainscope.duckdb \"SELECT count(*) FROM slices\""
+echo "its fleet archive (Parquet, day=/run= partitions): $OUT/archive; serve it as a query node with"
+echo "  $BIN serve --query-only --archive $OUT/archive"
