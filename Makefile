@@ -17,7 +17,7 @@ build: ## build bin/trainscope
 
 test: ## run every test: the Go module, then the Grafana plugin (Go, frontend typecheck, Jest, ESLint, zip checker)
 	$(GO) vet -tags $(TAGS) $(PKGS)
-	$(GO) test -tags $(TAGS) -count=1 $(PKGS)
+	$(GO) test -tags $(TAGS) -count=1 -timeout 30m $(PKGS)
 	$(MAKE) plugin-test plugin-typecheck plugin-jest plugin-eslint plugin-zip-test
 
 test-short: ## quick tests only

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trainscope/trainscope/sql/archive/s3fake"
 	"github.com/trainscope/trainscope/sql/duck"
@@ -122,6 +123,9 @@ func TestArchiveInABucketEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer qn.stop()
+	if h := waitGet(t, "http://"+qn.httpAddr+"/healthz", 10*time.Second); !strings.Contains(h, `"mode":"query-only"`) || !strings.Contains(h, `"status":"ok"`) {
+		t.Errorf("/healthz of the query node: %s", h)
+	}
 	for _, q := range []string{
 		"SELECT * FROM findings ORDER BY ALL",
 		"SELECT rank, count(*), sum(dur) FROM slices GROUP BY ALL ORDER BY ALL",

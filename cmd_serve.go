@@ -315,29 +315,39 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 	}
 	go func() { defer s.wg.Done(); s.sched.Run(ctx, ticks) }()
 
+	if err := s.listen(ctx, cfg, sec, logf, func(started time.Time) *httpapi.API {
+		return &httpapi.API{Version: version, FlightAddr: s.flightAddr, Reports: s.sched, Health: s.monitor.Health,
+			Info: func() map[string]any {
+				return map[string]any{"nats": s.natsURL, "flight_sql": s.flightAddr,
+					"uptime_s": int64(time.Since(started).Seconds()), "batches": s.stats.Messages.Load()}
+			},
+			Collectors: append(s.monitor.Collectors(), s.sched.Collectors()...)}
+	}); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// listen starts Flight SQL over s.st (unless serve.flight is off) and the
+// HTTP API that api makes (told when the server started), both behind the
+// server's token and TLS.
+func (s *server) listen(ctx context.Context, cfg *Config, sec *serveSecurity, logf func(string, ...any), api func(started time.Time) *httpapi.API) error {
 	if cfg.Serve.Flight != "" {
 		addr, stop, err := startFlight(ctx, cfg.Serve, sec, s.st, logf)
 		if err != nil {
-			return nil, fmt.Errorf("flight sql on %s: %w", cfg.Serve.Flight, err)
+			return fmt.Errorf("flight sql on %s: %w", cfg.Serve.Flight, err)
 		}
 		s.flightAddr, s.flight = addr, stop
 	}
 	ln, err := net.Listen("tcp", cfg.Serve.HTTP)
 	if err != nil {
-		return nil, fmt.Errorf("http on %s: %w (set serve.http or --http)", cfg.Serve.HTTP, err)
+		return fmt.Errorf("http on %s: %w (set serve.http or --http)", cfg.Serve.HTTP, err)
 	}
 	s.httpAddr = ln.Addr().String()
-	started := time.Now()
-	api := &httpapi.API{Version: version, FlightAddr: s.flightAddr, Reports: s.sched, Health: s.monitor.Health,
-		Info: func() map[string]any {
-			return map[string]any{"nats": s.natsURL, "flight_sql": s.flightAddr,
-				"uptime_s": int64(time.Since(started).Seconds()), "batches": s.stats.Messages.Load()}
-		},
-		Collectors: append(s.monitor.Collectors(), s.sched.Collectors()...)}
-	routes, err := api.Handler()
+	routes, err := api(time.Now()).Handler()
 	if err != nil {
 		ln.Close()
-		return nil, err
+		return err
 	}
 	s.http = &http.Server{Handler: httpapi.RequireToken(sec.token, routes), ReadHeaderTimeout: 10 * time.Second, TLSConfig: sec.tls}
 	if sec.tls != nil {
@@ -345,7 +355,7 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 	} else {
 		go s.http.Serve(ln)
 	}
-	return s, nil
+	return nil
 }
 
 // stop shuts down in the order that loses nothing: stop taking requests,

@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -101,44 +99,24 @@ func startQueryNode(parent context.Context, cfg *Config, logf func(string, ...an
 			}
 		}
 	}()
-	if cfg.Serve.Flight != "" {
-		addr, stop, err := startFlight(ctx, cfg.Serve, sec, s.st, logf)
-		if err != nil {
-			return nil, fmt.Errorf("flight sql on %s: %w", cfg.Serve.Flight, err)
-		}
-		s.flightAddr, s.flight = addr, stop
-	}
-	ln, err := net.Listen("tcp", cfg.Serve.HTTP)
-	if err != nil {
-		return nil, fmt.Errorf("http on %s: %w (set serve.http or --http)", cfg.Serve.HTTP, err)
-	}
-	s.httpAddr = ln.Addr().String()
-	started := time.Now()
-	api := &httpapi.API{Version: version, FlightAddr: s.flightAddr, Reports: noReports{},
-		Health: func(context.Context) (string, bool) {
-			mu.Lock()
-			defer mu.Unlock()
-			if lastErr != nil {
-				return "archive: " + lastErr.Error(), false
-			}
-			return "ok", true
-		},
-		Info: func() map[string]any {
-			mu.Lock()
-			defer mu.Unlock()
-			return map[string]any{"mode": "query-only", "archive": cfg.Serve.Archive, "flight_sql": s.flightAddr,
-				"tables": append([]string(nil), tables...), "uptime_s": int64(time.Since(started).Seconds())}
-		}}
-	routes, err := api.Handler()
-	if err != nil {
-		ln.Close()
+	if err := s.listen(ctx, cfg, sec, logf, func(started time.Time) *httpapi.API {
+		return &httpapi.API{Version: version, FlightAddr: s.flightAddr, Reports: noReports{},
+			Health: func(context.Context) (string, bool) {
+				mu.Lock()
+				defer mu.Unlock()
+				if lastErr != nil {
+					return "archive: " + lastErr.Error(), false
+				}
+				return "ok", true
+			},
+			Info: func() map[string]any {
+				mu.Lock()
+				defer mu.Unlock()
+				return map[string]any{"mode": "query-only", "archive": cfg.Serve.Archive, "flight_sql": s.flightAddr,
+					"tables": append([]string(nil), tables...), "uptime_s": int64(time.Since(started).Seconds())}
+			}}
+	}); err != nil {
 		return nil, err
-	}
-	s.http = &http.Server{Handler: httpapi.RequireToken(sec.token, routes), ReadHeaderTimeout: 10 * time.Second, TLSConfig: sec.tls}
-	if sec.tls != nil {
-		go s.http.ServeTLS(ln, "", "")
-	} else {
-		go s.http.Serve(ln)
 	}
 	return s, nil
 }

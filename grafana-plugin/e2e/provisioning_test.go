@@ -153,20 +153,13 @@ func TestProvisionedDashboards(t *testing.T) {
 	for _, d := range dets {
 		demoVars["detector"] = append(demoVars["detector"], d.Value)
 	}
-	files, _ := filepath.Glob(filepath.Join(grafanaDir, "dashboards/*.json"))
+	files := dashboardFiles(t)
 	if len(files) != 3 {
 		t.Fatalf("dashboards: %v, want 3", files)
 	}
 	panels := 0
 	for _, file := range files {
-		var d dashboard
-		b, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(b, &d); err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
+		d := readDashboard(t, file)
 		for _, v := range d.Templating.List {
 			if v.Datasource["uid"] != "trainscope" || v.Type != "query" {
 				t.Errorf("%s: variable %s: datasource %v type %s", file, v.Name, v.Datasource, v.Type)
@@ -223,17 +216,9 @@ func TestProvisionedDashboards(t *testing.T) {
 // hold.
 func TestProvisionedDashboardsOverTheArchive(t *testing.T) {
 	ctx := context.Background()
-	files, _ := filepath.Glob(filepath.Join(grafanaDir, "dashboards/*.json"))
 	compared := 0
-	for _, file := range files {
-		var d dashboard
-		b, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(b, &d); err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
+	for _, file := range dashboardFiles(t) {
+		d := readDashboard(t, file)
 		for _, p := range d.Panels {
 			for _, tgt := range p.Targets {
 				ingestorOnly := strings.Contains(fmt.Sprint(tgt["rawSql"]), "ingested_batches")
@@ -265,6 +250,30 @@ func TestProvisionedDashboardsOverTheArchive(t *testing.T) {
 	if compared < 20 {
 		t.Errorf("only %d panels with rows compared", compared)
 	}
+}
+
+// dashboardFiles are the provisioned dashboards' JSON files.
+func dashboardFiles(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(grafanaDir, "dashboards/*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// readDashboard decodes one provisioned dashboard.
+func readDashboard(t *testing.T, file string) dashboard {
+	t.Helper()
+	var d dashboard
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return d
 }
 
 // checkHardwarePanels runs the run dashboard's GPU counter panels and its
