@@ -46,6 +46,7 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile here")
 	ingestors := flag.Int("ingestors", 0, "ingestors sharing a partitioned stream (0: one, unpartitioned)")
 	partitions := flag.Int("partitions", 8, "the stream's partitions with -ingestors")
+	distinct := flag.Bool("distinct-runs", false, "each copy a run of its own (always so with -ingestors)")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -54,14 +55,14 @@ func main() {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	if err := run(*traces, *copies, *msgBytes, *fetchBytes, *dir, *rate, *ingestors, *partitions); err != nil {
+	if err := run(*traces, *copies, *msgBytes, *fetchBytes, *dir, *rate, *ingestors, *partitions, *distinct || *ingestors > 0); err != nil {
 		fmt.Fprintln(os.Stderr, "pipeline:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
 
-func run(traces string, copies, msgBytes, fetchBytes int, dir string, rate float64, ingestors, partitions int) error {
+func run(traces string, copies, msgBytes, fetchBytes int, dir string, rate float64, ingestors, partitions int, distinct bool) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if dir == "" {
@@ -165,7 +166,7 @@ func run(traces string, copies, msgBytes, fetchBytes int, dir string, rate float
 	for i := range copies {
 		pub.Begin(fmt.Sprintf("bench-%d", i))
 		runID := "bench"
-		if ingestors > 0 {
+		if distinct {
 			runID = fmt.Sprintf("bench-%d", i)
 		}
 		for _, b := range c.Batches {
@@ -300,23 +301,29 @@ func withRun(rec arrow.RecordBatch, run string) arrow.RecordBatch {
 	for i := range cols {
 		cols[i] = rec.Column(i)
 	}
-	var b array.Builder
+	var col arrow.Array
 	switch dt := rec.Schema().Field(idx[0]).Type.(type) {
 	case *arrow.DictionaryType:
-		d := array.NewDictionaryBuilder(memory.DefaultAllocator, dt).(*array.BinaryDictionaryBuilder)
-		for range n {
-			d.AppendString(run)
-		}
-		b = d
+		// one dictionary entry, every index 0: no per-row hashing
+		db := array.NewStringBuilder(memory.DefaultAllocator)
+		db.Append(run)
+		dict := db.NewArray()
+		db.Release()
+		zeros := array.NewInt32Builder(memory.DefaultAllocator)
+		zeros.AppendValues(make([]int32, n), nil)
+		ix := zeros.NewArray()
+		zeros.Release()
+		col = array.NewDictionaryArray(dt, ix, dict)
+		ix.Release()
+		dict.Release()
 	default:
 		sb := array.NewStringBuilder(memory.DefaultAllocator)
 		for range n {
 			sb.Append(run)
 		}
-		b = sb
+		col = sb.NewArray()
+		sb.Release()
 	}
-	col := b.NewArray()
-	b.Release()
 	cols[idx[0]] = col
 	out := array.NewRecordBatch(rec.Schema(), cols, int64(n))
 	col.Release()
