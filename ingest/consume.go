@@ -196,9 +196,16 @@ func (c *Consumer) stopped() bool {
 	}
 }
 
+// fetchMessages caps the messages of one fetch; FetchBytes bounds it
+// first for any batch over 16 KiB. (FetchBytes alone asks for up to a
+// million messages, and nats.go makes two channels that long, 32 MB
+// allocated and cleared on every fetch, idle ones included: with a fetch
+// loop per partition that was most of the partitioned ingestor's cost.)
+const fetchMessages = 1024
+
 // fetch pulls one batch of messages, waiting out trouble with backoff.
 func (c *Consumer) fetch(ctx context.Context) []jetstream.Msg {
-	batch, err := c.Cons.FetchBytes(c.Cfg.FetchBytes, jetstream.FetchMaxWait(c.Cfg.MaxWait))
+	batch, err := c.Cons.Fetch(fetchMessages, jetstream.FetchMaxBytes(c.Cfg.FetchBytes), jetstream.FetchMaxWait(c.Cfg.MaxWait))
 	if err == nil {
 		// a consumer deleted under a pending fetch ends the fetch with it
 		var msgs []jetstream.Msg
