@@ -256,6 +256,8 @@ func TestServeOnANATSCluster(t *testing.T) {
 			"SELECT * FROM root_causes WHERE run_id = '" + id + "' ORDER BY ALL",
 			"SELECT rank, count(*), sum(dur) FROM slices WHERE run_id = '" + id + "' GROUP BY ALL ORDER BY ALL",
 			"SELECT node, entity, slow, bad FROM node_history WHERE run_id = '" + id + "' ORDER BY ALL",
+			// a view over slices_detail and the analysis window, runs from two ingestors side by side
+			"SELECT * FROM rank_steps WHERE run_id = '" + id + "' ORDER BY ALL",
 		} {
 			want := sqlOut(t, ctx, "--db", db, q)
 			got := sqlOut(t, ctx, "--server", qn.flightAddr, q)

@@ -14,8 +14,25 @@ import (
 
 // Tables are the tables a run leaves in the archive: its events, as
 // duck.ExportTables lists them, what its analysis found, and the serve
-// scheduler's record of the pass (analyses).
-var Tables = append(append([]string(nil), duck.ExportTables...), "root_causes", "analyses")
+// scheduler's record of the pass (analyses), with the step window the
+// analysis used (analysis_window, which views over the events join).
+// slices is kept as the two
+// tables it is made of, slices_core and slices_detail, so that the
+// schema's views over slices_detail (rank_steps, node_outcomes' links,
+// ...) read the archive too; the schema's slices view joins them again.
+var Tables = tables()
+
+func tables() []string {
+	var out []string
+	for _, t := range duck.ExportTables {
+		if t == "slices" {
+			out = append(out, "slices_core", "slices_detail")
+			continue
+		}
+		out = append(out, t)
+	}
+	return append(out, "kernel_metrics", "root_causes", "analyses", "analysis_window")
+}
 
 // Partition columns every archived file's path adds to its rows.
 const (

@@ -105,7 +105,7 @@ func TestArchiveRoundTrip(t *testing.T) {
 	if w.Day != wantDay {
 		t.Errorf("day %s, want %s (run start %d)", w.Day, wantDay, startNS)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "slices", "day="+wantDay, "run=job_7__a_", "data_0.parquet")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "slices_detail", "day="+wantDay, "run=job_7__a_", "data_0.parquet")); err != nil {
 		t.Errorf("hive layout: %v", err)
 	}
 
@@ -122,15 +122,18 @@ func TestArchiveRoundTrip(t *testing.T) {
 	if len(got) != w.Files {
 		t.Errorf("attached %v, wrote %d files", got, w.Files)
 	}
-	for _, table := range append(append([]string(nil), archive.Tables...), "node_reputation", "node_outcomes") {
+	// the schema's views read the archive too, those over slices_detail included
+	for _, table := range append(append([]string(nil), archive.Tables...), "slices", "node_reputation", "node_outcomes", "rank_steps", "op_roofline") {
 		n0, d0 := digest(t, st, table, "")
 		n1, d1 := digest(t, q, table, "")
 		if n0 != n1 || d0 != d1 {
 			t.Errorf("%s: %d rows (%s) in the store, %d (%s) through the archive", table, n0, d0, n1, d1)
 		}
 	}
-	if n, _ := digest(t, q, "findings", ""); n == 0 {
-		t.Error("the sample has no findings: the comparison proves little")
+	for _, table := range []string{"findings", "rank_steps"} {
+		if n, _ := digest(t, q, table, ""); n == 0 {
+			t.Errorf("the sample has no %s: the comparison proves little", table)
+		}
 	}
 	// nothing new: a second Attach attaches nothing
 	if again, err := a.Attach(ctx, q); err != nil || len(again) != 0 {
@@ -311,5 +314,40 @@ func TestArchiveInABucket(t *testing.T) {
 	}
 	if n, _ := digest(t, q, "runs", ""); n != 1 {
 		t.Errorf("runs through the mirror: %d rows, want 1", n)
+	}
+}
+
+// Runs analysed in separate databases (two ingestors) read back side by
+// side: the views that group by the analysis window's per-rank number
+// (gpu_class_time) give each run what its own database gave it, though
+// both databases numbered their ranks from the same start.
+func TestArchiveRunsFromTwoStores(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	stores := map[string]*duck.Store{"run-a": analysed(t, "run-a"), "run-b": analysed(t, "run-b")}
+	for run, st := range stores {
+		if _, err := archive.WriteRun(ctx, st, dir, run, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q, err := duck.Open(ctx, "", duck.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	if _, err := (&archive.Attacher{Dir: dir}).Attach(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	for run, st := range stores {
+		for _, view := range []string{"gpu_class_time", "rank_steps", "collective_instances"} {
+			n0, d0 := digest(t, st, view, run)
+			n1, d1 := digest(t, q, view, run)
+			if n0 == 0 {
+				t.Errorf("%s of %s is empty: the comparison proves little", view, run)
+			}
+			if n0 != n1 || d0 != d1 {
+				t.Errorf("%s of %s: %d rows in its store, %d through the archive (or other values)", view, run, n0, n1)
+			}
+		}
 	}
 }

@@ -49,8 +49,15 @@ func (a *Attacher) Attach(ctx context.Context, st *duck.Store) ([]string, error)
 		if err := st.Exec(ctx, drop); err != nil {
 			return now, fmt.Errorf("attach %s: %w", t, err)
 		}
-		q := fmt.Sprintf("CREATE VIEW %s AS SELECT * EXCLUDE (%s, %s) FROM read_parquet(%s, hive_partitioning = true, union_by_name = true)",
-			t, DayColumn, RunColumn, literal(a.glob(t)))
+		src := fmt.Sprintf("(SELECT * EXCLUDE (%s, %s) FROM read_parquet(%s, hive_partitioning = true, union_by_name = true))",
+			DayColumn, RunColumn, literal(a.glob(t)))
+		sel := "SELECT * FROM " + src
+		if t == "analysis_window" {
+			// rk numbers (run, rank) within one database; runs archived
+			// from several would share numbers, so number them again
+			sel = "SELECT run_id, rank, step_lo, step_hi, (dense_rank() OVER (ORDER BY run_id, rank))::INTEGER AS rk FROM " + src
+		}
+		q := fmt.Sprintf("CREATE VIEW %s AS %s", t, sel)
 		if err := st.Exec(ctx, q); err != nil {
 			return now, fmt.Errorf("attach %s: %w", t, err)
 		}

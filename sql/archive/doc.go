@@ -1,6 +1,7 @@
 // Package archive keeps the fleet archive: every analysed run's tables and
 // findings as Parquet, in the hive layout distributed engines read
-// (<dir>/<table>/day=YYYY-MM-DD/run=<run token>/data_0.parquet), and
+// (<dir>/<table>/day=YYYY-MM-DD/run=<run token>/data_0.parquet; slices as
+// slices_core and slices_detail, which UNION ALL BY NAME joins), and
 // attaches such an archive to a DuckDB store as views, which is how the
 // query node ('trainscope serve --query-only') answers Flight SQL over every
 // ingestor's runs.
