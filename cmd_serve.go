@@ -211,12 +211,9 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 			s.stop()
 		}
 	}()
-	sec, err := loadServeSecurity(cfg.Serve)
+	sec, err := listenerSecurity(cfg)
 	if err != nil {
-		return nil, &inputError{err}
-	}
-	if err := checkListeners(cfg, sec); err != nil {
-		return nil, &usageError{"serve: " + err.Error()}
+		return nil, err
 	}
 	if err := os.MkdirAll(cfg.Serve.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)

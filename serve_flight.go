@@ -28,6 +28,19 @@ func startFlight(ctx context.Context, cfg ServeConfig, sec *serveSecurity, st *d
 	return a.String(), stop, nil
 }
 
+// listenerSecurity loads what serve's listeners ask of clients and checks
+// that they may listen where the config says.
+func listenerSecurity(cfg *Config) (*serveSecurity, error) {
+	sec, err := loadServeSecurity(cfg.Serve)
+	if err != nil {
+		return nil, &inputError{err}
+	}
+	if err := checkListeners(cfg, sec); err != nil {
+		return nil, &usageError{"serve: " + err.Error()}
+	}
+	return sec, nil
+}
+
 // serveSecurity is what serve's listeners ask of clients: a bearer token
 // (Flight SQL and HTTP), TLS, client certificates.
 type serveSecurity struct {

@@ -27,12 +27,9 @@ func startQueryNode(parent context.Context, cfg *Config, logf func(string, ...an
 			s.stop()
 		}
 	}()
-	sec, err := loadServeSecurity(cfg.Serve)
+	sec, err := listenerSecurity(cfg)
 	if err != nil {
-		return nil, &inputError{err}
-	}
-	if err := checkListeners(cfg, sec); err != nil {
-		return nil, &usageError{"serve: " + err.Error()}
+		return nil, err
 	}
 	dir := cfg.Serve.Archive
 	var remote *archive.Remote
