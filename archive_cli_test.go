@@ -80,13 +80,10 @@ func TestReadmeArchiveExample(t *testing.T) {
 		t.Fatalf("the README's query: %v\n%s", err, query)
 	}
 	var want, detectors int
-	var out2, errOut2 bytes.Buffer
-	if code := run(ctx, []string{"sql", "--db", db, "--format", "csv", "SELECT count(*), count(DISTINCT detector) FROM findings"}, &out2, &errOut2); code != 0 {
-		t.Fatalf("sql: %s", errOut2.String())
-	}
-	lines := strings.Split(strings.TrimSpace(out2.String()), "\n")
+	counts := sqlOut(t, "--db", db, "SELECT count(*), count(DISTINCT detector) FROM findings")
+	lines := strings.Split(strings.TrimSpace(counts), "\n")
 	if _, err := fmt.Sscanf(lines[len(lines)-1], "%d,%d", &want, &detectors); err != nil {
-		t.Fatalf("sql said %q: %v", out2.String(), err)
+		t.Fatalf("sql said %q: %v", counts, err)
 	}
 	if want == 0 || total != want || groups != detectors || runs != 1 {
 		t.Errorf("the README's query counts %d findings in %d groups over %d runs; the run has %d findings of %d detectors", total, groups, runs, want, detectors)
@@ -130,7 +127,7 @@ func TestArchiveInABucketEndToEnd(t *testing.T) {
 		"SELECT * FROM findings ORDER BY ALL",
 		"SELECT rank, count(*), sum(dur) FROM slices GROUP BY ALL ORDER BY ALL",
 	} {
-		if got, want := sqlOut(t, ctx, "--server", qn.flightAddr, q), sqlOut(t, ctx, "--db", db, q); got != want {
+		if got, want := sqlOut(t, "--server", qn.flightAddr, q), sqlOut(t, "--db", db, q); got != want {
 			t.Errorf("%s\n%s", q, lineDiff(got, want))
 		}
 	}

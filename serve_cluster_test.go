@@ -238,7 +238,7 @@ func TestServeOnANATSCluster(t *testing.T) {
 	}
 	defer qn.stop()
 	// each run's final pass, whichever ingestor made it
-	if got, want := sqlOut(t, ctx, "--server", qn.flightAddr, "SELECT run_id, partial FROM analyses ORDER BY ALL"),
+	if got, want := sqlOut(t, "--server", qn.flightAddr, "SELECT run_id, partial FROM analyses ORDER BY ALL"),
 		"run_id,partial\n"+strings.Join(runs, ",false\n")+",false\n"; got != want {
 		t.Errorf("the query node's analyses:\n%s\nwant\n%s", got, want)
 	}
@@ -259,8 +259,8 @@ func TestServeOnANATSCluster(t *testing.T) {
 			// a view over slices_detail and the analysis window, runs from two ingestors side by side
 			"SELECT * FROM rank_steps WHERE run_id = '" + id + "' ORDER BY ALL",
 		} {
-			want := sqlOut(t, ctx, "--db", db, q)
-			got := sqlOut(t, ctx, "--server", qn.flightAddr, q)
+			want := sqlOut(t, "--db", db, q)
+			got := sqlOut(t, "--server", qn.flightAddr, q)
 			if got != want {
 				t.Errorf("run %s: %s\n%s", id, q, lineDiff(got, want))
 			}
@@ -270,13 +270,13 @@ func TestServeOnANATSCluster(t *testing.T) {
 
 // sqlOut is what 'trainscope sql' prints for q against a database (--db)
 // or a server (--server).
-func sqlOut(t *testing.T, ctx context.Context, where, at, q string) string {
+func sqlOut(t *testing.T, where, at, q string) string {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	if code := run(ctx, []string{"sql", "--format", "csv", where, at, q}, &out, &errOut); code != 0 {
-		t.Fatalf("sql %s %s %q: exit %d: %s", where, at, q, code, errOut.String())
+	out, errOut, err := runSQLArgs("--format", "csv", where, at, q)
+	if err != nil {
+		t.Fatalf("sql %s %s %q: %v: %s", where, at, q, err, errOut)
 	}
-	return out.String()
+	return out
 }
 
 // lineDiff names the lines only a or only b has ("query node" and

@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -209,35 +210,28 @@ func run(traces string, copies, msgBytes, fetchBytes int, dir string, rate float
 	cancel() // stop the ingestors before reading their ledgers
 
 	// latency over every ingestor's ledger
-	lat, err := duck.Open(context.Background(), "", duck.Options{})
-	if err != nil {
-		return err
-	}
-	defer lat.Close()
-	if err := lat.Exec(context.Background(), "CREATE TABLE l (d BIGINT)"); err != nil {
-		return err
-	}
+	var lat []float64 // ms
 	var perIngestor []string
 	for _, st := range stores {
-		rows, err := st.Query(context.Background(), "SELECT ingested_ns - sent_ns FROM ingested_batches")
+		rows, err := st.Query(context.Background(), "SELECT (ingested_ns - sent_ns) / 1e6 FROM ingested_batches")
 		if err != nil {
 			return err
 		}
 		n := 0
 		for rows.Next() {
-			var d int64
-			rows.Scan(&d)
-			lat.Exec(context.Background(), "INSERT INTO l VALUES (?)", d)
+			var ms float64
+			if err := rows.Scan(&ms); err != nil {
+				rows.Close()
+				return err
+			}
+			lat = append(lat, ms)
 			n++
 		}
 		rows.Close()
 		perIngestor = append(perIngestor, fmt.Sprint(n))
 	}
-	var p50, p99, pmax float64
-	if err := lat.Conn().QueryRowContext(context.Background(), `SELECT quantile_cont(d, 0.5) / 1e6,
-		quantile_cont(d, 0.99) / 1e6, max(d) / 1e6 FROM l`).Scan(&p50, &p99, &pmax); err != nil {
-		return err
-	}
+	slices.Sort(lat)
+	p50, p99, pmax := quantile(lat, 0.5), quantile(lat, 0.99), quantile(lat, 1)
 	fmt.Printf("input: %s, %d rows per copy, %d copies\n", traces, rowsPerCopy, copies)
 	fmt.Printf("messages: %d (%.1f MB, %.0f KiB mean), %d commits; batches per ingestor: %s\n", want, float64(pub.Stats.Bytes.Load())/1e6,
 		float64(pub.Stats.Bytes.Load())/float64(want)/1024, commits, strings.Join(perIngestor, ", "))
@@ -328,4 +322,18 @@ func withRun(rec arrow.RecordBatch, run string) arrow.RecordBatch {
 	out := array.NewRecordBatch(rec.Schema(), cols, int64(n))
 	col.Release()
 	return out
+}
+
+// quantile of sorted values, interpolated between the two nearest (as
+// DuckDB's quantile_cont).
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	pos := q * float64(len(sorted)-1)
+	lo := int(pos)
+	if lo+1 >= len(sorted) {
+		return sorted[len(sorted)-1]
+	}
+	return sorted[lo] + (pos-float64(lo))*(sorted[lo+1]-sorted[lo])
 }

@@ -64,6 +64,22 @@ func analysed(t *testing.T, run string) *duck.Store {
 	return st
 }
 
+// queryNode is an empty store with a's archive attached, as the query
+// node has it, and the tables attached.
+func queryNode(t *testing.T, a *archive.Attacher) (*duck.Store, []string) {
+	t.Helper()
+	q, err := duck.Open(context.Background(), "", duck.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	got, err := a.Attach(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q, got
+}
+
 // digest is a fingerprint of table t's rows of run (all runs when run is
 // ""), in an order that does not depend on how they were stored.
 func digest(t *testing.T, st *duck.Store, table, run string) (n int64, sum string) {
@@ -109,16 +125,8 @@ func TestArchiveRoundTrip(t *testing.T) {
 		t.Errorf("hive layout: %v", err)
 	}
 
-	q, err := duck.Open(ctx, "", duck.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close()
 	a := &archive.Attacher{Dir: dir}
-	got, err := a.Attach(ctx, q)
-	if err != nil {
-		t.Fatal(err)
-	}
+	q, got := queryNode(t, a)
 	if len(got) != w.Files {
 		t.Errorf("attached %v, wrote %d files", got, w.Files)
 	}
@@ -275,15 +283,7 @@ func TestArchiveInABucket(t *testing.T) {
 	if fetched, _, _ := remote.Mirror(ctx, mirror); fetched != 0 {
 		t.Errorf("a second mirror fetched %d unchanged files", fetched)
 	}
-	q, err := duck.Open(ctx, "", duck.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close()
-	a := &archive.Attacher{Dir: mirror}
-	if _, err := a.Attach(ctx, q); err != nil {
-		t.Fatal(err)
-	}
+	q, _ := queryNode(t, &archive.Attacher{Dir: mirror})
 	for _, table := range []string{"findings", "slices", "node_history"} {
 		n0, d0 := digest(t, st, table, "")
 		n1, d1 := digest(t, q, table, "")
@@ -330,14 +330,7 @@ func TestArchiveRunsFromTwoStores(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	q, err := duck.Open(ctx, "", duck.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close()
-	if _, err := (&archive.Attacher{Dir: dir}).Attach(ctx, q); err != nil {
-		t.Fatal(err)
-	}
+	q, _ := queryNode(t, &archive.Attacher{Dir: dir})
 	for run, st := range stores {
 		for _, view := range []string{"gpu_class_time", "rank_steps", "collective_instances"} {
 			n0, d0 := digest(t, st, view, run)
