@@ -56,6 +56,11 @@ type ServeConfig struct {
 	Archive        string           `mapstructure:"archive"`
 	ArchiveRefresh time.Duration    `mapstructure:"archive_refresh"`
 	ArchiveS3      ArchiveS3Options `mapstructure:"archive_s3"`
+	// CheckpointWAL is the size of the ingestor's write-ahead log at which
+	// DuckDB checkpoints it (compresses the new rows into the database
+	// file): it bounds the log a restart replays and the memory the
+	// uncheckpointed rows hold.
+	CheckpointWAL string `mapstructure:"checkpoint_wal"`
 	// QueryOnly makes serve a query node over Archive: no NATS, no
 	// ingestor, no detectors.
 	QueryOnly bool `mapstructure:"query_only"`
@@ -105,7 +110,7 @@ type AgentConfig struct {
 }
 
 var defaultServe = ServeConfig{DataDir: "trainscope-data", HTTP: "127.0.0.1:7070", Flight: "127.0.0.1:7071",
-	Quiet: 2 * time.Second, Timeout: time.Minute, ArchiveRefresh: 10 * time.Second,
+	Quiet: 2 * time.Second, Timeout: time.Minute, ArchiveRefresh: 10 * time.Second, CheckpointWAL: "256MB",
 	Query: QueryLimits{Timeout: time.Minute, MaxRows: 1_000_000}}
 
 var defaultAgent = AgentConfig{Poll: 2 * time.Second, Settle: 5 * time.Second, GiveUp: 10 * time.Minute}
@@ -161,6 +166,9 @@ func (c *Config) Validate() error {
 	if c.Serve.Query.MaxRows < 0 {
 		errs = append(errs, fmt.Errorf("serve.query.max_rows: %d is negative", c.Serve.Query.MaxRows))
 	}
+	if !memLimitRE.MatchString(c.Serve.CheckpointWAL) {
+		errs = append(errs, fmt.Errorf("serve.checkpoint_wal: %q is not a size like 256MB or 1GiB", c.Serve.CheckpointWAL))
+	}
 	if m := c.Serve.Query.MemoryLimit; m != "" && !memLimitRE.MatchString(m) {
 		errs = append(errs, fmt.Errorf("serve.query.memory_limit: %q is not a size like 2GB or 512MiB", m))
 	}
@@ -210,7 +218,7 @@ var knownKeys = map[string]any{
 	"publish": map[string]any{"max_inflight": nil, "message_bytes": nil, "retry_for": nil},
 	"ingest":  map[string]any{"durable": nil, "fetch_bytes": nil, "max_wait": nil, "ack_wait": nil, "member": nil, "lease": nil},
 	"serve": map[string]any{"data_dir": nil, "http": nil, "flight": nil, "quiet": nil, "timeout": nil, "insecure": nil,
-		"archive": nil, "archive_refresh": nil, "query_only": nil,
+		"archive": nil, "archive_refresh": nil, "query_only": nil, "checkpoint_wal": nil,
 		"archive_s3": map[string]any{"endpoint": nil, "region": nil, "insecure": nil, "access_key": nil, "secret_key": nil},
 		"query":      map[string]any{"timeout": nil, "max_rows": nil, "memory_limit": nil},
 		"auth":       map[string]any{"token": nil, "token_file": nil},
@@ -250,7 +258,7 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault("ingest.lease", ic.Lease)
 	sv := defaultServe
 	for k, val := range map[string]any{"data_dir": sv.DataDir, "http": sv.HTTP, "flight": sv.Flight, "quiet": sv.Quiet, "timeout": sv.Timeout,
-		"insecure": false, "archive": "", "archive_refresh": sv.ArchiveRefresh, "query_only": false,
+		"insecure": false, "archive": "", "archive_refresh": sv.ArchiveRefresh, "query_only": false, "checkpoint_wal": sv.CheckpointWAL,
 		"archive_s3.endpoint": "", "archive_s3.region": "", "archive_s3.insecure": false, "archive_s3.access_key": "", "archive_s3.secret_key": "", "query.timeout": sv.Query.Timeout, "query.max_rows": sv.Query.MaxRows, "query.memory_limit": "",
 		"auth.token": "", "auth.token_file": "", "tls.cert": "", "tls.key": "", "tls.client_ca": ""} {
 		v.SetDefault("serve."+k, val)

@@ -147,6 +147,11 @@ func TestServePublishReport(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
+	// the store checkpoints its write-ahead log (serve.checkpoint_wal, 256MB)
+	var wal string
+	if err := srv.st.Conn().QueryRowContext(ctx, "SELECT current_setting('checkpoint_threshold')").Scan(&wal); err != nil || wal != "244.1 MiB" {
+		t.Errorf("the store's checkpoint_threshold is %q (%v), want 256MB (244.1 MiB)", wal, err)
+	}
 	if h := get(t, base+"/healthz"); !strings.Contains(h, `"status":"ok"`) {
 		t.Errorf("/healthz: %s", h)
 	}

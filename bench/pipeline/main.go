@@ -48,6 +48,8 @@ func main() {
 	ingestors := flag.Int("ingestors", 0, "ingestors sharing a partitioned stream (0: one, unpartitioned)")
 	partitions := flag.Int("partitions", 8, "the stream's partitions with -ingestors")
 	distinct := flag.Bool("distinct-runs", false, "each copy a run of its own (always so with -ingestors)")
+	flag.StringVar(&checkpointWAL, "checkpoint-wal", "256MB", "the ingestor's serve.checkpoint_wal (\"\": never checkpoint before the end)")
+	flag.BoolVar(&drain, "drain", false, "publish everything first, then start one ingestor and time how fast it drains the stream\n(the fleet's case: publishers on other machines)")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -62,6 +64,12 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// drain: publish first, then time one ingestor alone on the backlog.
+var drain bool
+
+// checkpointWAL is the ingestors' duck.Options.CheckpointWAL, as serve's.
+var checkpointWAL string
 
 func run(traces string, copies, msgBytes, fetchBytes int, dir string, rate float64, ingestors, partitions int, distinct bool) error {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -110,13 +118,22 @@ func run(traces string, copies, msgBytes, fetchBytes int, dir string, rate float
 	ccfg.FetchBytes = fetchBytes
 	var stores []*duck.Store
 	var statsAll []*ingest.IngestStats
-	if ingestors <= 0 {
+	if drain && ingestors > 0 {
+		return fmt.Errorf("-drain times one ingestor: leave -ingestors out")
+	}
+	startOne := func() error {
 		st, stats, err := startIngestor(ctx, dir, "bench", s, nil, ccfg)
 		if err != nil {
 			return err
 		}
 		stores, statsAll = append(stores, st), append(statsAll, stats)
-	} else {
+		return nil
+	}
+	if ingestors <= 0 && !drain {
+		if err := startOne(); err != nil {
+			return err
+		}
+	} else if ingestors > 0 {
 		var cos []*ingest.Coordinator
 		for k := range ingestors {
 			c := ccfg
@@ -195,6 +212,13 @@ func run(traces string, copies, msgBytes, fetchBytes int, dir string, rate float
 	}
 	tPub := time.Since(t0)
 	want := pub.Stats.Messages.Load()
+	if drain {
+		t0 = time.Now()
+		if err := startOne(); err != nil {
+			return err
+		}
+		defer stores[0].Close()
+	}
 	for last := time.Now(); ; time.Sleep(2 * time.Millisecond) {
 		msgs, _, _, _, _ := committed()
 		if msgs >= want {
@@ -207,6 +231,12 @@ func run(traces string, copies, msgBytes, fetchBytes int, dir string, rate float
 	}
 	total := time.Since(t0)
 	_, rows, commits, decode, insert := committed()
+	var wal int64 // what a restart would replay
+	for _, st := range stores {
+		if fi, err := os.Stat(st.Path + ".wal"); err == nil {
+			wal += fi.Size()
+		}
+	}
 	cancel() // stop the ingestors before reading their ledgers
 
 	// latency over every ingestor's ledger
@@ -241,6 +271,9 @@ func run(traces string, copies, msgBytes, fetchBytes int, dir string, rate float
 		time.Duration(pub.Stats.Encode.Load()).Round(time.Millisecond), pub.Stats.Retries.Load())
 	fmt.Printf("ingest side (summed over ingestors): decode %s, transactions %s\n", decode.Round(time.Millisecond),
 		insert.Round(time.Millisecond))
+	if st := stores[0]; st.Path != "" {
+		fmt.Printf("write-ahead log at the end (what a restart replays): %.1f MB\n", float64(wal)/1e6)
+	}
 	fmt.Printf("publish -> queryable latency per batch: p50 %.0f ms, p99 %.0f ms, max %.0f ms\n", p50, p99, pmax)
 	return nil
 }
@@ -252,7 +285,7 @@ func startIngestor(ctx context.Context, dir, name string, s jetstream.Stream, co
 	if os.Getenv("BENCH_MEM") != "" {
 		dbPath = ""
 	}
-	st, err := duck.Open(ctx, dbPath, duck.Options{})
+	st, err := duck.Open(ctx, dbPath, duck.Options{CheckpointWAL: checkpointWAL})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,6 +1,7 @@
 package duck
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -27,7 +29,6 @@ type Store struct {
 	db        *sql.DB
 	conn      *sql.Conn
 	arrow     *duckdb.Arrow
-	views     int
 	tempDir   string // an in-memory store's spill folder, removed at Close
 	memLimit  string // Options.MemoryLimit, which WithMemoryLimit puts back
 	catalog   string // the compressed in-memory database every connection uses, or ""
@@ -50,6 +51,12 @@ type Options struct {
 	// tables then hold ~90 MB instead of ~450 MB (bench/RESULTS.md).
 	// Ignored for a file.
 	Compress bool
+	// CheckpointWAL is the size of a file store's write-ahead log at which
+	// a commit checkpoints it, such as "256MB": what a long-lived store
+	// (serve's) needs, or its log grows without end (930 MB after 5.7M
+	// events) and a restart replays all of it. Empty: 64GB, that is never
+	// before Close, which suits a bulk load.
+	CheckpointWAL string
 }
 
 // maxConns bounds the connections of one database: the store's own and
@@ -92,8 +99,9 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	if err == nil {
 		// Bulk loads append hundreds of MB; DuckDB's automatic checkpoints
 		// (every 16 MB of WAL by default, in-memory databases included) stall
-		// an insert for half a second each time. Checkpoint once, at Close.
-		_, err = conn.ExecContext(ctx, "SET checkpoint_threshold = '64GB'")
+		// an insert for half a second each time. Checkpoint once, at Close,
+		// unless the store is long-lived.
+		_, err = conn.ExecContext(ctx, "SET checkpoint_threshold = '"+cmp.Or(strings.ReplaceAll(opt.CheckpointWAL, "'", ""), "64GB")+"'")
 	}
 	if err == nil {
 		// This DuckDB build fetches extensions from the internet on first
@@ -182,7 +190,16 @@ func (s *Store) Fork(ctx context.Context) (*Store, error) {
 			return nil, fmt.Errorf("fork database %s: %w", displayPath(s.Path), err)
 		}
 	}
-	return &Store{Path: s.Path, conn: conn, catalog: s.catalog}, nil
+	f := &Store{Path: s.Path, conn: conn, catalog: s.catalog}
+	if err := conn.Raw(func(dc any) error {
+		a, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
+		f.arrow = a
+		return err
+	}); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("fork database %s: %w", displayPath(s.Path), err)
+	}
+	return f, nil
 }
 
 // Compressed reports whether the store is in memory and was opened with
@@ -238,6 +255,9 @@ func (s *Store) Insert(ctx context.Context, table string, rec arrow.RecordBatch)
 	return s.InsertAll(ctx, table, []arrow.RecordBatch{rec})
 }
 
+// insertViews numbers the views InsertAll registers.
+var insertViews atomic.Int64
+
 // InsertAll appends record batches of one schema to a table in one
 // statement: many small batches cost one insert, not one each.
 func (s *Store) InsertAll(ctx context.Context, table string, recs []arrow.RecordBatch) error {
@@ -249,8 +269,8 @@ func (s *Store) InsertAll(ctx context.Context, table string, recs []arrow.Record
 		return fmt.Errorf("insert into %s: %w", table, err)
 	}
 	defer rdr.Release()
-	s.views++
-	view := fmt.Sprintf("incoming_%d", s.views)
+	// unique across the database's connections: a fork inserts beside its store
+	view := fmt.Sprintf("incoming_%d", insertViews.Add(1))
 	release, err := s.arrow.RegisterView(rdr, view)
 	if err != nil {
 		return fmt.Errorf("insert into %s: %w", table, err)
