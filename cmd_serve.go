@@ -271,7 +271,7 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 	}
 	memLimit := cmp.Or(cfg.DuckDB.MemoryLimit, cfg.Serve.Query.MemoryLimit, defaultMemoryLimit())
 	if s.st, err = duck.Open(ctx, filepath.Join(cfg.Serve.DataDir, "trainscope.duckdb"),
-		duck.Options{Threads: cfg.DuckDB.Threads, MemoryLimit: memLimit, CheckpointWAL: cfg.Serve.CheckpointWAL}); err != nil {
+		duck.Options{Threads: cfg.DuckDB.Threads, MemoryLimit: memLimit, CheckpointWAL: cfg.Serve.CheckpointWAL, Staged: cfg.Serve.Staged}); err != nil {
 		return nil, err
 	}
 	s.sched = live.New(s.st, &s.mu, set, live.Config{DataDir: cfg.Serve.DataDir, Quiet: cfg.Serve.Quiet,

@@ -61,6 +61,15 @@ type ServeConfig struct {
 	// file): it bounds the log a restart replays and the memory the
 	// uncheckpointed rows hold.
 	CheckpointWAL string `mapstructure:"checkpoint_wal"`
+	// Staged keeps the ingested slices as Parquet files beside the
+	// database (DATA_DIR/trainscope.staged) instead of in it: ingest is
+	// 2.5-3x faster (bench/RESULTS.md); queries read them through the
+	// slices_core and slices_detail views. A store once staged stays so.
+	// Off by default until a rare hang is understood: in 1 of ~14 runs
+	// of TestServeOnANATSCluster with it on, under load, an ingestor
+	// started again in the same process waited forever for the previous
+	// DuckDB instance of its database to go.
+	Staged bool `mapstructure:"staged"`
 	// QueryOnly makes serve a query node over Archive: no NATS, no
 	// ingestor, no detectors.
 	QueryOnly bool `mapstructure:"query_only"`
@@ -218,7 +227,7 @@ var knownKeys = map[string]any{
 	"publish": map[string]any{"max_inflight": nil, "message_bytes": nil, "retry_for": nil},
 	"ingest":  map[string]any{"durable": nil, "fetch_bytes": nil, "max_wait": nil, "ack_wait": nil, "member": nil, "lease": nil},
 	"serve": map[string]any{"data_dir": nil, "http": nil, "flight": nil, "quiet": nil, "timeout": nil, "insecure": nil,
-		"archive": nil, "archive_refresh": nil, "query_only": nil, "checkpoint_wal": nil,
+		"archive": nil, "archive_refresh": nil, "query_only": nil, "checkpoint_wal": nil, "staged": nil,
 		"archive_s3": map[string]any{"endpoint": nil, "region": nil, "insecure": nil, "access_key": nil, "secret_key": nil},
 		"query":      map[string]any{"timeout": nil, "max_rows": nil, "memory_limit": nil},
 		"auth":       map[string]any{"token": nil, "token_file": nil},
@@ -258,7 +267,7 @@ func setDefaults(v *viper.Viper) {
 	v.SetDefault("ingest.lease", ic.Lease)
 	sv := defaultServe
 	for k, val := range map[string]any{"data_dir": sv.DataDir, "http": sv.HTTP, "flight": sv.Flight, "quiet": sv.Quiet, "timeout": sv.Timeout,
-		"insecure": false, "archive": "", "archive_refresh": sv.ArchiveRefresh, "query_only": false, "checkpoint_wal": sv.CheckpointWAL,
+		"insecure": false, "archive": "", "archive_refresh": sv.ArchiveRefresh, "query_only": false, "checkpoint_wal": sv.CheckpointWAL, "staged": sv.Staged,
 		"archive_s3.endpoint": "", "archive_s3.region": "", "archive_s3.insecure": false, "archive_s3.access_key": "", "archive_s3.secret_key": "", "query.timeout": sv.Query.Timeout, "query.max_rows": sv.Query.MaxRows, "query.memory_limit": "",
 		"auth.token": "", "auth.token_file": "", "tls.cert": "", "tls.key": "", "tls.client_ca": ""} {
 		v.SetDefault("serve."+k, val)

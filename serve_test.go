@@ -56,6 +56,9 @@ func TestServePublishReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Serve.DataDir, cfg.Serve.HTTP, cfg.Serve.Flight = dir, "127.0.0.1:0", ""
+	// the slices as staged files: the passes read them (other serve tests
+	// keep them in DuckDB)
+	cfg.Serve.Staged = true
 	clk := newTestClock()
 	srv, err := startServer(ctx, cfg, mustSet(t), t.Logf, withClock(clk.Now, clk.ticks))
 	if err != nil {
@@ -146,6 +149,11 @@ func TestServePublishReport(t *testing.T) {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+	// the report above was made from staged files
+	var stagedFiles int
+	if err := srv.st.Conn().QueryRowContext(ctx, "SELECT count(*) FROM staged_files WHERE run_id = 'live'").Scan(&stagedFiles); err != nil || stagedFiles == 0 {
+		t.Errorf("%d staged files of run live (%v): the slices did not go through files", stagedFiles, err)
 	}
 	// the store checkpoints its write-ahead log (serve.checkpoint_wal, 256MB)
 	var wal string
@@ -250,11 +258,18 @@ func waitGet(t *testing.T, url string, limit time.Duration) string {
 
 // Kill the serving process with SIGKILL at random moments while a
 // publisher streams four 2-rank runs, restart it, ten times: the tables
-// end up exactly as analyze loads them, with nothing twice.
+// end up exactly as analyze loads them, with nothing twice; with the
+// slices in DuckDB and staged as files (serve.staged).
 func TestServeSurvivesSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts and kills processes")
 	}
+	for _, staged := range []bool{false, true} {
+		t.Run(fmt.Sprint("staged=", staged), func(t *testing.T) { serveSurvivesSIGKILL(t, staged) })
+	}
+}
+
+func serveSurvivesSIGKILL(t *testing.T, staged bool) {
 	nats, err := stream.StartEmbedded(t.TempDir(), "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -262,7 +277,8 @@ func TestServeSurvivesSIGKILL(t *testing.T) {
 	defer nats.Stop()
 	dataDir := t.TempDir()
 	env := append(os.Environ(), "TRAINSCOPE_AS_MAIN=1", "TRAINSCOPE_NATS_URL="+nats.URL(),
-		"TRAINSCOPE_INGEST_FETCH_BYTES=1048576", "TRAINSCOPE_INGEST_ACK_WAIT=2s", "TRAINSCOPE_PUBLISH_MESSAGE_BYTES=65536")
+		"TRAINSCOPE_INGEST_FETCH_BYTES=1048576", "TRAINSCOPE_INGEST_ACK_WAIT=2s", "TRAINSCOPE_PUBLISH_MESSAGE_BYTES=65536",
+		fmt.Sprint("TRAINSCOPE_SERVE_STAGED=", staged))
 	runs := []string{"k0", "k1", "k2", "k3"}
 
 	// the publisher streams run after run while the server dies and returns
@@ -339,6 +355,13 @@ func TestServeSurvivesSIGKILL(t *testing.T) {
 		if n1 != n2 || h1 != h2 {
 			t.Errorf("%s: served %d rows (hash %s), analyze %d (hash %s)", tbl, n1, h1, n2, h2)
 		}
+	}
+	// the slices came through staged files when staged, none left half-made
+	var files int64
+	st.Conn().QueryRowContext(ctx, "SELECT count(*) FROM staged_files").Scan(&files)
+	tmps, _ := filepath.Glob(filepath.Join(dataDir, "trainscope.staged", "*", "*", "*"+duck.StagedTmp))
+	if (files > 0) != staged || len(tmps) > 0 {
+		t.Errorf("%d staged files recorded, %d left as %s: %v", files, len(tmps), duck.StagedTmp, tmps)
 	}
 	var dups int64
 	st.Conn().QueryRowContext(ctx, "SELECT count(*) - count(DISTINCT msg_id) FROM ingested_batches").Scan(&dups)

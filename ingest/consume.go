@@ -65,18 +65,19 @@ func (c ConsumerConfig) Validate(prefix string) error {
 
 // IngestStats count what the consumer did; /metrics exports them.
 type IngestStats struct {
-	Messages   atomic.Int64 // committed batches
-	Rows       atomic.Int64
-	Bytes      atomic.Int64
-	Commits    atomic.Int64 // transactions
-	Duplicates atomic.Int64 // redelivered or resent batches skipped
-	Rejected   atomic.Int64 // poison messages terminated
-	Failures   atomic.Int64 // transactions rolled back and retried
-	Decode     atomic.Int64 // ns spent decoding
-	Insert     atomic.Int64 // ns spent in transactions
-	Recreated  atomic.Int64 // times the durable consumer was made again after it vanished
-	Forwarded  atomic.Int64 // batches of runs another ingestor owns, forwarded to it
-	LastCommit atomic.Int64 // unix ns of the last committed transaction
+	Messages    atomic.Int64 // committed batches
+	Rows        atomic.Int64
+	Bytes       atomic.Int64
+	Commits     atomic.Int64 // transactions
+	Duplicates  atomic.Int64 // redelivered or resent batches skipped
+	Rejected    atomic.Int64 // poison messages terminated
+	Failures    atomic.Int64 // transactions rolled back and retried
+	Decode      atomic.Int64 // ns spent decoding
+	Insert      atomic.Int64 // ns spent in transactions
+	Recreated   atomic.Int64 // times the durable consumer was made again after it vanished
+	Forwarded   atomic.Int64 // batches of runs another ingestor owns, forwarded to it
+	Compactions atomic.Int64 // merges of a run's small staged files
+	LastCommit  atomic.Int64 // unix ns of the last committed transaction
 
 	failingSince atomic.Int64 // unix ns of the first failed commit in a row; 0 while commits succeed
 	lastErr      atomic.Pointer[string]
@@ -133,7 +134,8 @@ type Consumer struct {
 	// of a run another ingestor owns is forwarded to it, not committed.
 	Route router
 
-	wait time.Duration // current fetch backoff
+	wait  time.Duration     // current fetch backoff
+	small map[stagedKey]int // a staged store's small files per table and run; nil: not counted yet
 }
 
 // NewConsumer creates (or finds) the durable pull consumer on s.
@@ -301,6 +303,7 @@ func (c *Consumer) process(ctx context.Context, items []*item) {
 	if err == nil {
 		c.Stats.failingSince.Store(0)
 		c.settle(items, runs)
+		c.compactStaged(ctx)
 		return
 	}
 	if ctx.Err() != nil {
@@ -314,14 +317,14 @@ func (c *Consumer) process(ctx context.Context, items []*item) {
 			live = append(live, it)
 		}
 	}
-	if len(items) > 1 && !duck.Transient(err) {
+	if len(items) > 1 && !transient(err) {
 		c.logf("ingest %d messages: %v (committing them one by one to find the batch at fault)", len(items), err)
 		for _, it := range items {
 			c.process(ctx, []*item{it})
 		}
 		return
 	}
-	if len(live) == 1 && !duck.Transient(err) {
+	if len(live) == 1 && !transient(err) {
 		it := live[0]
 		it.poison = fmt.Errorf("%w: the batch cannot be stored: %v", stream.ErrPoison, err)
 		runs, err := c.commitLocked(ctx, []*item{it})
@@ -425,9 +428,21 @@ func decodeItem(m jetstream.Msg) *item {
 // one transaction and returns the runs it touched (true: a ranks row came).
 func (c *Consumer) commit(ctx context.Context, items []*item) (map[string]bool, error) {
 	runs := map[string]bool{}
+	var staged []*stagedFile
 	err := c.St.Tx(ctx, func() error {
 		if err := c.markSeen(ctx, items); err != nil {
 			return err
+		}
+		// a staged store's bulk tables go to Parquet files, written now and
+		// recorded with the ledger rows below
+		if c.St.StagedDir() != "" {
+			staged = stageFiles(c.St, items)
+			if err := writeStaged(ctx, c.St.StagedDir(), staged); err != nil {
+				return err
+			}
+			if err := recordStaged(ctx, c.St, staged); err != nil {
+				return err
+			}
 		}
 		// one insert per table, in first-seen order, ranks last
 		var order []string
@@ -449,6 +464,9 @@ func (c *Consumer) commit(ctx context.Context, items []*item) (map[string]bool, 
 		sort.SliceStable(order, func(i, j int) bool { return order[j] == "ranks" && order[i] != "ranks" })
 		sink := StoreSink{c.St}
 		for _, t := range order {
+			if c.St.Staged(t) {
+				continue // staged above
+			}
 			var err error
 			if t == "ranks" {
 				err = sink.insertRanks(ctx, byTable[t])
@@ -468,6 +486,17 @@ func (c *Consumer) commit(ctx context.Context, items []*item) (map[string]bool, 
 		}
 		return c.record(ctx, items)
 	})
+	if len(staged) > 0 {
+		if serr := c.settleStaged(ctx, staged, err == nil); serr != nil {
+			// committed: the next open of the store renames them
+			c.logf("settle staged files: %v", serr)
+		}
+		if err == nil {
+			if nerr := c.noteStaged(ctx, staged); nerr != nil {
+				c.logf("%v", nerr)
+			}
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -18,5 +18,9 @@
 // whose id is already recorded is acknowledged without inserting; a message
 // that can never be ingested is recorded in rejected_batches, with its
 // headers, and terminated, never retried forever. A failed transaction
-// naks every message of the fetch, so they come back.
+// naks every message of the fetch, so they come back. In a staged store
+// (duck.Options.Staged) the slices of a fetch are written as Parquet files
+// first (stage.go) and recorded in that same transaction; trouble writing
+// them is transient, never poison. A run's small files are merged once
+// there are compactFiles of them (stage_compact.go).
 package ingest

@@ -164,6 +164,7 @@ func (m *Monitor) Collectors() []prometheus.Collector {
 		counter("trainscope_ingest_failures_total", "Transactions rolled back; their messages are redelivered.", n(&st.Failures)),
 		counter("trainscope_ingest_decode_seconds_total", "Time decoding Arrow IPC.", secs(&st.Decode)),
 		counter("trainscope_ingest_insert_seconds_total", "Time in DuckDB transactions.", secs(&st.Insert)),
+		counter("trainscope_ingest_staged_merges_total", "Merges of a run's small staged Parquet files into one (serve.staged).", n(&st.Compactions)),
 		counter("trainscope_ingest_consumer_recreated_total", "Times the ingest consumer was made again after it vanished.", n(&st.Recreated)),
 		lagCollector{m},
 	}

@@ -49,6 +49,7 @@ func main() {
 	partitions := flag.Int("partitions", 8, "the stream's partitions with -ingestors")
 	distinct := flag.Bool("distinct-runs", false, "each copy a run of its own (always so with -ingestors)")
 	flag.StringVar(&checkpointWAL, "checkpoint-wal", "256MB", "the ingestor's serve.checkpoint_wal (\"\": never checkpoint before the end)")
+	flag.BoolVar(&staged, "staged", false, "ingestors keep slices as Parquet files beside their database (serve.staged)")
 	flag.BoolVar(&drain, "drain", false, "publish everything first, then start one ingestor and time how fast it drains the stream\n(the fleet's case: publishers on other machines)")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -67,6 +68,9 @@ func main() {
 
 // drain: publish first, then time one ingestor alone on the backlog.
 var drain bool
+
+// staged is the ingestors' duck.Options.Staged.
+var staged bool
 
 // checkpointWAL is the ingestors' duck.Options.CheckpointWAL, as serve's.
 var checkpointWAL string
@@ -285,7 +289,7 @@ func startIngestor(ctx context.Context, dir, name string, s jetstream.Stream, co
 	if os.Getenv("BENCH_MEM") != "" {
 		dbPath = ""
 	}
-	st, err := duck.Open(ctx, dbPath, duck.Options{CheckpointWAL: checkpointWAL})
+	st, err := duck.Open(ctx, dbPath, duck.Options{CheckpointWAL: checkpointWAL, Staged: staged})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -301,7 +305,8 @@ func startIngestor(ctx context.Context, dir, name string, s jetstream.Stream, co
 		if err != nil {
 			return nil, nil, err
 		}
-		consumer := &ingest.Consumer{St: st, Mu: mu, Cons: cons, Cfg: ccfg, Stats: stats}
+		consumer := &ingest.Consumer{St: st, Mu: mu, Cons: cons, Cfg: ccfg, Stats: stats,
+			Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, name+": "+f+"\n", a...) }}
 		go consumer.Run(ctx)
 		return st, stats, nil
 	}

@@ -215,7 +215,7 @@ func rejectedOf(ctx context.Context, st *duck.Store, run string) ([]string, erro
 // copyRun copies the rows of run in tables from src to dst through Arrow.
 func copyRun(ctx context.Context, src, dst *duck.Store, run string, tables []string) error {
 	for _, t := range tables {
-		rdr, err := src.QueryArrow(ctx, "SELECT * FROM "+t+" WHERE run_id = ?", run)
+		rdr, err := src.QueryArrow(ctx, src.RunRows(t, run), run)
 		if err != nil {
 			return fmt.Errorf("copy %s: %w", t, err)
 		}

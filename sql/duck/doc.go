@@ -6,6 +6,11 @@
 // Ownership: exactly one Store may write a database file, and a Store's own
 // statements run on exactly one connection, so they are serialised; its
 // owner (the ingestor, with the detector scheduler) takes turns on it.
+// A staged store (Options.Staged: serve's) keeps StagedTables as Parquet
+// files beside the database, recorded in staged_files by whoever writes
+// them (the ingestor, in the transaction of their batches); each is a
+// view of its name over <name>_rows and the files. Opening it settles what
+// a crash left: recorded .tmp files are renamed into view, others removed.
 // Readers (NewReader) are further connections on the same database for
 // queries that run beside the writer (Flight SQL); DuckDB's MVCC gives each
 // a consistent view. Insert does not keep the record it is given; the

@@ -32,6 +32,7 @@ type Store struct {
 	tempDir   string // an in-memory store's spill folder, removed at Close
 	memLimit  string // Options.MemoryLimit, which WithMemoryLimit puts back
 	catalog   string // the compressed in-memory database every connection uses, or ""
+	staged    string // the folder of a staged store's files, or ""
 }
 
 // compressedCatalog names the in-memory database Options.Compress attaches.
@@ -51,6 +52,10 @@ type Options struct {
 	// tables then hold ~90 MB instead of ~450 MB (bench/RESULTS.md).
 	// Ignored for a file.
 	Compress bool
+	// Staged keeps a file store's StagedTables as Parquet files beside it
+	// (see StagedTables); a store once opened staged stays so. Ignored in
+	// memory.
+	Staged bool
 	// CheckpointWAL is the size of a file store's write-ahead log at which
 	// a commit checkpoints it, such as "256MB": what a long-lived store
 	// (serve's) needs, or its log grows without end (930 MB after 5.7M
@@ -144,13 +149,41 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		}
 	}
 	if err == nil && !opt.ReadOnly {
-		err = s.applySchema(ctx)
+		err = s.applySchemaStaged(ctx, opt.Staged)
 	}
 	if err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// applySchemaStaged applies the schema; to a staged store (asked for, or
+// one that was staged before: its files must stay in view) in one
+// transaction with turning its staged tables back into views.
+func (s *Store) applySchemaStaged(ctx context.Context, want bool) error {
+	if s.Path == "" {
+		return s.applySchema(ctx)
+	}
+	was, err := s.isStaged(ctx)
+	if err != nil {
+		return fmt.Errorf("open database %s: %w", s.Path, err)
+	}
+	if !want && !was {
+		return s.applySchema(ctx)
+	}
+	s.staged = stagedDirFor(s.Path)
+	return s.Tx(ctx, func() error {
+		if was {
+			if err := s.unstage(ctx); err != nil {
+				return err
+			}
+		}
+		if err := s.applySchema(ctx); err != nil {
+			return err
+		}
+		return s.stage(ctx)
+	})
 }
 
 // WithMemoryLimit runs f with DuckDB's memory limit set to limit (such as
@@ -190,7 +223,7 @@ func (s *Store) Fork(ctx context.Context) (*Store, error) {
 			return nil, fmt.Errorf("fork database %s: %w", displayPath(s.Path), err)
 		}
 	}
-	f := &Store{Path: s.Path, conn: conn, catalog: s.catalog}
+	f := &Store{Path: s.Path, conn: conn, catalog: s.catalog, staged: s.staged}
 	if err := conn.Raw(func(dc any) error {
 		a, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
 		f.arrow = a
@@ -278,7 +311,11 @@ func (s *Store) InsertAll(ctx context.Context, table string, recs []arrow.Record
 	defer release()
 	// The view must not outlive the stream it reads, whatever happens.
 	defer s.conn.ExecContext(context.WithoutCancel(ctx), "DROP VIEW IF EXISTS "+view)
-	if _, err := s.conn.ExecContext(ctx, "INSERT INTO "+quoteIdent(table)+" BY NAME SELECT * FROM "+view); err != nil {
+	into := table
+	if s.Staged(table) {
+		into = stagedRows(table) // rows inserted, not staged as files by the ingestor
+	}
+	if _, err := s.conn.ExecContext(ctx, "INSERT INTO "+quoteIdent(into)+" BY NAME SELECT * FROM "+view); err != nil {
 		return fmt.Errorf("insert into %s: %w", table, err)
 	}
 	return nil
@@ -296,7 +333,9 @@ func (s *Store) Tx(ctx context.Context, fn func() error) error {
 		}
 		return err
 	}
-	if _, err := s.conn.ExecContext(ctx, "COMMIT"); err != nil {
+	// not cancelled: a COMMIT interrupted on its way may have committed
+	// all the same, and the caller could not tell
+	if _, err := s.conn.ExecContext(context.WithoutCancel(ctx), "COMMIT"); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
@@ -347,8 +386,12 @@ var RunTables = []string{"runs", "ranks", "process_groups", "threads", "stacks",
 // already holds one of that id replaces it instead of doubling its rows.
 func (s *Store) DeleteRun(ctx context.Context, runID string) (bool, error) {
 	var had bool
+	var files []string
 	err := s.Tx(ctx, func() error {
 		for _, t := range RunTables {
+			if s.Staged(t) {
+				t = stagedRows(t)
+			}
 			res, err := s.conn.ExecContext(ctx, "DELETE FROM "+quoteIdent(t)+" WHERE run_id = ?", runID)
 			if err != nil {
 				return fmt.Errorf("delete run %s from %s: %w", runID, t, err)
@@ -357,8 +400,17 @@ func (s *Store) DeleteRun(ctx context.Context, runID string) (bool, error) {
 				had = true
 			}
 		}
+		if s.staged != "" {
+			var err error
+			files, err = s.deleteStaged(ctx, runID)
+			had = had || len(files) > 0
+			return err
+		}
 		return nil
 	})
+	if err == nil {
+		err = removeFiles(files)
+	}
 	return had, err
 }
 

@@ -54,3 +54,16 @@ SELECT run_id, max(analyzed_ns) AS analyzed_ns,
        arg_max(status, analyzed_ns) AS status,
        arg_max(findings, analyzed_ns) AS findings
 FROM analyses GROUP BY run_id;
+
+-- A staged store's Parquet files (duck.StagedTables): recorded in the
+-- transaction that holds their batches' ledger rows, so that a file and
+-- its batches are stored together or not at all. path is relative to the
+-- store's staged folder.
+CREATE TABLE IF NOT EXISTS staged_files (
+    path      VARCHAR PRIMARY KEY,
+    tbl       VARCHAR NOT NULL,
+    run_id    VARCHAR,
+    rows      BIGINT NOT NULL,
+    bytes     BIGINT NOT NULL,
+    staged_ns BIGINT NOT NULL
+);

@@ -1,0 +1,4 @@
+package ingest
+
+// CompactFiles lets tests merge staged files sooner.
+var CompactFiles = &compactFiles

@@ -1,0 +1,149 @@
+package ingest_test
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trainscope/trainscope/ingest"
+	"github.com/trainscope/trainscope/sql/duck"
+	"github.com/trainscope/trainscope/stream"
+)
+
+func openStaged(t *testing.T) *duck.Store {
+	t.Helper()
+	st, err := duck.Open(context.Background(), filepath.Join(t.TempDir(), "serve.duckdb"), duck.Options{Staged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// A staged store holds exactly what analyze loads, through its views,
+// and a redelivery adds nothing: the files are recorded with the ledger.
+func TestStagedPipelineMatchesOffline(t *testing.T) {
+	p := startPipe(t)
+	files := sampleFiles(t)
+	sent := p.publishFiles(t, "live", files)
+	online := openStaged(t)
+	p.consume(t, online, func(s *ingest.IngestStats) bool { return s.Messages.Load() == sent })
+	offline := openStore(t)
+	if _, err := ingest.Load(context.Background(), offline, files, ingest.Options{RunID: "live", Host: "node-1", Rank: -1}); err != nil {
+		t.Fatal(err)
+	}
+	want, got := fingerprint(t, offline), fingerprint(t, online)
+	for _, tbl := range pipelineTables {
+		if got[tbl] != want[tbl] {
+			t.Errorf("%s: staged %s, offline %s", tbl, got[tbl], want[tbl])
+		}
+	}
+	// the slices are in files, not in the database
+	if n := countRows(t, online, "SELECT count(*) FROM slices_core_rows"); n != 0 {
+		t.Errorf("%d slices_core rows in the database, want them all in files", n)
+	}
+	staged, _ := filepath.Glob(filepath.Join(online.StagedDir(), "slices_core", "run="+stream.RunToken("live"), "*.parquet"))
+	if len(staged) == 0 {
+		t.Fatalf("no staged slices_core files under %s", online.StagedDir())
+	}
+
+	if err := p.stream.DeleteConsumer(context.Background(), ingest.DefaultConsumer.Durable); err != nil {
+		t.Fatal(err)
+	}
+	stats := p.consume(t, online, func(s *ingest.IngestStats) bool { return s.Duplicates.Load() == sent })
+	if stats.Messages.Load() != 0 {
+		t.Fatalf("redelivery stored %d batches again", stats.Messages.Load())
+	}
+	if again := fingerprint(t, online); fmt.Sprint(again) != fmt.Sprint(got) {
+		t.Fatalf("redelivery changed the tables:\n%v\n%v", again, got)
+	}
+}
+
+// Once a run's table has CompactFiles small files, they become one, with
+// the same rows.
+func TestStagedFilesAreMerged(t *testing.T) {
+	defer func(n int) { *ingest.CompactFiles = n }(*ingest.CompactFiles)
+	*ingest.CompactFiles = 3
+	p := startPipe(t)
+	files, _ := filepath.Glob("../bench/sample/*.json.gz")
+	st := openStaged(t)
+	const copies = 4
+	var sent int64
+	for i := range copies { // one consumer a copy: a commit, so a file, a copy
+		pub, err := stream.NewPublisher(p.nc, p.sc, stream.DefaultPublisher)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sink := &ingest.PublishSink{P: pub, RunID: "live", Host: "node-1", Salt: fmt.Sprint("copy-", i)}
+		if _, err := ingest.Read(context.Background(), sink, files, ingest.Options{RunID: "live", Host: "node-1", Rank: -1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := pub.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		before := sent
+		sent += pub.Stats.Messages.Load()
+		// the third copy's commit makes three files of each table: merged
+		p.consume(t, st, func(s *ingest.IngestStats) bool {
+			return before+s.Messages.Load() == sent && (i != 2 || s.Compactions.Load() == 2)
+		})
+	}
+	offline := openStore(t)
+	if _, err := ingest.Load(context.Background(), offline, files, ingest.Options{RunID: "live", Host: "node-1", Rank: -1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tbl := range []string{"slices_core", "slices_detail"} {
+		// the rows of four copies, whatever files they are in
+		q := "SELECT count(*), sum(hash(s)::HUGEINT)::VARCHAR FROM " + tbl + " s"
+		var n1, n2 int64
+		var h1, h2 string
+		if err := st.Conn().QueryRowContext(context.Background(), q).Scan(&n1, &h1); err != nil {
+			t.Fatal(err)
+		}
+		if err := offline.Conn().QueryRowContext(context.Background(), q).Scan(&n2, &h2); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := new(big.Int).SetString(h2, 10)
+		want.Mul(want, big.NewInt(copies))
+		if n1 != copies*n2 || h1 != want.String() {
+			t.Errorf("%s: %d rows (hash %s), want %d copies of %d (hash %s)", tbl, n1, h1, copies, n2, want)
+		}
+		// what is on disk is what staged_files records, merged
+		on, _ := filepath.Glob(filepath.Join(st.StagedDir(), tbl, "run=*", "*"))
+		var recorded []string
+		rows, err := st.Query(context.Background(), "SELECT path FROM staged_files WHERE tbl = ? ORDER BY path", tbl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var p string
+			rows.Scan(&p)
+			recorded = append(recorded, filepath.Join(st.StagedDir(), filepath.FromSlash(p)))
+		}
+		rows.Close()
+		if fmt.Sprint(on) != fmt.Sprint(recorded) {
+			t.Errorf("%s: on disk %v, recorded %v", tbl, on, recorded)
+		}
+		merged := 0
+		for _, f := range on {
+			if strings.HasPrefix(filepath.Base(f), "m-") {
+				merged++
+			}
+		}
+		if merged == 0 || len(on) >= *ingest.CompactFiles {
+			t.Errorf("%s: %d files, %d merged: want the small ones merged", tbl, len(on), merged)
+		}
+	}
+}
+
+func countRows(t *testing.T, st *duck.Store, q string) int64 {
+	t.Helper()
+	var n int64
+	if err := st.Conn().QueryRowContext(context.Background(), q).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

@@ -1,0 +1,212 @@
+package duck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/trainscope/trainscope/stream"
+)
+
+// StagedTables are the tables a staged store (Options.Staged) keeps as
+// Parquet files beside the database instead of in it: the bulk of a
+// trace's rows. DuckDB appends them at 0.2-0.6M rows/s on the machines we
+// measure (60-90 ns a value, and twice per row when a commit holds less
+// than a row group); arrow-go writes the same rows as Parquet at 1-2M
+// rows/s a core (bench/RESULTS.md). Each is a view of the same name over
+// the table <name>_rows (rows inserted by other means) and the files.
+var StagedTables = []string{"slices_core", "slices_detail"}
+
+// stagedRows is the table under a staged table's view.
+func stagedRows(table string) string { return table + "_rows" }
+
+// stagedSchemaFile is the empty file that gives each staged table's glob
+// a match, and every column its type, before any batch has come.
+const stagedSchemaFile = "schema/empty.parquet"
+
+// StagedDir is where the store's staged files live ("" unless staged):
+// beside the database file, <name>.staged/<table>/run=<token>/<seq>.parquet.
+func (s *Store) StagedDir() string { return s.staged }
+
+// Staged says whether table is kept as files in this store.
+func (s *Store) Staged(table string) bool {
+	return s.staged != "" && slices.Contains(StagedTables, table)
+}
+
+// stagedDirFor is the staged folder of the database file at path.
+func stagedDirFor(path string) string {
+	return strings.TrimSuffix(path, filepath.Ext(path)) + ".staged"
+}
+
+// isStaged says whether the database already holds staged tables (a
+// store opened staged before), whatever the caller's options say now.
+func (s *Store) isStaged(ctx context.Context) (bool, error) {
+	var n int
+	err := s.conn.QueryRowContext(ctx, "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND table_name = ?",
+		stagedRows(StagedTables[0])).Scan(&n)
+	return n > 0, err
+}
+
+// unstage turns each staged table back into a plain table of its name, so
+// that the schema (CREATE TABLE IF NOT EXISTS, ALTER TABLE ... ADD COLUMN)
+// applies to it as to any store's; stage makes it a view again.
+func (s *Store) unstage(ctx context.Context) error {
+	for _, t := range StagedTables {
+		for _, q := range []string{"DROP VIEW IF EXISTS " + quoteIdent(t), "ALTER TABLE " + quoteIdent(stagedRows(t)) + " RENAME TO " + quoteIdent(t)} {
+			if _, err := s.conn.ExecContext(ctx, q); err != nil {
+				return fmt.Errorf("open staged table %s: %w", t, err)
+			}
+		}
+	}
+	return nil
+}
+
+// stage makes each staged table a view over its rows table and its files,
+// writing the schema file first, then settles the files a crash left
+// behind.
+func (s *Store) stage(ctx context.Context) error {
+	for _, t := range StagedTables {
+		schemaFile := filepath.Join(s.staged, t, stagedSchemaFile)
+		if err := os.MkdirAll(filepath.Dir(schemaFile), 0o755); err != nil {
+			return fmt.Errorf("staged table %s: %w", t, err)
+		}
+		glob := sqlString(filepath.Join(s.staged, t, "*", "*.parquet"))
+		for _, q := range []string{
+			// the table's columns as the schema has them now, written anew
+			// at each open, so that a column the schema added reads as NULL
+			// in older files
+			fmt.Sprintf("COPY (SELECT * FROM %s LIMIT 0) TO %s (FORMAT parquet)", quoteIdent(t), sqlString(schemaFile)),
+			"ALTER TABLE " + quoteIdent(t) + " RENAME TO " + quoteIdent(stagedRows(t)),
+			fmt.Sprintf("CREATE VIEW %s AS SELECT * FROM %s UNION ALL BY NAME SELECT * FROM read_parquet(%s, union_by_name = true, hive_partitioning = false)",
+				quoteIdent(t), quoteIdent(stagedRows(t)), glob),
+		} {
+			if _, err := s.conn.ExecContext(ctx, q); err != nil {
+				return fmt.Errorf("staged table %s: %w", t, err)
+			}
+		}
+	}
+	return s.settleStaged(ctx)
+}
+
+// StagedTmp is the name a staged file has until the transaction that
+// records it has committed: the views read only *.parquet.
+const StagedTmp = ".tmp"
+
+// settleStaged finishes what a crash interrupted. A file is written as
+// <path>.tmp, recorded in staged_files in the transaction that holds its
+// batches' ledger rows, and renamed once that transaction has committed:
+// a .tmp file whose path is recorded is renamed now, any other .tmp file
+// (its transaction never committed) is removed, and so is a .parquet file
+// that no row records. A recorded file that is gone is an error: its rows
+// are lost, and the ledger says they were stored.
+func (s *Store) settleStaged(ctx context.Context) error {
+	recorded := map[string]bool{}
+	rows, err := s.conn.QueryContext(ctx, "SELECT path FROM staged_files")
+	if err != nil {
+		return fmt.Errorf("staged files: %w", err)
+	}
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			rows.Close()
+			return err
+		}
+		recorded[filepath.FromSlash(p)] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("staged files: %w", err)
+	}
+	present := map[string]bool{}
+	err = filepath.WalkDir(s.staged, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(s.staged, path)
+		if err != nil {
+			return err
+		}
+		switch {
+		case strings.HasSuffix(rel, StagedTmp):
+			final := strings.TrimSuffix(rel, StagedTmp)
+			if recorded[final] {
+				present[final] = true
+				return os.Rename(path, filepath.Join(s.staged, final))
+			}
+			return os.Remove(path)
+		case filepath.Base(filepath.Dir(rel)) == filepath.Dir(stagedSchemaFile):
+			return nil
+		case !recorded[rel]:
+			return os.Remove(path)
+		}
+		present[rel] = true
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("staged files under %s: %w", s.staged, err)
+	}
+	var missing []string
+	for p := range recorded {
+		if !present[p] {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("staged files under %s: %d recorded files are missing (%s): their rows are lost; restore them, or delete their staged_files rows to go on without them",
+			s.staged, len(missing), strings.Join(missing[:min(3, len(missing))], ", "))
+	}
+	return nil
+}
+
+// deleteStaged removes the staged files of a run, as DeleteRun does its
+// rows: their staged_files rows in the caller's transaction, the files
+// once it committed (files run after commit).
+func (s *Store) deleteStaged(ctx context.Context, runID string) (files []string, err error) {
+	rows, err := s.conn.QueryContext(ctx, "DELETE FROM staged_files WHERE run_id = ? RETURNING path", runID)
+	if err != nil {
+		return nil, fmt.Errorf("delete run %s's staged files: %w", runID, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return nil, err
+		}
+		files = append(files, filepath.Join(s.staged, filepath.FromSlash(p)))
+	}
+	return files, rows.Err()
+}
+
+func removeFiles(files []string) error {
+	var errs []error
+	for _, f := range files {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// RunRows is a query of table's rows of one run, its one argument the
+// run's id: for a staged table, the rows under its view and the run's own
+// folder of files, where the view would open every run's files.
+func (s *Store) RunRows(table, run string) string {
+	q := "SELECT * FROM " + quoteIdent(table) + " WHERE run_id = $1"
+	if !s.Staged(table) {
+		return q
+	}
+	folder := filepath.Join(s.staged, table, "run="+stream.RunToken(run))
+	if files, _ := filepath.Glob(filepath.Join(folder, "*.parquet")); len(files) == 0 {
+		return "SELECT * FROM " + quoteIdent(stagedRows(table)) + " WHERE run_id = $1"
+	}
+	return fmt.Sprintf("SELECT * FROM %s WHERE run_id = $1 UNION ALL BY NAME SELECT * FROM read_parquet(%s, union_by_name = true, hive_partitioning = false) WHERE run_id = $1",
+		quoteIdent(stagedRows(table)), sqlString(filepath.Join(folder, "*.parquet")))
+}

@@ -1,0 +1,118 @@
+package duck_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trainscope/trainscope/sql/duck"
+)
+
+// stageFile writes the rows slices_detail holds for run into the staged
+// folder as rel (a staged file, as the ingestor writes them), then removes
+// them from the store's own rows.
+func stageFile(t *testing.T, st *duck.Store, run, rel string) {
+	t.Helper()
+	path := filepath.Join(st.StagedDir(), rel)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, st, "COPY (SELECT * FROM slices_detail_rows WHERE run_id = ?) TO '"+path+"' (FORMAT parquet)", run)
+	mustExec(t, st, "DELETE FROM slices_detail_rows WHERE run_id = ?", run)
+}
+
+func TestStagedStore(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "serve.duckdb")
+	open := func(staged bool) (*duck.Store, error) {
+		return duck.Open(ctx, path, duck.Options{Staged: staged})
+	}
+	st, err := open(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.StagedDir() != strings.TrimSuffix(path, ".duckdb")+".staged" || !st.Staged("slices_detail") || st.Staged("steps") {
+		t.Fatalf("staged folder %q, slices_detail staged %v, steps staged %v", st.StagedDir(), st.Staged("slices_detail"), st.Staged("steps"))
+	}
+	// an insert goes to the rows under the view
+	insertSlices(t, st, "run-a", "node-a", 0)
+	checkRows(t, st, []string{"run-a|6"}, "SELECT run_id, count(*) FROM slices GROUP BY ALL")
+
+	// what a crash leaves: a file whose transaction committed but which
+	// was not renamed yet (kept), one whose transaction never committed
+	// (removed), and a file nobody recorded (removed)
+	for _, run := range []string{"run-b", "run-c", "run-d"} {
+		insertSlices(t, st, run, "node-b", 1)
+	}
+	stageFile(t, st, "run-b", "slices_detail/run=run-b/00001.parquet"+duck.StagedTmp)
+	stageFile(t, st, "run-c", "slices_detail/run=run-c/00002.parquet"+duck.StagedTmp)
+	stageFile(t, st, "run-d", "slices_detail/run=run-d/00003.parquet")
+	mustExec(t, st, "INSERT INTO staged_files VALUES ('slices_detail/run=run-b/00001.parquet', 'slices_detail', 'run-b', 6, 1, 0)")
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// opened again, even without asking: a staged store stays staged
+	if st, err = open(false); err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, st, []string{"run-a|6", "run-b|6"}, "SELECT run_id, count(*) FROM slices GROUP BY ALL ORDER BY 1")
+	checkRows(t, st, []string{"run-a|6", "run-b|6"}, "SELECT run_id, count(*) FROM slices_detail GROUP BY ALL ORDER BY 1")
+	left, _ := filepath.Glob(filepath.Join(st.StagedDir(), "slices_detail", "run=*", "*"))
+	if len(left) != 1 || filepath.Base(left[0]) != "00001.parquet" {
+		t.Errorf("staged files after the open: %v, want run-b's renamed into view", left)
+	}
+	// a run's rows alone: its own files, or the rows table
+	for run, want := range map[string]int64{"run-a": 6, "run-b": 6, "run-x": 0} {
+		q := st.RunRows("slices_detail", run)
+		if n := queryInt(t, st, "SELECT count(*) FROM ("+q+")", run); n != want {
+			t.Errorf("%s: %d rows from %s, want %d", run, n, q, want)
+		}
+	}
+	if q := st.RunRows("steps", "run-a"); strings.Contains(q, "parquet") {
+		t.Errorf("steps is not staged, but its query reads files: %s", q)
+	}
+	// the columns are the table's, whatever the files hold
+	checkRows(t, st, []string{"VARCHAR|INTEGER|BIGINT"}, "SELECT typeof(name), typeof(rank), typeof(ts) FROM slices_detail LIMIT 1")
+
+	// DeleteRun removes the run's file and its record too
+	if had, err := st.DeleteRun(ctx, "run-b"); err != nil || !had {
+		t.Fatalf("delete run-b: %v %v", had, err)
+	}
+	checkRows(t, st, []string{"run-a|6"}, "SELECT run_id, count(*) FROM slices GROUP BY ALL")
+	if _, err := os.Stat(left[0]); !os.IsNotExist(err) {
+		t.Errorf("run-b's file is still there: %v", err)
+	}
+	if n := queryInt(t, st, "SELECT count(*) FROM staged_files"); n != 0 {
+		t.Errorf("%d staged_files rows left", n)
+	}
+
+	// a recorded file that is gone: the open says so, naming it
+	mustExec(t, st, "INSERT INTO staged_files VALUES ('slices_detail/run=run-e/00009.parquet', 'slices_detail', 'run-e', 6, 1, 0)")
+	st.Close()
+	if _, err := open(true); err == nil || !strings.Contains(err.Error(), "slices_detail/run=run-e/00009.parquet") || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("open with a lost file: %v", err)
+	}
+}
+
+// A store opened read-only reads the files through the views it keeps.
+func TestStagedStoreReadOnly(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "serve.duckdb")
+	st, err := duck.Open(ctx, path, duck.Options{Staged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	insertSlices(t, st, "run-a", "node-a", 0)
+	stageFile(t, st, "run-a", "slices_detail/run=run-a/00001.parquet")
+	mustExec(t, st, "INSERT INTO staged_files VALUES ('slices_detail/run=run-a/00001.parquet', 'slices_detail', 'run-a', 6, 1, 0)")
+	st.Close()
+	ro, err := duck.Open(ctx, path, duck.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	checkRows(t, ro, []string{"run-a|6"}, "SELECT run_id, count(*) FROM slices GROUP BY ALL")
+}
