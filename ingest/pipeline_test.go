@@ -158,6 +158,15 @@ func must[T any](v T, err error) T {
 // The same files, published twice and ingested, give exactly the tables
 // analyze gives: nothing lost, nothing twice.
 func TestPipelineMatchesOffline(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		open func(*testing.T) *duck.Store
+	}{{"duckdb", openStore}, {"staged", openStaged}} {
+		t.Run(tc.name, func(t *testing.T) { pipelineMatchesOffline(t, tc.open) })
+	}
+}
+
+func pipelineMatchesOffline(t *testing.T, openOnline func(*testing.T) *duck.Store) {
 	p := startPipe(t)
 	files := sampleFiles(t)
 	sent := p.publishFiles(t, "live", files)
@@ -173,7 +182,7 @@ func TestPipelineMatchesOffline(t *testing.T) {
 		t.Fatalf("stream holds %d messages after publishing %d twice: dedup failed", info.State.Msgs, sent)
 	}
 
-	online := openStore(t)
+	online := openOnline(t)
 	p.consume(t, online, func(s *ingest.IngestStats) bool { return s.Messages.Load() == sent })
 	offline := openStore(t)
 	if _, err := ingest.Load(context.Background(), offline, files, ingest.Options{RunID: "live", Host: "node-1", Rank: -1}); err != nil {
@@ -190,6 +199,14 @@ func TestPipelineMatchesOffline(t *testing.T) {
 	}
 	if want["slices_core"] == "0 rows, <nil>" || (len(files) > 2 && want["mem_segments"] == "0 rows, <nil>") {
 		t.Fatalf("sample loaded nothing: %v", want)
+	}
+	if online.StagedDir() != "" { // the slices are in files, not in the database
+		if n := countRows(t, online, "SELECT count(*) FROM slices_core_rows"); n != 0 {
+			t.Errorf("%d slices_core rows in the database, want them all in files", n)
+		}
+		if n := countRows(t, online, "SELECT count(*) FROM staged_files WHERE run_id = 'live'"); n == 0 {
+			t.Errorf("no staged files recorded under %s", online.StagedDir())
+		}
 	}
 
 	// Every message delivered again (a new consumer from the start): all

@@ -23,45 +23,6 @@ func openStaged(t *testing.T) *duck.Store {
 	return st
 }
 
-// A staged store holds exactly what analyze loads, through its views,
-// and a redelivery adds nothing: the files are recorded with the ledger.
-func TestStagedPipelineMatchesOffline(t *testing.T) {
-	p := startPipe(t)
-	files := sampleFiles(t)
-	sent := p.publishFiles(t, "live", files)
-	online := openStaged(t)
-	p.consume(t, online, func(s *ingest.IngestStats) bool { return s.Messages.Load() == sent })
-	offline := openStore(t)
-	if _, err := ingest.Load(context.Background(), offline, files, ingest.Options{RunID: "live", Host: "node-1", Rank: -1}); err != nil {
-		t.Fatal(err)
-	}
-	want, got := fingerprint(t, offline), fingerprint(t, online)
-	for _, tbl := range pipelineTables {
-		if got[tbl] != want[tbl] {
-			t.Errorf("%s: staged %s, offline %s", tbl, got[tbl], want[tbl])
-		}
-	}
-	// the slices are in files, not in the database
-	if n := countRows(t, online, "SELECT count(*) FROM slices_core_rows"); n != 0 {
-		t.Errorf("%d slices_core rows in the database, want them all in files", n)
-	}
-	staged, _ := filepath.Glob(filepath.Join(online.StagedDir(), "slices_core", "run="+stream.RunToken("live"), "*.parquet"))
-	if len(staged) == 0 {
-		t.Fatalf("no staged slices_core files under %s", online.StagedDir())
-	}
-
-	if err := p.stream.DeleteConsumer(context.Background(), ingest.DefaultConsumer.Durable); err != nil {
-		t.Fatal(err)
-	}
-	stats := p.consume(t, online, func(s *ingest.IngestStats) bool { return s.Duplicates.Load() == sent })
-	if stats.Messages.Load() != 0 {
-		t.Fatalf("redelivery stored %d batches again", stats.Messages.Load())
-	}
-	if again := fingerprint(t, online); fmt.Sprint(again) != fmt.Sprint(got) {
-		t.Fatalf("redelivery changed the tables:\n%v\n%v", again, got)
-	}
-}
-
 // Once a run's table has CompactFiles small files, they become one, with
 // the same rows.
 func TestStagedFilesAreMerged(t *testing.T) {
