@@ -65,10 +65,10 @@ type ServeConfig struct {
 	// database (DATA_DIR/trainscope.staged) instead of in it: ingest is
 	// 2.5-3x faster (bench/RESULTS.md); queries read them through the
 	// slices_core and slices_detail views. A store once staged stays so.
-	// Off by default until a rare hang is understood: in 1 of ~14 runs
-	// of TestServeOnANATSCluster with it on, under load, an ingestor
-	// started again in the same process waited forever for the previous
-	// DuckDB instance of its database to go.
+	// Off by default until a rare hang is understood: in 1 of 14 runs of
+	// TestServeOnANATSCluster with it on (none of 19 with it off), under
+	// load, an ingestor started again in the same process waited forever
+	// for the previous DuckDB instance of its database to go.
 	Staged bool `mapstructure:"staged"`
 	// QueryOnly makes serve a query node over Archive: no NATS, no
 	// ingestor, no detectors.
