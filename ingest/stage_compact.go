@@ -118,10 +118,10 @@ func compactRun(ctx context.Context, st *duck.Store, k stagedKey) (*stagedFile, 
 	tmp := filepath.Join(st.StagedDir(), merged.rel+duck.StagedTmp)
 	list := make([]string, len(paths))
 	for i, p := range paths {
-		list[i] = "'" + strings.ReplaceAll(p, "'", "''") + "'"
+		list[i] = duck.Literal(p)
 	}
-	copyQ := fmt.Sprintf("COPY (SELECT * FROM read_parquet([%s], union_by_name = true, hive_partitioning = false)) TO '%s' (FORMAT parquet, COMPRESSION snappy)",
-		strings.Join(list, ", "), strings.ReplaceAll(tmp, "'", "''"))
+	copyQ := fmt.Sprintf("COPY (SELECT * FROM read_parquet([%s], union_by_name = true, hive_partitioning = false)) TO %s (FORMAT parquet, COMPRESSION snappy)",
+		strings.Join(list, ", "), duck.Literal(tmp))
 	if err := st.Exec(ctx, copyQ); err != nil {
 		os.Remove(tmp)
 		return nil, err

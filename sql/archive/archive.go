@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/trainscope/trainscope/sql/duck"
@@ -99,7 +98,7 @@ func WriteRun(ctx context.Context, st *duck.Store, dir, run string, at time.Time
 		}
 		tmp := final + ".tmp"
 		q := fmt.Sprintf("COPY (SELECT * FROM %s WHERE run_id = %s) TO %s (FORMAT parquet, COMPRESSION zstd)",
-			t, literal(run), literal(tmp))
+			t, duck.Literal(run), duck.Literal(tmp))
 		if err := st.Exec(ctx, q); err != nil {
 			os.Remove(tmp)
 			return w, fmt.Errorf("archive %s of run %s: %w", t, run, err)
@@ -143,6 +142,3 @@ func runDay(ctx context.Context, st *duck.Store, run string, at time.Time) (stri
 	}
 	return t.Format(time.DateOnly), nil
 }
-
-// literal quotes s as a SQL string literal.
-func literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -50,7 +50,7 @@ func (a *Attacher) Attach(ctx context.Context, st *duck.Store) ([]string, error)
 			return now, fmt.Errorf("attach %s: %w", t, err)
 		}
 		src := fmt.Sprintf("(SELECT * EXCLUDE (%s, %s) FROM read_parquet(%s, hive_partitioning = true, union_by_name = true))",
-			DayColumn, RunColumn, literal(a.glob(t)))
+			DayColumn, RunColumn, duck.Literal(a.glob(t)))
 		sel := "SELECT * FROM " + src
 		if t == "analysis_window" {
 			// rk numbers (run, rank) within one database; runs archived

@@ -75,12 +75,12 @@ func (s *Store) stage(ctx context.Context) error {
 		if err := os.MkdirAll(filepath.Dir(schemaFile), 0o755); err != nil {
 			return fmt.Errorf("staged table %s: %w", t, err)
 		}
-		glob := sqlString(filepath.Join(s.staged, t, "*", "*.parquet"))
+		glob := Literal(filepath.Join(s.staged, t, "*", "*.parquet"))
 		for _, q := range []string{
 			// the table's columns as the schema has them now, written anew
 			// at each open, so that a column the schema added reads as NULL
 			// in older files
-			fmt.Sprintf("COPY (SELECT * FROM %s LIMIT 0) TO %s (FORMAT parquet)", quoteIdent(t), sqlString(schemaFile)),
+			fmt.Sprintf("COPY (SELECT * FROM %s LIMIT 0) TO %s (FORMAT parquet)", quoteIdent(t), Literal(schemaFile)),
 			"ALTER TABLE " + quoteIdent(t) + " RENAME TO " + quoteIdent(stagedRows(t)),
 			fmt.Sprintf("CREATE VIEW %s AS SELECT * FROM %s UNION ALL BY NAME SELECT * FROM read_parquet(%s, union_by_name = true, hive_partitioning = false)",
 				quoteIdent(t), quoteIdent(stagedRows(t)), glob),
@@ -193,7 +193,9 @@ func removeFiles(files []string) error {
 	return errors.Join(errs...)
 }
 
-func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+// Literal is s as an SQL string literal, for the places a statement
+// cannot take a parameter (file paths in COPY, read_parquet, SET).
+func Literal(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // RunRows is a query of table's rows of one run, its one argument the
 // run's id: for a staged table, the rows under its view and the run's own
@@ -208,5 +210,5 @@ func (s *Store) RunRows(table, run string) string {
 		return "SELECT * FROM " + quoteIdent(stagedRows(table)) + " WHERE run_id = $1"
 	}
 	return fmt.Sprintf("SELECT * FROM %s WHERE run_id = $1 UNION ALL BY NAME SELECT * FROM read_parquet(%s, union_by_name = true, hive_partitioning = false) WHERE run_id = $1",
-		quoteIdent(stagedRows(table)), sqlString(filepath.Join(folder, "*.parquet")))
+		quoteIdent(stagedRows(table)), Literal(filepath.Join(folder, "*.parquet")))
 }

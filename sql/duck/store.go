@@ -125,7 +125,7 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		// of its own in the system's temp folder instead.
 		s.tempDir, err = os.MkdirTemp("", "trainscope-duckdb-")
 		if err == nil {
-			_, err = conn.ExecContext(ctx, "SET temp_directory = '"+strings.ReplaceAll(s.tempDir, "'", "''")+"'")
+			_, err = conn.ExecContext(ctx, "SET temp_directory = "+Literal(s.tempDir))
 		}
 	}
 	if err == nil && opt.Threads > 0 {
@@ -363,8 +363,8 @@ func (s *Store) ExportParquet(ctx context.Context, dir string) error {
 			continue
 		}
 		target := filepath.Join(dir, t)
-		q := fmt.Sprintf("COPY (SELECT * FROM %s) TO '%s' (FORMAT parquet, PARTITION_BY (run_id), COMPRESSION zstd, OVERWRITE_OR_IGNORE true)",
-			quoteIdent(t), strings.ReplaceAll(target, "'", "''"))
+		q := fmt.Sprintf("COPY (SELECT * FROM %s) TO %s (FORMAT parquet, PARTITION_BY (run_id), COMPRESSION zstd, OVERWRITE_OR_IGNORE true)",
+			quoteIdent(t), Literal(target))
 		if _, err := s.conn.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("parquet export %s: %w", t, err)
 		}
