@@ -77,7 +77,10 @@ type IngestStats struct {
 	Recreated   atomic.Int64 // times the durable consumer was made again after it vanished
 	Forwarded   atomic.Int64 // batches of runs another ingestor owns, forwarded to it
 	Compactions atomic.Int64 // merges of a run's small staged files
-	LastCommit  atomic.Int64 // unix ns of the last committed transaction
+	// CompactionsDeferred counts merges put off because a Reader of the
+	// store was open
+	CompactionsDeferred atomic.Int64
+	LastCommit          atomic.Int64 // unix ns of the last committed transaction
 
 	failingSince atomic.Int64 // unix ns of the first failed commit in a row; 0 while commits succeed
 	lastErr      atomic.Pointer[string]
@@ -134,8 +137,9 @@ type Consumer struct {
 	// of a run another ingestor owns is forwarded to it, not committed.
 	Route router
 
-	wait  time.Duration     // current fetch backoff
-	small map[stagedKey]int // a staged store's small files per table and run; nil: not counted yet
+	wait   time.Duration        // current fetch backoff
+	small  map[stagedKey]int    // a staged store's small files per table and run; nil: not counted yet
+	merges map[stagedKey]*merge // merged files written, their swap put off
 }
 
 // NewConsumer creates (or finds) the durable pull consumer on s.
@@ -185,6 +189,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		c.process(ctx, items)
 		releaseItems(items)
 	}
+	c.dropMerges()
 	return nil
 }
 

@@ -22,5 +22,6 @@
 // (duck.Options.Staged) the slices of a fetch are written as Parquet files
 // first (stage.go) and recorded in that same transaction; trouble writing
 // them is transient, never poison. A run's small files are merged once
-// there are compactFiles of them (stage_compact.go).
+// there are compactFiles of them (stage_compact.go); the merged file is
+// swapped in at a commit when no Reader of the store is open.
 package ingest

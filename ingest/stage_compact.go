@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -61,42 +62,71 @@ func (c *Consumer) noteStaged(ctx context.Context, files []*stagedFile) error {
 
 // compactStaged merges the small files of every table and run that has
 // compactFiles of them, holding the store. A merge writes one file with
-// DuckDB, swaps the staged_files rows in one transaction, then renames the
-// new file into view and removes the old ones; a crash in between is
-// settled when the store is opened again, as for a commit. A query that
-// lists the folder while the files are swapped may fail or see rows twice;
-// the scheduler's passes hold the store, so they never do.
+// DuckDB, then swaps it for the files it holds: the staged_files rows in
+// one transaction, then the new file renamed into view and the old ones
+// removed; a crash in between is settled when the store is opened again,
+// as for a commit. The swap waits for no Reader of the store (Flight SQL's
+// queries): while one is open it is put off to a later commit, and the
+// merged file kept for it, so that no query lists a file the swap removes
+// or sees rows twice. The scheduler's passes hold the store, as this does.
 func (c *Consumer) compactStaged(ctx context.Context) {
 	for k, n := range c.small {
 		if n < compactFiles {
 			continue
 		}
 		c.Mu.Lock()
-		merged, err := compactRun(ctx, c.St, k)
+		m, err := c.merges[k], error(nil)
+		if m == nil {
+			m, err = prepareMerge(ctx, c.St, k)
+		}
+		swapped := false
+		if err == nil && m != nil {
+			swapped, err = m.swap(ctx, c.St)
+		}
 		c.Mu.Unlock()
-		if err != nil {
+		switch {
+		case err != nil:
 			c.logf("merge the staged files of %s for run %q: %v", k.table, k.run, err)
+			delete(c.merges, k)
 			c.small = nil // count again next time
 			return
+		case m == nil: // fewer than two small files after all
+			c.small[k] = 0
+		case !swapped:
+			if c.merges == nil {
+				c.merges = map[stagedKey]*merge{}
+			}
+			c.merges[k] = m
+			c.Stats.CompactionsDeferred.Add(1)
+		default:
+			delete(c.merges, k)
+			// those that came while the swap was put off stay counted
+			c.small[k] = max(n-len(m.paths), 0)
+			if m.file.bytes < compactBytes {
+				c.small[k]++
+			}
+			c.Stats.Compactions.Add(1)
 		}
-		c.small[k] = 0
-		if merged.bytes < compactBytes {
-			c.small[k] = 1
-		}
-		c.Stats.Compactions.Add(1)
 	}
 }
 
-// compactRun merges the small staged files of one table and run into one.
-func compactRun(ctx context.Context, st *duck.Store, k stagedKey) (*stagedFile, error) {
+// merge is a merged file written and synced but not yet swapped for the
+// files it holds.
+type merge struct {
+	file  *stagedFile
+	paths []string // the files it holds
+	rels  []string // their staged_files paths
+}
+
+// prepareMerge writes the small staged files of one table and run as one
+// file, not yet in view; nil when there are fewer than two.
+func prepareMerge(ctx context.Context, st *duck.Store, k stagedKey) (*merge, error) {
 	rows, err := st.Query(ctx, "SELECT path, rows FROM staged_files WHERE tbl = ? AND coalesce(run_id, '') = ? AND bytes < ? ORDER BY path",
 		k.table, k.run, compactBytes)
 	if err != nil {
 		return nil, err
 	}
-	var paths []string
-	var args []any
-	merged := &stagedFile{table: k.table, run: k.run}
+	m := &merge{file: &stagedFile{table: k.table, run: k.run}}
 	for rows.Next() {
 		var p string
 		var n int64
@@ -104,20 +134,20 @@ func compactRun(ctx context.Context, st *duck.Store, k stagedKey) (*stagedFile, 
 			rows.Close()
 			return nil, err
 		}
-		paths = append(paths, filepath.Join(st.StagedDir(), filepath.FromSlash(p)))
-		args = append(args, p)
-		merged.rows += n
+		m.paths = append(m.paths, filepath.Join(st.StagedDir(), filepath.FromSlash(p)))
+		m.rels = append(m.rels, p)
+		m.file.rows += n
 	}
 	rows.Close()
-	if err := rows.Err(); err != nil || len(paths) < 2 {
-		return merged, err
+	if err := rows.Err(); err != nil || len(m.paths) < 2 {
+		return nil, err
 	}
 	// named by the time: no plain file (named by its sequence) nor an
 	// earlier merge has that name
-	merged.rel = filepath.Join(filepath.Dir(filepath.FromSlash(args[0].(string))), fmt.Sprintf("m-%020d.parquet", time.Now().UnixNano()))
-	tmp := filepath.Join(st.StagedDir(), merged.rel+duck.StagedTmp)
-	list := make([]string, len(paths))
-	for i, p := range paths {
+	m.file.rel = filepath.Join(filepath.Dir(filepath.FromSlash(m.rels[0])), fmt.Sprintf("m-%020d.parquet", time.Now().UnixNano()))
+	tmp := m.tmp(st)
+	list := make([]string, len(m.paths))
+	for i, p := range m.paths {
 		list[i] = duck.Literal(p)
 	}
 	copyQ := fmt.Sprintf("COPY (SELECT * FROM read_parquet([%s], union_by_name = true, hive_partitioning = false)) TO %s (FORMAT parquet, COMPRESSION snappy)",
@@ -131,29 +161,64 @@ func compactRun(ctx context.Context, st *duck.Store, k stagedKey) (*stagedFile, 
 		return nil, err
 	}
 	if fi, err := os.Stat(tmp); err == nil {
-		merged.bytes = fi.Size()
+		m.file.bytes = fi.Size()
 	}
-	err = st.Tx(ctx, func() error {
+	return m, nil
+}
+
+func (m *merge) tmp(st *duck.Store) string {
+	return filepath.Join(st.StagedDir(), m.file.rel+duck.StagedTmp)
+}
+
+// swap puts the merged file in place of those it holds, unless a Reader
+// of the store is open (false, nil: try again later). A merge whose files
+// are no longer all recorded (the run was deleted meanwhile) is dropped
+// with an error.
+func (m *merge) swap(ctx context.Context, st *duck.Store) (bool, error) {
+	unlock, ok := st.ExcludeReaders()
+	if !ok {
+		return false, nil
+	}
+	defer unlock()
+	args := make([]any, len(m.rels))
+	for i, r := range m.rels {
+		args[i] = r
+	}
+	err := st.Tx(ctx, func() error {
 		q := "DELETE FROM staged_files WHERE path IN (?" + strings.Repeat(", ?", len(args)-1) + ")"
-		if err := st.Exec(ctx, q, args...); err != nil {
+		res, err := st.Conn().ExecContext(ctx, q, args...)
+		if err != nil {
 			return err
 		}
+		if n, err := res.RowsAffected(); err != nil || n != int64(len(args)) {
+			return errors.Join(err, fmt.Errorf("%d of the %d files merged are no longer recorded: merge dropped", len(args)-int(n), len(args)))
+		}
 		return st.Exec(ctx, "INSERT INTO staged_files (path, tbl, run_id, rows, bytes, staged_ns) VALUES (?, ?, ?, ?, ?, ?)",
-			filepath.ToSlash(merged.rel), k.table, k.run, merged.rows, merged.bytes, time.Now().UnixNano())
+			filepath.ToSlash(m.file.rel), m.file.table, m.file.run, m.file.rows, m.file.bytes, time.Now().UnixNano())
 	})
 	if err != nil {
-		os.Remove(tmp)
-		return nil, err
+		os.Remove(m.tmp(st))
+		return false, err
 	}
-	if err := settleStaged(st.StagedDir(), []*stagedFile{merged}, true); err != nil {
-		return merged, err // the next open renames it
+	if err := settleStaged(st.StagedDir(), []*stagedFile{m.file}, true); err != nil {
+		return true, err // the next open renames it
 	}
-	for _, p := range paths {
+	for _, p := range m.paths {
 		if err := os.Remove(p); err != nil {
-			return merged, err
+			return true, err
 		}
 	}
-	return merged, nil
+	return true, nil
+}
+
+// dropMerges removes the merged files whose swap was put off: a consumer
+// that stops leaves none behind (the next open of the store would remove
+// them, as files it has no record of).
+func (c *Consumer) dropMerges() {
+	for k, m := range c.merges {
+		os.Remove(m.tmp(c.St))
+		delete(c.merges, k)
+	}
 }
 
 func syncFile(path string) error {

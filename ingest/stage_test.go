@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
+
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
 	"github.com/trainscope/trainscope/stream"
@@ -47,10 +49,35 @@ func TestStagedFilesAreMerged(t *testing.T) {
 		}
 		before := sent
 		sent += pub.Stats.Messages.Load()
-		// the third copy's commit makes three files of each table: merged
-		p.consume(t, st, func(s *ingest.IngestStats) bool {
-			return before+s.Messages.Load() == sent && (i != 2 || s.Compactions.Load() == 2)
-		})
+		switch i {
+		case 2:
+			// the third copy's commit makes three files of each table, but
+			// a query is reading the store: the merges wait, and the query
+			// sees each row once
+			r, err := st.NewReader(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.consume(t, st, func(s *ingest.IngestStats) bool {
+				return before+s.Messages.Load() == sent && s.CompactionsDeferred.Load() >= 2
+			})
+			for _, tbl := range []string{"slices_core", "slices_detail"} {
+				if got, want := readerCount(t, r, tbl), countRows(t, st, "SELECT count(*) FROM "+tbl); got != want {
+					t.Errorf("%s: a reader saw %d rows, want %d", tbl, got, want)
+				}
+				if m, _ := filepath.Glob(filepath.Join(st.StagedDir(), tbl, "run=*", "m-*.parquet")); len(m) > 0 {
+					t.Errorf("%s: merged %v while a reader was open", tbl, m)
+				}
+			}
+			r.Close()
+		case 3:
+			// the reader is gone: the fourth copy's consumer merges all four
+			p.consume(t, st, func(s *ingest.IngestStats) bool {
+				return before+s.Messages.Load() == sent && s.Compactions.Load() == 2
+			})
+		default:
+			p.consume(t, st, func(s *ingest.IngestStats) bool { return before+s.Messages.Load() == sent })
+		}
 	}
 	offline := openStore(t)
 	if _, err := ingest.Load(context.Background(), offline, files, ingest.Options{RunID: "live", Host: "node-1", Rank: -1}); err != nil {
@@ -98,6 +125,20 @@ func TestStagedFilesAreMerged(t *testing.T) {
 			t.Errorf("%s: %d files, %d merged: want the small ones merged", tbl, len(on), merged)
 		}
 	}
+}
+
+// readerCount counts the rows of table through r.
+func readerCount(t *testing.T, r *duck.Reader, table string) int64 {
+	t.Helper()
+	rdr, err := r.QueryArrow(context.Background(), "SELECT count(*) FROM "+table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Release()
+	if !rdr.Next() {
+		t.Fatalf("count %s: %v", table, rdr.Err())
+	}
+	return rdr.RecordBatch().Column(0).(*array.Int64).Value(0)
 }
 
 func countRows(t *testing.T, st *duck.Store, q string) int64 {

@@ -13,6 +13,7 @@
 // a crash left: recorded .tmp files are renamed into view, others removed.
 // Readers (NewReader) are further connections on the same database for
 // queries that run beside the writer (Flight SQL); DuckDB's MVCC gives each
-// a consistent view. Insert does not keep the record it is given; the
+// a consistent view, and on a staged store no merge swaps files while one
+// is open (ExcludeReaders). Insert does not keep the record it is given; the
 // caller still owns it.
 package duck

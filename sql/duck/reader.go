@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	duckdb "github.com/duckdb/duckdb-go/v2"
@@ -20,27 +21,37 @@ import (
 // (or per query; opening one is cheap). Close every Reader before closing
 // the Store.
 type Reader struct {
-	conn  driver.Conn
-	arrow *duckdb.Arrow
+	conn   driver.Conn
+	arrow  *duckdb.Arrow
+	unlock func() // a staged store's: lets merges of its files go on
 }
 
 // NewReader opens a connection on the store's database, in memory or on
 // disk. It inherits the database-wide settings Open applied (threads,
-// memory limit, read-only access).
+// memory limit, read-only access). On a staged store, no merge of staged
+// files swaps them while a Reader is open (see ExcludeReaders), so a
+// query never lists a file a merge removes, nor a merged file beside the
+// files it holds.
 func (s *Store) NewReader(ctx context.Context) (*Reader, error) {
 	if s.connector == nil {
 		return nil, errors.New("new reader: store is closed")
 	}
+	r := &Reader{}
+	if s.staged != "" {
+		s.swap.RLock()
+		r.unlock = sync.OnceFunc(s.swap.RUnlock)
+	}
 	conn, err := s.connector.Connect(ctx)
 	if err != nil {
+		r.Close()
 		return nil, fmt.Errorf("new reader on %s: %w", displayPath(s.Path), err)
 	}
-	a, err := duckdb.NewArrowFromConn(conn)
-	if err != nil {
-		conn.Close()
+	r.conn = conn
+	if r.arrow, err = duckdb.NewArrowFromConn(conn); err != nil {
+		r.Close()
 		return nil, fmt.Errorf("new reader on %s: %w", displayPath(s.Path), err)
 	}
-	return &Reader{conn: conn, arrow: a}, nil
+	return r, nil
 }
 
 // QueryArrow runs a query and returns its result as Arrow records, exactly
@@ -75,7 +86,13 @@ func (r *Reader) StatementType(query string) (duckdb.StmtType, error) {
 
 // Close releases the connection. Release every record reader first.
 func (r *Reader) Close() error {
-	if r == nil || r.conn == nil {
+	if r == nil {
+		return nil
+	}
+	if r.unlock != nil {
+		defer r.unlock()
+	}
+	if r.conn == nil {
 		return nil
 	}
 	err := r.conn.Close()

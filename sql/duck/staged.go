@@ -38,6 +38,20 @@ func (s *Store) Staged(table string) bool {
 	return s.staged != "" && slices.Contains(StagedTables, table)
 }
 
+// ExcludeReaders is for a merge of staged files, between the moment the
+// merged file comes into view and the moment the files it holds are gone:
+// it reports false, at once, while any Reader of the store is open, and
+// otherwise keeps new ones waiting until unlock is called. Merges are put
+// off rather than queries held up (a query may last minutes, and a
+// merge can wait for the next commit); the store's own connection and its
+// forks are the caller's to keep apart (serve holds its mutex for both).
+func (s *Store) ExcludeReaders() (unlock func(), ok bool) {
+	if !s.swap.TryLock() {
+		return nil, false
+	}
+	return s.swap.Unlock, true
+}
+
 // stagedDirFor is the staged folder of the database file at path.
 func stagedDirFor(path string) string {
 	return strings.TrimSuffix(path, filepath.Ext(path)) + ".staged"

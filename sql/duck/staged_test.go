@@ -98,10 +98,14 @@ func TestStagedStore(t *testing.T) {
 }
 
 // A store opened read-only reads the files through the views it keeps.
+// A staged store opened read-only, from another working folder than the
+// one it was written from under a relative path (serve --data-dir data,
+// then trainscope sql --db /abs/data/trainscope.duckdb), reads its files.
 func TestStagedStoreReadOnly(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "serve.duckdb")
-	st, err := duck.Open(ctx, path, duck.Options{Staged: true})
+	dir := t.TempDir()
+	t.Chdir(dir)
+	st, err := duck.Open(ctx, filepath.Join("data", "serve.duckdb"), duck.Options{Staged: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +113,8 @@ func TestStagedStoreReadOnly(t *testing.T) {
 	stageFile(t, st, "run-a", "slices_detail/run=run-a/00001.parquet")
 	mustExec(t, st, "INSERT INTO staged_files VALUES ('slices_detail/run=run-a/00001.parquet', 'slices_detail', 'run-a', 6, 1, 0)")
 	st.Close()
-	ro, err := duck.Open(ctx, path, duck.Options{ReadOnly: true})
+	t.Chdir(t.TempDir())
+	ro, err := duck.Open(ctx, filepath.Join(dir, "data", "serve.duckdb"), duck.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -33,6 +34,9 @@ type Store struct {
 	memLimit  string // Options.MemoryLimit, which WithMemoryLimit puts back
 	catalog   string // the compressed in-memory database every connection uses, or ""
 	staged    string // the folder of a staged store's files, or ""
+	// swap keeps a staged store's Readers and the merges of its files
+	// apart (see ExcludeReaders); shared with its forks
+	swap *sync.RWMutex
 }
 
 // compressedCatalog names the in-memory database Options.Compress attaches.
@@ -95,7 +99,7 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		connector.Close()
 		return nil, fmt.Errorf("open database %s: %w", displayPath(path), err)
 	}
-	s := &Store{Path: path, connector: connector, db: db, conn: conn}
+	s := &Store{Path: path, connector: connector, db: db, conn: conn, swap: new(sync.RWMutex)}
 	err = conn.Raw(func(dc any) error {
 		a, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
 		s.arrow = a
@@ -172,7 +176,13 @@ func (s *Store) applySchemaStaged(ctx context.Context, want bool) error {
 	if !want && !was {
 		return s.applySchema(ctx)
 	}
-	s.staged = stagedDirFor(s.Path)
+	// the views name the folder absolute: a query from another working
+	// folder (trainscope sql --db) must find the files too
+	abs, err := filepath.Abs(s.Path)
+	if err != nil {
+		return fmt.Errorf("open database %s: %w", s.Path, err)
+	}
+	s.staged = stagedDirFor(abs)
 	return s.Tx(ctx, func() error {
 		if was {
 			if err := s.unstage(ctx); err != nil {
@@ -223,7 +233,7 @@ func (s *Store) Fork(ctx context.Context) (*Store, error) {
 			return nil, fmt.Errorf("fork database %s: %w", displayPath(s.Path), err)
 		}
 	}
-	f := &Store{Path: s.Path, conn: conn, catalog: s.catalog, staged: s.staged}
+	f := &Store{Path: s.Path, conn: conn, catalog: s.catalog, staged: s.staged, swap: s.swap}
 	if err := conn.Raw(func(dc any) error {
 		a, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
 		f.arrow = a
