@@ -61,14 +61,11 @@ type ServeConfig struct {
 	// file): it bounds the log a restart replays and the memory the
 	// uncheckpointed rows hold.
 	CheckpointWAL string `mapstructure:"checkpoint_wal"`
-	// Staged keeps the ingested slices as Parquet files beside the
-	// database (DATA_DIR/trainscope.staged) instead of in it: ingest is
-	// 2.5-3x faster (bench/RESULTS.md); queries read them through the
-	// slices_core and slices_detail views. A store once staged stays so.
-	// Off by default until a rare hang is understood: in 1 of 14 runs of
-	// TestServeOnANATSCluster with it on (none of 19 with it off), under
-	// load, an ingestor started again in the same process waited forever
-	// for the previous DuckDB instance of its database to go.
+	// Staged (the default) keeps the ingested slices as Parquet files
+	// beside the database (DATA_DIR/trainscope.staged) instead of in it:
+	// ingest is 3-4x faster (bench/RESULTS.md); queries read them through
+	// the slices_core and slices_detail views. A store once staged stays
+	// so. False keeps every row in DuckDB's tables.
 	Staged bool `mapstructure:"staged"`
 	// QueryOnly makes serve a query node over Archive: no NATS, no
 	// ingestor, no detectors.
@@ -119,7 +116,7 @@ type AgentConfig struct {
 }
 
 var defaultServe = ServeConfig{DataDir: "trainscope-data", HTTP: "127.0.0.1:7070", Flight: "127.0.0.1:7071",
-	Quiet: 2 * time.Second, Timeout: time.Minute, ArchiveRefresh: 10 * time.Second, CheckpointWAL: "256MB",
+	Quiet: 2 * time.Second, Timeout: time.Minute, ArchiveRefresh: 10 * time.Second, CheckpointWAL: "256MB", Staged: true,
 	Query: QueryLimits{Timeout: time.Minute, MaxRows: 1_000_000}}
 
 var defaultAgent = AgentConfig{Poll: 2 * time.Second, Settle: 5 * time.Second, GiveUp: 10 * time.Minute}

@@ -34,3 +34,35 @@ func TestServeCheckpointWALConfig(t *testing.T) {
 		}
 	}
 }
+
+// serve.staged is on unless a config file or the environment says no.
+func TestServeStagedConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, env string
+		want            bool
+	}{
+		{"default", "", "", true},
+		{"file", "serve:\n  staged: false\n", "", false},
+		{"environment", "", "false", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := ""
+			if tc.file != "" {
+				path = filepath.Join(t.TempDir(), "c.yaml")
+				if err := os.WriteFile(path, []byte(tc.file), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.env != "" {
+				t.Setenv("TRAINSCOPE_SERVE_STAGED", tc.env)
+			}
+			cfg, err := loadConfig(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Serve.Staged != tc.want {
+				t.Errorf("serve.staged %v, want %v", cfg.Serve.Staged, tc.want)
+			}
+		})
+	}
+}

@@ -56,8 +56,8 @@ func TestServePublishReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Serve.DataDir, cfg.Serve.HTTP, cfg.Serve.Flight = dir, "127.0.0.1:0", ""
-	// the slices as staged files: the passes read them (other serve tests
-	// keep them in DuckDB)
+	// the slices as staged files, the default: the passes read them
+	// (TestServeSurvivesSIGKILL also keeps them in DuckDB)
 	cfg.Serve.Staged = true
 	clk := newTestClock()
 	srv, err := startServer(ctx, cfg, mustSet(t), t.Logf, withClock(clk.Now, clk.ticks))
