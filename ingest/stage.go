@@ -136,6 +136,10 @@ func (f *stagedFile) write(dir string) (err error) {
 // share: dictionaries on every column made the staged ingest 25% slower),
 // and statistics for the columns queries filter a file's row groups on.
 func stagedProps(sc *arrow.Schema) *parquet.WriterProperties {
+	return parquet.NewWriterProperties(stagedOptions(sc)...)
+}
+
+func stagedOptions(sc *arrow.Schema) []parquet.WriterProperty {
 	opts := []parquet.WriterProperty{parquet.WithCompression(compress.Codecs.Snappy),
 		parquet.WithDictionaryDefault(false), parquet.WithStats(false)}
 	for _, fld := range sc.Fields() {
@@ -148,7 +152,7 @@ func stagedProps(sc *arrow.Schema) *parquet.WriterProperties {
 			opts = append(opts, parquet.WithStatsFor(fld.Name, true))
 		}
 	}
-	return parquet.NewWriterProperties(opts...)
+	return opts
 }
 
 // recordStaged inserts the files' staged_files rows: in the transaction

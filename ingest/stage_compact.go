@@ -146,24 +146,38 @@ func prepareMerge(ctx context.Context, st *duck.Store, k stagedKey) (*merge, err
 	// earlier merge has that name
 	m.file.rel = filepath.Join(filepath.Dir(filepath.FromSlash(m.rels[0])), fmt.Sprintf("m-%020d.parquet", time.Now().UnixNano()))
 	tmp := m.tmp(st)
-	list := make([]string, len(m.paths))
-	for i, p := range m.paths {
-		list[i] = duck.Literal(p)
-	}
-	copyQ := fmt.Sprintf("COPY (SELECT * FROM read_parquet([%s], union_by_name = true, hive_partitioning = false)) TO %s (FORMAT parquet, COMPRESSION snappy)",
-		strings.Join(list, ", "), duck.Literal(tmp))
-	if err := st.Exec(ctx, copyQ); err != nil {
-		os.Remove(tmp)
-		return nil, err
-	}
-	if err := syncFile(tmp); err != nil {
-		os.Remove(tmp)
+	switch err := mergeParquet(ctx, tmp, m.paths); {
+	case errors.Is(err, errSchemasDiffer):
+		if err := copyMerge(ctx, st, tmp, m.paths); err != nil {
+			return nil, err
+		}
+	case err != nil:
 		return nil, err
 	}
 	if fi, err := os.Stat(tmp); err == nil {
 		m.file.bytes = fi.Size()
 	}
 	return m, nil
+}
+
+// copyMerge merges files of different schemas with DuckDB's COPY, which
+// unites their columns by name.
+func copyMerge(ctx context.Context, st *duck.Store, tmp string, paths []string) error {
+	list := make([]string, len(paths))
+	for i, p := range paths {
+		list[i] = duck.Literal(p)
+	}
+	copyQ := fmt.Sprintf("COPY (SELECT * FROM read_parquet([%s], union_by_name = true, hive_partitioning = false)) TO %s (FORMAT parquet, COMPRESSION snappy)",
+		strings.Join(list, ", "), duck.Literal(tmp))
+	if err := st.Exec(ctx, copyQ); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := syncFile(tmp); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 func (m *merge) tmp(st *duck.Store) string {

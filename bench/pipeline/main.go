@@ -49,7 +49,7 @@ func main() {
 	partitions := flag.Int("partitions", 8, "the stream's partitions with -ingestors")
 	distinct := flag.Bool("distinct-runs", false, "each copy a run of its own (always so with -ingestors)")
 	flag.StringVar(&checkpointWAL, "checkpoint-wal", "256MB", "the ingestor's serve.checkpoint_wal (\"\": never checkpoint before the end)")
-	flag.BoolVar(&staged, "staged", false, "ingestors keep slices as Parquet files beside their database (serve.staged)")
+	flag.BoolVar(&staged, "staged", true, "ingestors keep slices as Parquet files beside their database (serve.staged, the default; -staged=false: in DuckDB)")
 	flag.BoolVar(&drain, "drain", false, "publish everything first, then start one ingestor and time how fast it drains the stream\n(the fleet's case: publishers on other machines)")
 	flag.Parse()
 	if *cpuprofile != "" {

@@ -1,0 +1,136 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+
+	"github.com/trainscope/trainscope/sql/duck"
+	"github.com/trainscope/trainscope/stream"
+)
+
+// writeStagedFile writes n rows (name "k<i%3>", ts base+i, and an extra
+// column when asked) as a staged file would be.
+func writeStagedFile(t *testing.T, path string, base int64, n int, extra bool) {
+	t.Helper()
+	fields := []arrow.Field{{Name: "name", Type: stream.DictString}, {Name: "ts", Type: arrow.PrimitiveTypes.Int64}}
+	if extra {
+		fields = append(fields, arrow.Field{Name: "extra", Type: arrow.PrimitiveTypes.Int32, Nullable: true})
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema(fields, nil))
+	defer b.Release()
+	for i := range n {
+		if err := b.Field(0).(*array.BinaryDictionaryBuilder).AppendString("k" + string(rune('0'+i%3))); err != nil {
+			t.Fatal(err)
+		}
+		b.Field(1).(*array.Int64Builder).Append(base + int64(i))
+		if extra {
+			b.Field(2).(*array.Int32Builder).Append(int32(i))
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	f := &stagedFile{rel: filepath.Base(path), items: []*item{{rec: rec}}}
+	if err := f.write(filepath.Dir(path)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMergeParquet(t *testing.T) {
+	dir := t.TempDir()
+	a, b, c := filepath.Join(dir, "a.parquet"), filepath.Join(dir, "b.parquet"), filepath.Join(dir, "c.parquet")
+	writeStagedFile(t, a, 0, 100_000, false)
+	writeStagedFile(t, b, 100_000, 50_000, false)
+	writeStagedFile(t, c, 0, 10, true)
+
+	dst := filepath.Join(dir, "m.parquet")
+	if err := mergeParquet(context.Background(), dst, []string{a, c}); !errors.Is(err, errSchemasDiffer) {
+		t.Fatalf("merging files of two schemas: %v, want errSchemasDiffer", err)
+	}
+	if _, err := os.Stat(dst); !os.IsNotExist(err) {
+		t.Fatalf("a refused merge left %s: %v", dst, err)
+	}
+
+	if err := mergeParquet(context.Background(), dst, []string{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := file.OpenParquetFile(dst, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if got := r.NumRows(); got != 150_000 {
+		t.Errorf("merged %d rows, want 150000", got)
+	}
+	// row groups of DuckDB's size, so that a scan runs on every thread
+	if got := r.NumRowGroups(); got != 2 {
+		t.Errorf("%d row groups, want 2 of at most %d rows", got, mergeRowGroup)
+	}
+	// every row, in order, names and times intact
+	var next int64
+	for g := range r.NumRowGroups() {
+		rg := r.RowGroup(g)
+		names, _ := rg.Column(0)
+		times, _ := rg.Column(1)
+		n := rg.NumRows()
+		vals := make([]int64, n)
+		if _, read, err := times.(*file.Int64ColumnChunkReader).ReadBatch(n, vals, nil, nil); err != nil || int64(read) != n {
+			t.Fatalf("row group %d: read %d of %d times: %v", g, read, n, err)
+		}
+		strs := make([]parquet.ByteArray, n)
+		if _, read, err := names.(*file.ByteArrayColumnChunkReader).ReadBatch(n, strs, nil, nil); err != nil || int64(read) != n {
+			t.Fatalf("row group %d: read %d of %d names: %v", g, read, n, err)
+		}
+		for i := range n {
+			want := next % 100_000
+			if vals[i] != next || string(strs[i]) != "k"+string(rune('0'+want%3)) {
+				t.Fatalf("row %d: ts %d name %q, want ts %d name k%d", next, vals[i], strs[i], next, want%3)
+			}
+			next++
+		}
+	}
+}
+
+// Files of two schemas (publishers of two versions) are merged by DuckDB,
+// which unites their columns by name.
+func TestPrepareMergeOfTwoSchemas(t *testing.T) {
+	ctx := context.Background()
+	st, err := duck.Open(ctx, filepath.Join(t.TempDir(), "serve.duckdb"), duck.Options{Staged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	run := filepath.Join(st.StagedDir(), "slices_core", "run=x")
+	if err := os.MkdirAll(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeStagedFile(t, filepath.Join(run, "1.parquet"), 0, 1000, false)
+	writeStagedFile(t, filepath.Join(run, "2.parquet"), 1000, 10, true)
+	for _, p := range []string{"1", "2"} {
+		if err := st.Exec(ctx, "INSERT INTO staged_files VALUES (?, 'slices_core', 'x', 1, 1, 0)", "slices_core/run=x/"+p+".parquet"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := prepareMerge(ctx, st, stagedKey{"slices_core", "x"})
+	if err != nil || m == nil {
+		t.Fatalf("merge: %v, %v", m, err)
+	}
+	var n, extra int64
+	if err := st.Conn().QueryRowContext(ctx, "SELECT count(*), count(extra) FROM read_parquet("+duck.Literal(m.tmp(st))+")").Scan(&n, &extra); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1010 || extra != 10 {
+		t.Errorf("merged %d rows, %d with extra; want 1010 and 10", n, extra)
+	}
+}
