@@ -121,3 +121,38 @@ func TestStagedStoreReadOnly(t *testing.T) {
 	defer ro.Close()
 	checkRows(t, ro, []string{"run-a|6"}, "SELECT run_id, count(*) FROM slices GROUP BY ALL")
 }
+
+// A store written before serve.staged was the default (its slices in
+// DuckDB's tables) becomes staged when serve opens it again: its rows stay
+// in view beside the files that come after.
+func TestStagingAPlainStore(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "serve.duckdb")
+	st, err := duck.Open(ctx, path, duck.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	insertSlices(t, st, "run-a", "node-a", 0)
+	if st.StagedDir() != "" {
+		t.Fatalf("a plain store has a staged folder %q", st.StagedDir())
+	}
+	st.Close()
+
+	if st, err = duck.Open(ctx, path, duck.Options{Staged: true}); err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if !st.Staged("slices_core") {
+		t.Fatal("the store was not staged")
+	}
+	insertSlices(t, st, "run-b", "node-b", 1)
+	stageFile(t, st, "run-b", "slices_detail/run=run-b/00001.parquet")
+	mustExec(t, st, "INSERT INTO staged_files VALUES ('slices_detail/run=run-b/00001.parquet', 'slices_detail', 'run-b', 6, 1, 0)")
+	checkRows(t, st, []string{"run-a|6", "run-b|6"}, "SELECT run_id, count(*) FROM slices GROUP BY ALL ORDER BY 1")
+	checkRows(t, st, []string{"run-a|6"}, "SELECT run_id, count(*) FROM slices_detail_rows GROUP BY ALL ORDER BY 1")
+	for run, want := range map[string]int64{"run-a": 6, "run-b": 6} {
+		if n := queryInt(t, st, "SELECT count(*) FROM ("+st.RunRows("slices_detail", run)+")", run); n != want {
+			t.Errorf("%s: %d rows, want %d", run, n, want)
+		}
+	}
+}
