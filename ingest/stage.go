@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -113,11 +115,20 @@ func (f *stagedFile) write(dir string) (err error) {
 	if err != nil {
 		return fmt.Errorf("stage %s: %w", f.rel, err)
 	}
-	for _, it := range f.items {
-		if err := w.WriteBuffered(it.rec); err != nil {
-			w.Close()
-			return fmt.Errorf("stage %s: %w", f.rel, err)
-		}
+	recs := make([]arrow.RecordBatch, len(f.items))
+	for i, it := range f.items {
+		recs[i] = it.rec
+	}
+	rec, err := concatRecords(sc, recs)
+	if err != nil {
+		w.Close()
+		return fmt.Errorf("stage %s: %w", f.rel, err)
+	}
+	err = w.WriteBuffered(rec)
+	rec.Release()
+	if err != nil {
+		w.Close()
+		return fmt.Errorf("stage %s: %w", f.rel, err)
 	}
 	if err := w.Close(); err != nil {
 		return fmt.Errorf("stage %s: %w", f.rel, err)
@@ -129,6 +140,43 @@ func (f *stagedFile) write(dir string) (err error) {
 		f.bytes = fi.Size()
 	}
 	return nil
+}
+
+// concatRecords makes one record of recs (one schema), each dictionary
+// column over one dictionary: arrow-go's Parquet writer keeps a column
+// chunk dictionary encoded only while every batch brings the dictionary
+// of the first, and falls back to plain strings (every 200-character
+// kernel name written out, and hashed) at the first that does not, which
+// each message's own dictionary did.
+func concatRecords(sc *arrow.Schema, recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	if len(recs) == 1 {
+		recs[0].Retain()
+		return recs[0], nil
+	}
+	cols := make([]arrow.Array, sc.NumFields())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	var rows int64
+	for _, r := range recs {
+		rows += r.NumRows()
+	}
+	chunks := make([]arrow.Array, len(recs))
+	for i := range cols {
+		for j, r := range recs {
+			chunks[j] = r.Column(i)
+		}
+		c, err := array.Concatenate(chunks, memory.DefaultAllocator)
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", sc.Field(i).Name, err)
+		}
+		cols[i] = c
+	}
+	return array.NewRecordBatch(sc, cols, rows), nil
 }
 
 // stagedProps: Snappy, dictionaries for the string columns only (those of

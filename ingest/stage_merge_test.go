@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -17,9 +18,9 @@ import (
 	"github.com/trainscope/trainscope/stream"
 )
 
-// writeStagedFile writes n rows (name "k<i%3>", ts base+i, and an extra
-// column when asked) as a staged file would be.
-func writeStagedFile(t *testing.T, path string, base int64, n int, extra bool) {
+// stagedRecord is n rows: name "<prefix><i%3>", ts base+i, and an extra
+// column when asked; each record has a dictionary of its own.
+func stagedRecord(t *testing.T, prefix string, base int64, n int, extra bool) arrow.RecordBatch {
 	t.Helper()
 	fields := []arrow.Field{{Name: "name", Type: stream.DictString}, {Name: "ts", Type: arrow.PrimitiveTypes.Int64}}
 	if extra {
@@ -28,7 +29,7 @@ func writeStagedFile(t *testing.T, path string, base int64, n int, extra bool) {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema(fields, nil))
 	defer b.Release()
 	for i := range n {
-		if err := b.Field(0).(*array.BinaryDictionaryBuilder).AppendString("k" + string(rune('0'+i%3))); err != nil {
+		if err := b.Field(0).(*array.BinaryDictionaryBuilder).AppendString(prefix + string(rune('0'+i%3))); err != nil {
 			t.Fatal(err)
 		}
 		b.Field(1).(*array.Int64Builder).Append(base + int64(i))
@@ -36,23 +37,81 @@ func writeStagedFile(t *testing.T, path string, base int64, n int, extra bool) {
 			b.Field(2).(*array.Int32Builder).Append(int32(i))
 		}
 	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	f := &stagedFile{rel: filepath.Base(path), items: []*item{{rec: rec}}}
+	return b.NewRecordBatch()
+}
+
+// writeStagedFile writes recs as the ingestor stages a file, at path.
+func writeStagedFile(t *testing.T, path string, recs ...arrow.RecordBatch) {
+	t.Helper()
+	f := &stagedFile{rel: filepath.Base(path)}
+	for _, r := range recs {
+		f.items = append(f.items, &item{rec: r})
+	}
 	if err := f.write(filepath.Dir(path)); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(path+".tmp", path); err != nil {
 		t.Fatal(err)
 	}
+	for _, r := range recs {
+		r.Release()
+	}
+}
+
+// plainPages counts the data pages of column col in the Parquet file at
+// path that hold their strings plain: arrow-go's fallback when a batch
+// brings a dictionary other than the column chunk's first.
+func plainPages(t *testing.T, path string, col int) int {
+	t.Helper()
+	r, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	n := 0
+	for g := range r.NumRowGroups() {
+		cc, err := r.MetaData().RowGroup(g).ColumnChunk(col)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range cc.EncodingStats() {
+			if fmt.Sprint(st.PageType) == "DATA_PAGE" && st.Encoding == parquet.Encodings.Plain {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// A staged file of several messages' batches, each with its dictionary,
+// keeps its strings dictionary encoded.
+func TestStagedFileKeepsDictionaries(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.parquet")
+	writeStagedFile(t, path, stagedRecord(t, "a", 0, 1000, false), stagedRecord(t, "b", 1000, 1000, false))
+	if n := plainPages(t, path, 0); n != 0 {
+		t.Errorf("%d data pages of plain names, want none", n)
+	}
+	r, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	names := make([]parquet.ByteArray, 2000)
+	cr, _ := r.RowGroup(0).Column(0)
+	if _, n, err := cr.(*file.ByteArrayColumnChunkReader).ReadBatch(2000, names, nil, nil); err != nil || n != 2000 {
+		t.Fatalf("read %d names: %v", n, err)
+	}
+	if string(names[0]) != "a0" || string(names[1000]) != "b0" || string(names[1999]) != "b0" {
+		t.Errorf("names %q %q %q, want a0 b0 b0", names[0], names[1000], names[1999])
+	}
 }
 
 func TestMergeParquet(t *testing.T) {
 	dir := t.TempDir()
 	a, b, c := filepath.Join(dir, "a.parquet"), filepath.Join(dir, "b.parquet"), filepath.Join(dir, "c.parquet")
-	writeStagedFile(t, a, 0, 100_000, false)
-	writeStagedFile(t, b, 100_000, 50_000, false)
-	writeStagedFile(t, c, 0, 10, true)
+	writeStagedFile(t, a, stagedRecord(t, "k", 0, 100_000, false))
+	writeStagedFile(t, b, stagedRecord(t, "j", 100_000, 50_000, false))
+	writeStagedFile(t, c, stagedRecord(t, "k", 0, 10, true))
 
 	dst := filepath.Join(dir, "m.parquet")
 	if err := mergeParquet(context.Background(), dst, []string{a, c}); !errors.Is(err, errSchemasDiffer) {
@@ -70,6 +129,11 @@ func TestMergeParquet(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	// the second row group holds rows of both files, and so two of their
+	// dictionaries: written as one
+	if n := plainPages(t, dst, 0); n != 0 {
+		t.Errorf("%d data pages of plain names, want none", n)
+	}
 	if got := r.NumRows(); got != 150_000 {
 		t.Errorf("merged %d rows, want 150000", got)
 	}
@@ -93,9 +157,12 @@ func TestMergeParquet(t *testing.T) {
 			t.Fatalf("row group %d: read %d of %d names: %v", g, read, n, err)
 		}
 		for i := range n {
-			want := next % 100_000
-			if vals[i] != next || string(strs[i]) != "k"+string(rune('0'+want%3)) {
-				t.Fatalf("row %d: ts %d name %q, want ts %d name k%d", next, vals[i], strs[i], next, want%3)
+			want, prefix := next%100_000, "k"
+			if next >= 100_000 {
+				prefix = "j" // file b's
+			}
+			if vals[i] != next || string(strs[i]) != prefix+string(rune('0'+want%3)) {
+				t.Fatalf("row %d: ts %d name %q, want ts %d name %s%d", next, vals[i], strs[i], next, prefix, want%3)
 			}
 			next++
 		}
@@ -115,8 +182,8 @@ func TestPrepareMergeOfTwoSchemas(t *testing.T) {
 	if err := os.MkdirAll(run, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeStagedFile(t, filepath.Join(run, "1.parquet"), 0, 1000, false)
-	writeStagedFile(t, filepath.Join(run, "2.parquet"), 1000, 10, true)
+	writeStagedFile(t, filepath.Join(run, "1.parquet"), stagedRecord(t, "k", 0, 1000, false))
+	writeStagedFile(t, filepath.Join(run, "2.parquet"), stagedRecord(t, "k", 1000, 10, true))
 	for _, p := range []string{"1", "2"} {
 		if err := st.Exec(ctx, "INSERT INTO staged_files VALUES (?, 'slices_core', 'x', 1, 1, 0)", "slices_core/run=x/"+p+".parquet"); err != nil {
 			t.Fatal(err)
