@@ -25,7 +25,7 @@ const mergeRowGroup = 122_880
 // mergeParquet writes the rows of srcs, in order, as the Parquet file dst
 // (synced), decoding one row group at a time: strings stay dictionary
 // encoded from file to file, the batches of each row group written
-// together over one dictionary. It is 3-4x cheaper than DuckDB's COPY of the
+// together over one dictionary. It costs a third of DuckDB's COPY of the
 // same files (bench/RESULTS.md), which the ingestor waits for. Files whose
 // schemas differ give errSchemasDiffer and write nothing.
 func mergeParquet(ctx context.Context, dst string, srcs []string) (err error) {
