@@ -75,7 +75,8 @@ func (c *Consumer) compactStaged(ctx context.Context) {
 			continue
 		}
 		c.Mu.Lock()
-		m, err := c.merges[k], error(nil)
+		m := c.merges[k]
+		var err error
 		if m == nil {
 			m, err = prepareMerge(ctx, c.St, k)
 		}

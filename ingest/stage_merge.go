@@ -36,6 +36,7 @@ func mergeParquet(ctx context.Context, dst string, srcs []string) (err error) {
 		}
 	}()
 	var sc *arrow.Schema
+	var arrowReaders []*pqarrow.FileReader
 	for _, p := range srcs {
 		r, err := file.OpenParquetFile(p, false)
 		if err != nil {
@@ -46,6 +47,7 @@ func mergeParquet(ctx context.Context, dst string, srcs []string) (err error) {
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
+		arrowReaders = append(arrowReaders, fr)
 		s, err := fr.Schema()
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)
@@ -97,12 +99,7 @@ func mergeParquet(ctx context.Context, dst string, srcs []string) (err error) {
 			p.Release()
 		}
 	}()
-	for i, r := range readers {
-		fr, err := pqarrow.NewFileReader(r, readProps(r), memory.DefaultAllocator)
-		if err != nil {
-			w.Close()
-			return fmt.Errorf("%s: %w", srcs[i], err)
-		}
+	for i, fr := range arrowReaders {
 		rr, err := fr.GetRecordReader(ctx, nil, nil)
 		if err != nil {
 			w.Close()
