@@ -77,7 +77,10 @@ type IngestStats struct {
 	// CompactionsDeferred counts merges put off because a Reader of the
 	// store was open
 	CompactionsDeferred atomic.Int64
-	LastCommit          atomic.Int64 // unix ns of the last committed transaction
+	// CompactionsWaited counts merges that, put off maxMergeDeferrals
+	// times, held new queries back until the open ones were done
+	CompactionsWaited atomic.Int64
+	LastCommit        atomic.Int64 // unix ns of the last committed transaction
 
 	failingSince atomic.Int64 // unix ns of the first failed commit in a row; 0 while commits succeed
 	lastErr      atomic.Pointer[string]

@@ -166,6 +166,7 @@ func (m *Monitor) Collectors() []prometheus.Collector {
 		counter("trainscope_ingest_insert_seconds_total", "Time in DuckDB transactions.", secs(&st.Insert)),
 		counter("trainscope_ingest_staged_merges_total", "Merges of a run's small staged Parquet files into one (serve.staged).", n(&st.Compactions)),
 		counter("trainscope_ingest_staged_merges_deferred_total", "Merges of staged files put off to a later commit because a query was reading the store.", n(&st.CompactionsDeferred)),
+		counter("trainscope_ingest_staged_merges_waited_total", "Merges of staged files that, put off too often, held new queries back until the open ones were done.", n(&st.CompactionsWaited)),
 		counter("trainscope_ingest_consumer_recreated_total", "Times the ingest consumer was made again after it vanished.", n(&st.Recreated)),
 		lagCollector{m},
 	}

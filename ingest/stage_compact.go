@@ -21,6 +21,13 @@ import (
 // while a busy run's files are few for their rows.
 var compactFiles = 64
 
+// maxMergeDeferrals is how many commits a merge may be put off for open
+// queries before it waits for them instead (holding new ones back until
+// they are done): Grafana panels refreshing side by side can keep a query
+// open at every commit, and the run's files would pile up for good. At a
+// commit every 250 ms, that is a merge held back for about 10 s.
+var maxMergeDeferrals = 40
+
 const compactBytes = 4 << 20
 
 // stagedKey is a staged table of one run.
@@ -68,7 +75,9 @@ func (c *Consumer) noteStaged(ctx context.Context, files []*stagedFile) error {
 // as for a commit. The swap waits for no Reader of the store (Flight SQL's
 // queries): while one is open it is put off to a later commit, and the
 // merged file kept for it, so that no query lists a file the swap removes
-// or sees rows twice. The scheduler's passes hold the store, as this does.
+// or sees rows twice. A merge put off maxMergeDeferrals times waits for
+// the open queries instead. The scheduler's passes hold the store, as this
+// does.
 func (c *Consumer) compactStaged(ctx context.Context) {
 	for k, n := range c.small {
 		if n < compactFiles {
@@ -82,7 +91,12 @@ func (c *Consumer) compactStaged(ctx context.Context) {
 		}
 		swapped := false
 		if err == nil && m != nil {
-			swapped, err = m.swap(ctx, c.St)
+			wait := m.deferred >= maxMergeDeferrals
+			if wait {
+				c.logf("merge the staged files of %s for run %q: put off %d times by open queries; holding new ones back until those are done", k.table, k.run, m.deferred)
+				c.Stats.CompactionsWaited.Add(1)
+			}
+			swapped, err = m.swap(ctx, c.St, wait)
 		}
 		c.Mu.Unlock()
 		switch {
@@ -98,6 +112,7 @@ func (c *Consumer) compactStaged(ctx context.Context) {
 				c.merges = map[stagedKey]*merge{}
 			}
 			c.merges[k] = m
+			m.deferred++
 			c.Stats.CompactionsDeferred.Add(1)
 		default:
 			delete(c.merges, k)
@@ -117,6 +132,8 @@ type merge struct {
 	file  *stagedFile
 	paths []string // the files it holds
 	rels  []string // their staged_files paths
+	// deferred counts the commits that put off its swap
+	deferred int
 }
 
 // prepareMerge writes the small staged files of one table and run as one
@@ -186,13 +203,21 @@ func (m *merge) tmp(st *duck.Store) string {
 }
 
 // swap puts the merged file in place of those it holds, unless a Reader
-// of the store is open (false, nil: try again later). A merge whose files
-// are no longer all recorded (the run was deleted meanwhile) is dropped
-// with an error.
-func (m *merge) swap(ctx context.Context, st *duck.Store) (bool, error) {
-	unlock, ok := st.ExcludeReaders()
-	if !ok {
-		return false, nil
+// of the store is open (false, nil: try again later), or, with wait, once
+// the open Readers are closed. A merge whose files are no longer all
+// recorded (the run was deleted meanwhile) is dropped with an error.
+func (m *merge) swap(ctx context.Context, st *duck.Store, wait bool) (bool, error) {
+	var unlock func()
+	if wait {
+		var err error
+		if unlock, err = st.WaitExcludeReaders(ctx); err != nil {
+			return false, nil // the consumer is stopping
+		}
+	} else {
+		var ok bool
+		if unlock, ok = st.ExcludeReaders(); !ok {
+			return false, nil
+		}
 	}
 	defer unlock()
 	args := make([]any, len(m.rels))

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -199,5 +201,91 @@ func TestPrepareMergeOfTwoSchemas(t *testing.T) {
 	}
 	if n != 1010 || extra != 10 {
 		t.Errorf("merged %d rows, %d with extra; want 1010 and 10", n, extra)
+	}
+}
+
+// A merge that open queries put off maxMergeDeferrals times waits for
+// them instead: queries that always overlap cannot hold a run's files
+// apart for ever.
+func TestMergeWaitsOncePutOffTooOften(t *testing.T) {
+	defer func(f, d int) { compactFiles, maxMergeDeferrals = f, d }(compactFiles, maxMergeDeferrals)
+	compactFiles, maxMergeDeferrals = 2, 3
+	ctx := context.Background()
+	st, err := duck.Open(ctx, filepath.Join(t.TempDir(), "serve.duckdb"), duck.Options{Staged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	run := filepath.Join(st.StagedDir(), "slices_core", "run=x")
+	if err := os.MkdirAll(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range []string{"1", "2"} {
+		writeStagedFile(t, filepath.Join(run, p+".parquet"), stagedRecord(t, "k", int64(i*100), 100, false))
+		if err := st.Exec(ctx, "INSERT INTO staged_files VALUES (?, 'slices_core', 'x', 100, 1, 0)", "slices_core/run=x/"+p+".parquet"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logs []string
+	c := &Consumer{St: st, Mu: new(sync.Mutex), Stats: new(IngestStats),
+		small: map[stagedKey]int{{"slices_core", "x"}: 2},
+		Logf:  func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }}
+	defer c.dropMerges()
+
+	first, err := st.NewReader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range maxMergeDeferrals { // a query is open at every commit
+		c.compactStaged(ctx)
+	}
+	if got := c.Stats.CompactionsDeferred.Load(); got != int64(maxMergeDeferrals) || c.Stats.Compactions.Load() != 0 {
+		t.Fatalf("with a query open: %d deferred, %d merged; want %d and 0", got, c.Stats.Compactions.Load(), maxMergeDeferrals)
+	}
+	done := make(chan struct{})
+	go func() { // the next commit waits for the open query
+		defer close(done)
+		c.compactStaged(ctx)
+	}()
+	for !st.ReadersHeldBack() {
+		select {
+		case <-done:
+			t.Fatalf("the merge, put off %d times, did not wait for the open query: %d merged", maxMergeDeferrals, c.Stats.Compactions.Load())
+		default:
+			runtime.Gosched()
+		}
+	}
+	// a query that comes now waits for the merge (it would list the files
+	// the merge removes), and sees each row once
+	second := make(chan error, 1)
+	go func() {
+		r, err := st.NewReader(ctx)
+		if err != nil {
+			second <- err
+			return
+		}
+		defer r.Close()
+		q, err := r.QueryArrow(ctx, "SELECT count(*) FROM slices_core")
+		if err != nil {
+			second <- err
+			return
+		}
+		defer q.Release()
+		q.Next()
+		if n := q.RecordBatch().Column(0).(*array.Int64).Value(0); n != 200 {
+			err = fmt.Errorf("a query held back by the merge saw %d rows, want 200", n)
+		}
+		second <- err
+	}()
+	first.Close()
+	<-done
+	if err := <-second; err != nil {
+		t.Error(err)
+	}
+	if c.Stats.Compactions.Load() != 1 || c.Stats.CompactionsWaited.Load() != 1 {
+		t.Errorf("%d merged, %d waited; want 1 and 1 (logs %q)", c.Stats.Compactions.Load(), c.Stats.CompactionsWaited.Load(), logs)
+	}
+	if on, _ := filepath.Glob(filepath.Join(run, "*.parquet")); len(on) != 1 {
+		t.Errorf("files after the merge: %v, want one", on)
 	}
 }

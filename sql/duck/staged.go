@@ -52,6 +52,38 @@ func (s *Store) ExcludeReaders() (unlock func(), ok bool) {
 	return s.swap.Unlock, true
 }
 
+// WaitExcludeReaders is ExcludeReaders for a merge that has been put off
+// too often (queries that overlap without a pause would put it off for
+// ever): it keeps new Readers waiting at once, waits for the open ones to
+// close, and returns, or gives up when ctx ends.
+func (s *Store) WaitExcludeReaders(ctx context.Context) (unlock func(), err error) {
+	got := make(chan struct{})
+	go func() {
+		s.swap.Lock()
+		close(got)
+	}()
+	select {
+	case <-got:
+		return s.swap.Unlock, nil
+	case <-ctx.Done():
+		go func() { // let go of the lock once it comes
+			<-got
+			s.swap.Unlock()
+		}()
+		return nil, ctx.Err()
+	}
+}
+
+// ReadersHeldBack says whether new Readers would wait now: a merge is
+// swapping files, or waits for the open Readers to close.
+func (s *Store) ReadersHeldBack() bool {
+	if !s.swap.TryRLock() {
+		return true
+	}
+	s.swap.RUnlock()
+	return false
+}
+
 // stagedDirFor is the staged folder of the database file at path.
 func stagedDirFor(path string) string {
 	return strings.TrimSuffix(path, filepath.Ext(path)) + ".staged"
