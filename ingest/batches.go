@@ -45,7 +45,13 @@ func TraceBatches(tr *kineto.Trace, runID, host string) []Batch {
 	// what the ranks row needs from the slices, before they are handed over
 	gpuName := tr.GPUName()
 	device, hasDevice := tr.Device()
-	if tr.Slices.Len() > 0 {
+	if tr.TwoPass() {
+		// its slices were sent chunk by chunk (sendTrace); the stacks are
+		// known
+		if len(tr.Slices.Stacks) > 0 {
+			out = append(out, Batch{"stacks", stream.StacksRecord(runID, tr.Rank, tr.Slices.Stacks, tr.Slices.Str)})
+		}
+	} else if tr.Slices.Len() > 0 {
 		// the trace's columns go as they are copied: a big trace is never
 		// held twice (its slices are no use to the caller afterwards)
 		cores, detail := tr.Slices.TakeRecords(runID, host, tr.Rank)
@@ -132,10 +138,20 @@ func SnapshotBatches(snap *memsnap.Snapshot, runID, host string, rank int32) ([]
 // not valid UTF-8 is replaced by U+FFFD first (DuckDB refuses it: such a
 // batch could never be stored), and warn says where.
 func Send(ctx context.Context, sink Sink, path string, bs []Batch, warn func(string)) error {
-	defer Release(bs)
+	beginArtifact(sink, path)
+	return sendMore(ctx, sink, path, bs, warn)
+}
+
+// beginArtifact tells sink that the batches of the file at path start.
+func beginArtifact(sink Sink, path string) {
 	if b, ok := sink.(interface{ BeginArtifact(path string) }); ok {
 		b.BeginArtifact(path)
 	}
+}
+
+// sendMore is Send for more batches of the artifact begun last.
+func sendMore(ctx context.Context, sink Sink, path string, bs []Batch, warn func(string)) error {
+	defer Release(bs)
 	for i, b := range bs {
 		if b.Rec.NumRows() == 0 {
 			continue

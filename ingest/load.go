@@ -140,6 +140,19 @@ type readResult struct {
 	took   time.Duration
 }
 
+// twoPassBytes is the JSON size from which a trace is read in two passes
+// (kineto.ReadFileTwoPass), its rows inserted chunk by chunk instead of
+// held whole. Reading twice costs a parse; holding a trace whole costs
+// ~130 bytes a row before it goes in. Measured (bench/RESULTS.md, "Big
+// traces read in two passes"): a 1.53 GB trace peaked at 1.06 GB whole,
+// 0.77 GB in two passes; a 0.52 GB trace at 0.64-0.67 GB either way (the
+// detectors' DuckDB is its peak), its load 0.3-1.2 s slower in two.
+var twoPassBytes int64 = 768 << 20
+
+// twoPassChunkRows is the rows of each chunk of such a read (0: the
+// reader's 256K; a variable for tests).
+var twoPassChunkRows int
+
 // Load reads files with the Kineto reader and inserts them into st, then
 // records the run. A run of the same id already in st is replaced.
 func Load(ctx context.Context, st *duck.Store, files []string, opt Options) (*Stats, error) {
@@ -214,7 +227,7 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 					}
 				} else {
 					tr, err = kineto.ReadFile(files[i], kineto.Options{RunID: opt.RunID, Host: opt.Host, Rank: -1,
-						NoPrefetch: len(files) >= 2*workers})
+						NoPrefetch: len(files) >= 2*workers, TwoPassBytes: twoPassBytes, ChunkRows: twoPassChunkRows})
 					if kineto.IsMemorySnapshot(err) {
 						if opt.TracesOnly {
 							err = &InputError{fmt.Errorf("%s is a CUDA memory snapshot, not a trace: give it as --memory %s", files[i], files[i])}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/trainscope/trainscope/ingest/kineto"
+	"github.com/trainscope/trainscope/stream"
 )
 
 // insertTrace hands one trace's batches to sink after checking that its
@@ -20,11 +21,67 @@ func insertTrace(ctx context.Context, sink Sink, opt Options, tr *kineto.Trace, 
 	if opt.GPU != "" && tr.GPUName() == "" {
 		tr.Devices = append(tr.Devices, kineto.DeviceProps{Name: opt.GPU})
 	}
-	if err := Send(ctx, sink, tr.Path, TraceBatches(tr, opt.RunID, hostOf(opt, tr.Host)), opt.warn); err != nil {
+	if err := sendTrace(ctx, sink, opt, tr); err != nil {
 		return err
 	}
 	stats.Slices += int64(tr.Slices.Len())
 	return nil
+}
+
+// sendTrace sends a trace's batches: those of a trace read in two passes
+// (kineto.ReadFileTwoPass) read again chunk by chunk, each sent as it
+// comes, then the rest.
+func sendTrace(ctx context.Context, sink Sink, opt Options, tr *kineto.Trace) error {
+	host := hostOf(opt, tr.Host)
+	if !tr.TwoPass() {
+		return Send(ctx, sink, tr.Path, TraceBatches(tr, opt.RunID, host), opt.warn)
+	}
+	beginArtifact(sink, tr.Path)
+	if h, ok := sink.(interface{ HugeTrace(bool) }); ok {
+		h.HugeTrace(true)
+		defer h.HugeTrace(false)
+	}
+	// the file is read again beside the inserts: each chunk is built
+	// while the one before goes in
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	chunks := make(chan []Batch)
+	read := make(chan error, 1)
+	go func() {
+		defer close(chunks)
+		read <- tr.EachChunk(func(c *stream.SliceTable) error {
+			cores, detail := c.TakeRecords(opt.RunID, host, tr.Rank)
+			bs := make([]Batch, 0, len(cores)+1)
+			for _, r := range cores {
+				bs = append(bs, Batch{"slices_core", r})
+			}
+			bs = append(bs, Batch{"slices_detail", detail})
+			select {
+			case chunks <- bs:
+				return nil
+			case <-ctx.Done():
+				Release(bs)
+				return ctx.Err()
+			}
+		})
+	}()
+	var err error
+	for bs := range chunks {
+		if err != nil {
+			Release(bs) // a send failed: let the reader stop
+			continue
+		}
+		if err = sendMore(ctx, sink, tr.Path, bs, opt.warn); err != nil {
+			cancel()
+		}
+	}
+	if rerr := <-read; err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return err
+	}
+	return sendMore(ctx, sink, tr.Path, TraceBatches(tr, opt.RunID, host), opt.warn)
 }
 
 // hostOf is the host a file's rows are recorded under: --host when given,

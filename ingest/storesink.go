@@ -88,6 +88,8 @@ type bufferedSink struct {
 	rows  int64
 	big   int64 // rows waiting in batches of largeBatch rows or more
 	huge  bool  // a batch of hugeBatch rows waits
+	// hugeTrace: the batches are a huge trace's chunks (HugeTrace)
+	hugeTrace bool
 	// hugeLimit is DuckDB's memory limit while huge batches go in ("":
 	// the store's); see Options.HugeTraceMemoryLimit
 	hugeLimit string
@@ -106,6 +108,11 @@ const largeBatch = 32 << 10
 // one batch (stream.SliceTable.TakeRecords' chunks).
 const hugeBatch = 1 << 18
 
+// HugeTrace says that the batches that come, until HugeTrace(false), are
+// the chunks of a trace too big to hold (kineto.ReadFileTwoPass): each
+// flush is then a huge one (see flush).
+func (s *bufferedSink) HugeTrace(on bool) { s.hugeTrace = on }
+
 // Insert keeps rec (retaining it) until the next flush.
 func (s *bufferedSink) Insert(ctx context.Context, table string, rec arrow.RecordBatch) error {
 	if _, ok := s.pending[table]; !ok {
@@ -117,7 +124,7 @@ func (s *bufferedSink) Insert(ctx context.Context, table string, rec arrow.Recor
 	if rec.NumRows() >= largeBatch {
 		s.big += rec.NumRows()
 	}
-	s.huge = s.huge || rec.NumRows() >= hugeBatch
+	s.huge = s.huge || s.hugeTrace || rec.NumRows() >= hugeBatch
 	bigLimit := s.limit / 4
 	if s.st.Compressed() {
 		// each trace goes in, and is compressed, on its own: waiting

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"slices"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -235,4 +236,30 @@ type SparseDict struct {
 func (s *SparseDict) dictArray(n int, dict *array.Data) arrow.Array {
 	d := Dict{Num: s.Dense(n)}
 	return d.dictArray(dict)
+}
+
+// Range copies rows [lo, hi) of c into a column of their own.
+func (c *Num[T]) Range(lo, hi int) Num[T] {
+	out := Num[T]{V: append([]T(nil), c.V[lo:hi]...)}
+	if c.nulls > 0 && c.bits != nil {
+		for i := range hi - lo {
+			if !bitutil.BitIsSet(c.bits, lo+i) {
+				out.mark(i, false)
+			} else if out.bits != nil {
+				out.mark(i, true)
+			}
+		}
+	}
+	return out
+}
+
+// Range is the values of s's rows in [lo, hi), numbered from lo.
+func (s *Sparse[T]) Range(lo, hi int) Sparse[T] {
+	i, _ := slices.BinarySearch(s.Rows, int32(lo))
+	j, _ := slices.BinarySearch(s.Rows, int32(hi))
+	out := Sparse[T]{Rows: make([]int32, j-i), Vals: append([]T(nil), s.Vals[i:j]...)}
+	for k, r := range s.Rows[i:j] {
+		out.Rows[k] = r - int32(lo)
+	}
+	return out
 }

@@ -67,6 +67,13 @@ func NewSliceTable(str *Strings, detail bool) *SliceTable {
 // Len is the number of rows.
 func (t *SliceTable) Len() int { return max(len(t.TS.V), t.taken) }
 
+// DropRows forgets t's columns but keeps its length and its call stacks,
+// for a reader that hands its rows over another way (kineto's two-pass
+// read of a big trace).
+func (t *SliceTable) DropRows() {
+	*t = SliceTable{Str: t.Str, Detail: t.Detail, Stacks: t.Stacks, taken: t.Len()}
+}
+
 // Record wraps the columns as one record batch without copying them.
 func (t *SliceTable) Record(runID, host string, rank int32) arrow.RecordBatch {
 	n := t.Len()

@@ -51,6 +51,19 @@ type builder struct {
 	shapes map[string]int32 // raw Input Dims -> id of its compact form
 
 	sizeHint int64 // the file's JSON bytes, 0 when unknown (see reserve)
+
+	// A two-pass read of a big trace (twopass.go): slim marks its first
+	// pass, which keeps only the columns finish reads; again is its
+	// second, which reads the rows whole and hands them over in chunks.
+	slim  bool
+	again *secondPass
+
+	firstDevice  int32 // a slim pass's first GPU activity's device
+	hasDevice    bool
+	modelledRows []int32 // a slim pass's rows that opCost gave a cost
+	flowsBound   bool    // bindFlows filled some correlation id
+	flowsSkipped bool    // a slim pass met flows and left them
+	flowsOnly    bool    // readFlows' pass: flows alone
 }
 
 // minProjectRows is how many rows a table holds before its growth is
@@ -268,6 +281,15 @@ func (b *builder) tid(e *event) int64 {
 // commit stores one parsed event. off is its end offset, for errors.
 func (b *builder) commit(e *event, off int64) {
 	b.at = off
+	if b.again != nil && e.ph != 'X' && e.ph != 'B' && e.ph != 'E' {
+		return // the second pass of a two-pass read wants the rows alone
+	}
+	if b.flowsOnly {
+		if e.ph == 's' || e.ph == 'f' || e.ph == 't' {
+			b.flow(e)
+		}
+		return
+	}
 	b.nEvents++
 	b.phCounts[e.ph]++
 	switch e.ph {
@@ -298,14 +320,24 @@ func (b *builder) commit(e *event, off int64) {
 			b.counter(-1, e.ts, b.str.ID(name), e.counterVals[k])
 		}
 	case 's', 'f', 't':
-		cat := e.cat
-		if bytes.Equal(cat, []byte("ac2g")) || bytes.Equal(cat, []byte("async_cpu_to_gpu")) {
-			if e.hasID {
-				b.flows = append(b.flows, flow{id: e.id, pid: e.pid, tid: b.tid(e), ts: e.ts, ph: e.ph})
-			}
+		if b.slim {
+			// kept only if some row lacks a correlation id, which the
+			// first pass knows at its end: readFlows then reads them
+			b.flowsSkipped = true
+			return
 		}
+		b.flow(e)
 	case 'M':
 		b.metadata(e)
+	}
+}
+
+// flow keeps an ac2g flow event, which bindFlows may need.
+func (b *builder) flow(e *event) {
+	if cat := e.cat; bytes.Equal(cat, []byte("ac2g")) || bytes.Equal(cat, []byte("async_cpu_to_gpu")) {
+		if e.hasID {
+			b.flows = append(b.flows, flow{id: e.id, pid: e.pid, tid: b.tid(e), ts: e.ts, ph: e.ph})
+		}
 	}
 }
 
@@ -397,6 +429,7 @@ func (b *builder) sliceIDs(e *event, catID, nameID int32, ts, dur int64) {
 	}
 	kind := b.str.Get(kindID)
 	ni := nameInfo{stepNo: -1}
+	first := b.again == nil // the first (or only) pass: what finish needs
 	switch kind {
 	case stream.KindKernel, stream.KindMemcpy, stream.KindMemset, stream.KindAnnotation, stream.KindGPUAnnotation, stream.KindCPUOp:
 		ni = b.nameInfo(nameID, kind)
@@ -405,23 +438,94 @@ func (b *builder) sliceIDs(e *event, catID, nameID int32, ts, dur int64) {
 			kind = stream.KindComm
 		}
 	}
-	b.counts[kindID]++
+	if first {
+		b.counts[kindID]++
+	}
 	a := &e.args
-	if n := len(s.TS.V); n == cap(s.TS.V) && n >= minProjectRows {
-		s.Reserve(b.projectRows(n))
+	if n := len(s.TS.V); n == cap(s.TS.V) && n >= minProjectRows && first {
+		b.reserve(b.projectRows(n))
 	}
 	s.Kind.Append(kindID)
-	s.Cat.Append(catID)
+	if !b.slim {
+		s.Cat.Append(catID)
+	}
 	s.Name.Append(nameID)
 	s.TS.Append(ts)
 	s.Dur.Append(dur)
 	s.PID.Append(e.pid)
 	s.TID.Append(b.tid(e))
 	gpuSide := kind == stream.KindKernel || kind == stream.KindComm || kind == stream.KindMemcpy || kind == stream.KindMemset
+	row := s.Len() - 1
+	if b.slim {
+		b.slimDevice(a, e, gpuSide || kind == stream.KindGPUAnnotation)
+	} else {
+		b.wideColumns(a, e, gpuSide || kind == stream.KindGPUAnnotation, row)
+	}
+	s.Correlation.AppendOpt(a.correlation, a.has&aCorrelation != 0)
+	if first && a.has&aCorrelation == 0 && (gpuSide || kind == stream.KindRuntime || kind == stream.KindDriver) {
+		b.uncorrelated++
+	}
+	coll := ni.coll
+	if a.has&aCollName != 0 && len(a.collName) > 0 {
+		coll = b.collective(a.collName)
+	}
+	if coll != 0 {
+		s.CollName.Set(row, coll)
+	}
+	if a.has&aExternalID != 0 && first {
+		b.noteCollective(a, e, coll, gpuSide, kind == stream.KindComm, row)
+	}
+	if a.has&aInElems != 0 {
+		s.CollInElems.Set(row, a.inElems)
+	}
+	if a.has&aOutElems != 0 {
+		s.CollOutElems.Set(row, a.outElems)
+	}
+	if a.has&aGroupSize != 0 {
+		s.CollGroupSize.Set(row, int32(a.groupSize))
+	}
+	b.optDict(&s.CollDtype, row, a.dtype, a.has&aDtype != 0)
+	if !b.slim {
+		b.detailColumns(a, ni, row)
+	}
+	modelled := false
+	if ni.opModel && a.has&aInputDims != 0 {
+		if b.again != nil {
+			modelled = b.again.modelled(b.again.off + row)
+		} else {
+			modelled = b.opCost(row, nameID, a)
+		}
+	}
+	if !b.slim && (gpuSide || coll != 0 || ni.copyKind != 0 || a.has&detailArgs != 0 || modelled) {
+		s.MarkDetail(row)
+	}
+	if first && ni.stepNo >= 0 {
+		steps := b.cpuSteps
+		if kind == stream.KindGPUAnnotation {
+			steps = b.gpuSteps
+		}
+		if sp, ok := steps[ni.stepNo]; ok {
+			sp.start = min(sp.start, ts)
+			sp.end = max(sp.end, ts+dur)
+		} else {
+			steps[ni.stepNo] = &span{ts, ts + dur}
+		}
+	}
+	if b.again != nil && s.Len() == b.again.chunkRows {
+		if err := b.again.flush(b); err != nil {
+			panic(err) // ends the read: the scanner's Run returns it
+		}
+	}
+}
+
+// wideColumns appends the columns the first pass of a two-pass read leaves
+// out: finish does not read them.
+func (b *builder) wideColumns(a *eventArgs, e *event, onGPU bool, row int) {
+	s := b.s
 	switch {
 	case a.has&aDevice != 0:
 		s.Device.Append(int32(a.device))
-	case gpuSide || kind == stream.KindGPUAnnotation:
+	case onGPU:
 		s.Device.Append(int32(e.pid))
 	default:
 		s.Device.AppendNull()
@@ -429,17 +533,17 @@ func (b *builder) sliceIDs(e *event, catID, nameID int32, ts, dur int64) {
 	switch {
 	case a.has&aStream != 0:
 		s.Stream.Append(a.stream)
-	case gpuSide || kind == stream.KindGPUAnnotation:
+	case onGPU:
 		s.Stream.Append(b.tid(e))
 	default:
 		s.Stream.AppendNull()
 	}
-	s.Correlation.AppendOpt(a.correlation, a.has&aCorrelation != 0)
-	if a.has&aCorrelation == 0 && (gpuSide || kind == stream.KindRuntime || kind == stream.KindDriver) {
-		b.uncorrelated++
-	}
 	s.ExternalID.AppendOpt(a.externalID, a.has&aExternalID != 0)
-	row := s.Len() - 1
+}
+
+// detailColumns sets the detail columns finish neither reads nor writes.
+func (b *builder) detailColumns(a *eventArgs, ni nameInfo, row int) {
+	s := b.s
 	if a.has&aGrid != 0 {
 		s.GridX.Set(row, int32(a.grid[0]))
 		s.GridY.Set(row, int32(a.grid[1]))
@@ -468,59 +572,6 @@ func (b *builder) sliceIDs(e *event, catID, nameID int32, ts, dur int64) {
 	if ni.hostMem != 0 {
 		s.HostMem.Set(row, ni.hostMem)
 	}
-	coll := ni.coll
-	if a.has&aCollName != 0 && len(a.collName) > 0 {
-		coll = b.collective(a.collName)
-	}
-	if coll != 0 {
-		s.CollName.Set(row, coll)
-	}
-	if a.has&aExternalID != 0 {
-		switch {
-		case !gpuSide && coll != 0:
-			// the operator that issued a collective names it the way the
-			// job called it (record_param_comms, c10d::alltoall_)
-			if b.opColl == nil {
-				b.opColl = map[int64]opColl{}
-			}
-			op := opColl{coll: coll, in: -1, out: -1}
-			if a.has&aInElems != 0 {
-				op.in = a.inElems
-			}
-			if a.has&aOutElems != 0 {
-				op.out = a.outElems
-			}
-			if a.has&aDtype != 0 && len(a.dtype) > 0 {
-				op.dtype = b.intern(a.dtype)
-			}
-			if op.in < 0 && a.has&aInputDims != 0 {
-				// c10d and nccl: operators give their tensor's shape
-				if n, dt, ok := firstTensor(a.inputDims, a.inputType); ok {
-					op.in = n
-					if op.dtype == 0 && dt != "" {
-						op.dtype = b.str.ID(dt)
-					}
-				}
-			}
-			if a.has&aGroupSize != 0 {
-				op.groups = int32(a.groupSize)
-			}
-			b.opColl[a.externalID] = op
-		case kind == stream.KindComm && a.has&aCollName == 0:
-			// the kernel's own name is NCCL's: all-to-all runs as SendRecv
-			b.kernelColl = append(b.kernelColl, collRef{row: row, ext: a.externalID, had: coll != 0})
-		}
-	}
-	if a.has&aInElems != 0 {
-		s.CollInElems.Set(row, a.inElems)
-	}
-	if a.has&aOutElems != 0 {
-		s.CollOutElems.Set(row, a.outElems)
-	}
-	if a.has&aGroupSize != 0 {
-		s.CollGroupSize.Set(row, int32(a.groupSize))
-	}
-	b.optDict(&s.CollDtype, row, a.dtype, a.has&aDtype != 0)
 	b.optDict(&s.PGName, row, a.pgName, a.has&aPGName != 0)
 	b.optDict(&s.PGDesc, row, a.pgDesc, a.has&aPGDesc != 0)
 	b.optDict(&s.PGRanks, row, a.pgRanks, a.has&aPGRanks != 0)
@@ -529,26 +580,6 @@ func (b *builder) sliceIDs(e *event, catID, nameID int32, ts, dur int64) {
 	}
 	if ni.proto != 0 {
 		s.CollProto.Set(row, ni.proto)
-	}
-	modelled := false
-	if ni.opModel && a.has&aInputDims != 0 {
-		modelled = b.opCost(row, nameID, a)
-	}
-	if gpuSide || coll != 0 || ni.copyKind != 0 || a.has&detailArgs != 0 || modelled {
-		s.MarkDetail(row)
-	}
-
-	if ni.stepNo >= 0 {
-		steps := b.cpuSteps
-		if kind == stream.KindGPUAnnotation {
-			steps = b.gpuSteps
-		}
-		if sp, ok := steps[ni.stepNo]; ok {
-			sp.start = min(sp.start, ts)
-			sp.end = max(sp.end, ts+dur)
-		} else {
-			steps[ni.stepNo] = &span{ts, ts + dur}
-		}
 	}
 }
 

@@ -65,6 +65,46 @@ type opColl struct {
 	dtype, groups int32 // 0 when not given
 }
 
+// noteCollective remembers what finish's nameCollectives needs of a row
+// with an External id: the collective its host operator issued, or a
+// communication kernel to name by its operator.
+func (b *builder) noteCollective(a *eventArgs, e *event, coll int32, gpuSide, comm bool, row int) {
+	switch {
+	case !gpuSide && coll != 0:
+		// the operator that issued a collective names it the way the
+		// job called it (record_param_comms, c10d::alltoall_)
+		if b.opColl == nil {
+			b.opColl = map[int64]opColl{}
+		}
+		op := opColl{coll: coll, in: -1, out: -1}
+		if a.has&aInElems != 0 {
+			op.in = a.inElems
+		}
+		if a.has&aOutElems != 0 {
+			op.out = a.outElems
+		}
+		if a.has&aDtype != 0 && len(a.dtype) > 0 {
+			op.dtype = b.intern(a.dtype)
+		}
+		if op.in < 0 && a.has&aInputDims != 0 {
+			// c10d and nccl: operators give their tensor's shape
+			if n, dt, ok := firstTensor(a.inputDims, a.inputType); ok {
+				op.in = n
+				if op.dtype == 0 && dt != "" {
+					op.dtype = b.str.ID(dt)
+				}
+			}
+		}
+		if a.has&aGroupSize != 0 {
+			op.groups = int32(a.groupSize)
+		}
+		b.opColl[a.externalID] = op
+	case comm && a.has&aCollName == 0:
+		// the kernel's own name is NCCL's: all-to-all runs as SendRecv
+		b.kernelColl = append(b.kernelColl, collRef{row: row, ext: a.externalID, had: coll != 0})
+	}
+}
+
 // nameCollectives gives communication kernels the collective of the host
 // operator with their External id: an all_to_all that NCCL runs as
 // SendRecv kernels is an all-to-all, not pipeline-parallel sends.

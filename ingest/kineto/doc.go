@@ -19,6 +19,11 @@
 // A pickle or a CUDA memory snapshot passed as a trace is refused with an
 // explanation.
 //
+// A trace too big to hold whole (Options.TwoPassBytes, ReadFileTwoPass) is
+// read twice: the first pass keeps of each row only what the whole-file
+// resolution below needs, the second hands the rows over in chunks of
+// 256K, each complete; both give the same rows (twopass.go).
+//
 // Steps: host events take the ProfilerStep range containing their start; GPU
 // work takes the step of the runtime call that launched it (as HTA does),
 // and records that call's start in launch_ts.

@@ -18,6 +18,11 @@ func (b *builder) finish(opt Options) error {
 		t.Notes = append(t.Notes, fmt.Sprintf("%d distinct name(s) were not valid UTF-8; bad bytes replaced by U+FFFD (the first in the event ending at byte %d)", b.badText, b.badTextAt))
 	}
 	b.resolveRank(opt)
+	if b.flowsSkipped && b.uncorrelated > 0 {
+		if err := b.readFlows(t.Path, opt); err != nil {
+			return err
+		}
+	}
 	s := b.s
 	n := s.Len()
 	if t.HasBaseTime && t.BaseTimeNS != 0 {
@@ -99,6 +104,9 @@ func (b *builder) finish(opt Options) error {
 		t.Counts["kind:"+b.str.Get(id)] = c
 	}
 	t.Counts["steps"] = t.Steps.Len()
+	if b.slim && n > 0 {
+		b.keepForSecondPass(t.Path, opt)
+	}
 	return nil
 }
 
@@ -153,6 +161,7 @@ func (b *builder) bindFlows() {
 		}
 		if id, ok := ends[key{s.PID.V[i], s.TID.V[i], s.TS.V[i]}]; ok {
 			s.Correlation.Set(i, id)
+			b.flowsBound = true
 		}
 	}
 }

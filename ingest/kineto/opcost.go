@@ -38,6 +38,9 @@ func (b *builder) opCost(row int, nameID int32, a *eventArgs) bool {
 		b.shapes[string(a.inputDims)] = shape
 	}
 	b.costs = append(b.costs, opCostRow{row: int32(row), cost: c, shape: shape})
+	if b.slim {
+		b.modelledRows = append(b.modelledRows, int32(row))
+	}
 	return true
 }
 

@@ -28,6 +28,14 @@ type Options struct {
 	// SizeHint is the expected JSON size in bytes (0: unknown); ReadFile
 	// sets it from the file.
 	SizeHint int64
+	// TwoPassBytes makes ReadFile read a file of at least this many bytes
+	// of JSON in two passes (see ReadFileTwoPass); 0: never.
+	TwoPassBytes int64
+	// ChunkRows is how many rows each chunk of a two-pass read holds
+	// (0: 256K).
+	ChunkRows int
+
+	slim bool // the first pass of ReadFileTwoPass
 }
 
 // Trace is one file read into column tables.
@@ -69,6 +77,8 @@ type Trace struct {
 	// Notes are problems in the file the reader repaired rather than
 	// refused (names that were not UTF-8), each saying where.
 	Notes []string
+
+	again *secondPass // a two-pass read's slices, to come (EachChunk)
 }
 
 // DistributedInfo is the trace's top-level distributedInfo object.
@@ -115,6 +125,9 @@ func (f *flexString) UnmarshalJSON(b []byte) error {
 // Device is the CUDA device of the trace's first GPU activity, false when
 // it has none: the GPU a rank ran on, which counters of that GPU name.
 func (t *Trace) Device() (int32, bool) {
+	if t.again != nil {
+		return t.again.device, t.again.hasDevice
+	}
 	if t.Slices != nil {
 		for i, v := range t.Slices.Device.V {
 			if t.Slices.Device.Valid(i) {

@@ -1,0 +1,178 @@
+package kineto
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/trainscope/trainscope/stream"
+)
+
+// recordRows renders every row of recs, column by column, with strings
+// for dictionary values: string ids may differ between two reads.
+func recordRows(recs []arrow.RecordBatch) []string {
+	var out []string
+	for _, r := range recs {
+		for i := range int(r.NumRows()) {
+			var b strings.Builder
+			for c, col := range r.Columns() {
+				fmt.Fprintf(&b, "%s=%s ", r.ColumnName(c), col.ValueStr(i))
+			}
+			out = append(out, b.String())
+		}
+		r.Release()
+	}
+	return out
+}
+
+// stackRows renders a table's call stacks by name.
+func stackRows(tr *Trace) []string {
+	var out []string
+	for i, n := range tr.Slices.Stacks {
+		out = append(out, fmt.Sprintf("%d: parent %d depth %d %s %s", i, n.Parent, n.Depth, tr.Str.Get(n.Kind), tr.Str.Get(n.Name)))
+	}
+	return out
+}
+
+// A trace read in two passes gives the same rows, in the same order, as
+// read whole, and the same trace-level tables: every corpus trace, the
+// sample ranks, and traces made to need each part of finish (flows for
+// missing correlation ids, a time base, B/E pairs). Chunks of 97 rows make
+// every trace many chunks.
+func TestTwoPassReadsTheSameRows(t *testing.T) {
+	defer func(n int) { chunkRows = n }(chunkRows)
+	chunkRows = 97
+	files, _ := filepath.Glob("../../../shared/corpus/kineto/*/*.json*")
+	sample, _ := filepath.Glob("../../bench/sample/*.json.gz")
+	files = append(files, sample...)
+	dir := t.TempDir()
+	for name, doc := range map[string]string{
+		"basic.json":      basicTrace,
+		"flows.json":      strings.ReplaceAll(basicTrace, `"correlation": 77, `, ""),
+		"base_time.json":  strings.Replace(basicTrace, `"schemaVersion": 1,`, `"schemaVersion": 1, "baseTimeNanoseconds": 1700000000000000000,`, 1),
+		"no_slices.json":  `{"traceEvents": [{"ph": "C", "name": "queue", "pid": 1, "ts": 5, "args": {"value": 3}}]}`,
+		"one_chunk.json":  `{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2, "args": {"device": 3}}]}`,
+		"exact_rows.json": exactChunks(2 * 97),
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, p)
+	}
+	if len(files) < 10 {
+		t.Fatalf("only %d traces to read: is ../shared/corpus there?", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			whole, err := ReadFile(f, Options{Rank: -1})
+			if err != nil {
+				if strings.Contains(err.Error(), "snapshot") {
+					t.Skip(err)
+				}
+				t.Fatal(err)
+			}
+			twice, err := ReadFileTwoPass(f, Options{Rank: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if twice.Slices.Len() != whole.Slices.Len() || twice.TwoPass() != (whole.Slices.Len() > 0) {
+				t.Fatalf("%d slices (two-pass %v), want %d", twice.Slices.Len(), twice.TwoPass(), whole.Slices.Len())
+			}
+			d1, ok1 := whole.Device()
+			d2, ok2 := twice.Device()
+			if d1 != d2 || ok1 != ok2 || whole.GPUName() != twice.GPUName() {
+				t.Errorf("device %d %v, want %d %v", d2, ok2, d1, ok1)
+			}
+			for _, c := range []struct {
+				what string
+				a, b any
+			}{
+				{"steps", steps(whole), steps(twice)}, {"counters", counters(whole), counters(twice)},
+				{"counts", whole.Counts, twice.Counts}, {"span", [2]int64{whole.StartNS, whole.EndNS}, [2]int64{twice.StartNS, twice.EndNS}},
+				{"rank", [2]any{whole.Rank, whole.RankSource}, [2]any{twice.Rank, twice.RankSource}},
+				{"threads", whole.ThreadNames, twice.ThreadNames}, {"notes", whole.Notes, twice.Notes},
+				{"stacks", stackRows(whole), stackRows(twice)},
+			} {
+				if !reflect.DeepEqual(c.a, c.b) {
+					t.Errorf("%s differ:\n got  %v\n want %v", c.what, c.b, c.a)
+				}
+			}
+			wantCore, wantDetail := whole.Slices.TakeRecords("r", "h", whole.Rank)
+			var gotCore, gotDetail []arrow.RecordBatch
+			chunks := 0
+			err = twice.EachChunk(func(c *stream.SliceTable) error {
+				chunks++
+				if c.Len() > chunkRows {
+					t.Errorf("a chunk of %d rows, more than %d", c.Len(), chunkRows)
+				}
+				core, detail := c.TakeRecords("r", "h", twice.Rank)
+				gotCore, gotDetail = append(gotCore, core...), append(gotDetail, detail)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := whole.Slices.Len(); n > 0 && chunks != (n+chunkRows-1)/chunkRows {
+				t.Errorf("%d chunks for %d rows", chunks, n)
+			}
+			for _, p := range []struct {
+				what      string
+				want, got []arrow.RecordBatch
+			}{{"slices_core", wantCore, gotCore}, {"slices_detail", []arrow.RecordBatch{wantDetail}, gotDetail}} {
+				w, g := recordRows(p.want), recordRows(p.got)
+				if len(w) != len(g) {
+					t.Errorf("%s: %d rows, want %d", p.what, len(g), len(w))
+					continue
+				}
+				for i := range w {
+					if w[i] != g[i] {
+						t.Errorf("%s row %d:\n got  %s\n want %s", p.what, i, g[i], w[i])
+						break
+					}
+				}
+			}
+		})
+	}
+}
+
+// exactChunks is a trace of n kernel slices.
+func exactChunks(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"traceEvents": [`)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"ph": "X", "cat": "kernel", "name": "k%d", "pid": 0, "tid": 7, "ts": %d, "dur": 2}`, i%5, 10*i)
+	}
+	b.WriteString("]}")
+	return b.String()
+}
+
+// A file that changes between the two passes is an error, not rows
+// matched to the wrong row's steps.
+func TestTwoPassFileChanged(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "t.json")
+	if err := os.WriteFile(p, []byte(exactChunks(10)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := ReadFileTwoPass(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{9, 11} {
+		if err := os.WriteFile(p, []byte(exactChunks(n)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := tr.EachChunk(func(*stream.SliceTable) error { return nil })
+		if err == nil || !strings.Contains(err.Error(), "changed while it was read") {
+			t.Errorf("%d rows the second time: %v", n, err)
+		}
+	}
+}
