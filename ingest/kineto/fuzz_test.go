@@ -126,5 +126,14 @@ func FuzzKineto(f *testing.F) {
 			small.Steps.Len() != tr.Steps.Len() || small.Counts["events"] != tr.Counts["events"] {
 			t.Fatalf("tables differ: %v vs %v", tr.Counts, small.Counts)
 		}
+
+		// and the same read in two passes, in chunks of 3 rows
+		path := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if whole, err := ReadFile(path, Options{Rank: -1, NoPrefetch: true}); err == nil {
+			sameInTwoPasses(t, path, whole, 3)
+		}
 	})
 }

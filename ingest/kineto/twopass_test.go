@@ -77,66 +77,7 @@ func TestTwoPassReadsTheSameRows(t *testing.T) {
 				}
 				t.Fatal(err)
 			}
-			twice, err := ReadFileTwoPass(f, Options{Rank: -1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if twice.Slices.Len() != whole.Slices.Len() || twice.TwoPass() != (whole.Slices.Len() > 0) {
-				t.Fatalf("%d slices (two-pass %v), want %d", twice.Slices.Len(), twice.TwoPass(), whole.Slices.Len())
-			}
-			d1, ok1 := whole.Device()
-			d2, ok2 := twice.Device()
-			if d1 != d2 || ok1 != ok2 || whole.GPUName() != twice.GPUName() {
-				t.Errorf("device %d %v, want %d %v", d2, ok2, d1, ok1)
-			}
-			for _, c := range []struct {
-				what string
-				a, b any
-			}{
-				{"steps", steps(whole), steps(twice)}, {"counters", counters(whole), counters(twice)},
-				{"counts", whole.Counts, twice.Counts}, {"span", [2]int64{whole.StartNS, whole.EndNS}, [2]int64{twice.StartNS, twice.EndNS}},
-				{"rank", [2]any{whole.Rank, whole.RankSource}, [2]any{twice.Rank, twice.RankSource}},
-				{"threads", whole.ThreadNames, twice.ThreadNames}, {"notes", whole.Notes, twice.Notes},
-				{"stacks", stackRows(whole), stackRows(twice)},
-			} {
-				if !reflect.DeepEqual(c.a, c.b) {
-					t.Errorf("%s differ:\n got  %v\n want %v", c.what, c.b, c.a)
-				}
-			}
-			wantCore, wantDetail := whole.Slices.TakeRecords("r", "h", whole.Rank)
-			var gotCore, gotDetail []arrow.RecordBatch
-			chunks := 0
-			err = twice.EachChunk(func(c *stream.SliceTable) error {
-				chunks++
-				if c.Len() > chunkRows {
-					t.Errorf("a chunk of %d rows, more than %d", c.Len(), chunkRows)
-				}
-				core, detail := c.TakeRecords("r", "h", twice.Rank)
-				gotCore, gotDetail = append(gotCore, core...), append(gotDetail, detail)
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n := whole.Slices.Len(); n > 0 && chunks != (n+chunkRows-1)/chunkRows {
-				t.Errorf("%d chunks for %d rows", chunks, n)
-			}
-			for _, p := range []struct {
-				what      string
-				want, got []arrow.RecordBatch
-			}{{"slices_core", wantCore, gotCore}, {"slices_detail", []arrow.RecordBatch{wantDetail}, gotDetail}} {
-				w, g := recordRows(p.want), recordRows(p.got)
-				if len(w) != len(g) {
-					t.Errorf("%s: %d rows, want %d", p.what, len(g), len(w))
-					continue
-				}
-				for i := range w {
-					if w[i] != g[i] {
-						t.Errorf("%s row %d:\n got  %s\n want %s", p.what, i, g[i], w[i])
-						break
-					}
-				}
-			}
+			sameInTwoPasses(t, f, whole, 0)
 		})
 	}
 }
@@ -173,6 +114,77 @@ func TestTwoPassFileChanged(t *testing.T) {
 		err := tr.EachChunk(func(*stream.SliceTable) error { return nil })
 		if err == nil || !strings.Contains(err.Error(), "changed while it was read") {
 			t.Errorf("%d rows the second time: %v", n, err)
+		}
+	}
+}
+
+// sameInTwoPasses fails unless the file at f read in two passes (chunks of
+// chunk rows; 0: chunkRows) gives the rows and tables of whole, the same
+// file read whole.
+func sameInTwoPasses(t testing.TB, f string, whole *Trace, chunk int) {
+	t.Helper()
+	limit := chunkRows
+	if chunk > 0 {
+		limit = chunk
+	}
+	twice, err := ReadFileTwoPass(f, Options{Rank: -1, NoPrefetch: true, ChunkRows: chunk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if twice.Slices.Len() != whole.Slices.Len() || twice.TwoPass() != (whole.Slices.Len() > 0) {
+		t.Fatalf("%d slices (two-pass %v), want %d", twice.Slices.Len(), twice.TwoPass(), whole.Slices.Len())
+	}
+	d1, ok1 := whole.Device()
+	d2, ok2 := twice.Device()
+	if d1 != d2 || ok1 != ok2 || whole.GPUName() != twice.GPUName() {
+		t.Errorf("device %d %v, want %d %v", d2, ok2, d1, ok1)
+	}
+	for _, c := range []struct {
+		what string
+		a, b any
+	}{
+		{"steps", steps(whole), steps(twice)}, {"counters", counters(whole), counters(twice)},
+		{"counts", whole.Counts, twice.Counts}, {"span", [2]int64{whole.StartNS, whole.EndNS}, [2]int64{twice.StartNS, twice.EndNS}},
+		{"rank", [2]any{whole.Rank, whole.RankSource}, [2]any{twice.Rank, twice.RankSource}},
+		{"threads", whole.ThreadNames, twice.ThreadNames}, {"notes", whole.Notes, twice.Notes},
+		{"stacks", stackRows(whole), stackRows(twice)},
+	} {
+		if !reflect.DeepEqual(c.a, c.b) {
+			t.Errorf("%s differ:\n got  %v\n want %v", c.what, c.b, c.a)
+		}
+	}
+	wantCore, wantDetail := whole.Slices.TakeRecords("r", "h", whole.Rank)
+	var gotCore, gotDetail []arrow.RecordBatch
+	chunks := 0
+	err = twice.EachChunk(func(c *stream.SliceTable) error {
+		chunks++
+		if c.Len() > limit {
+			t.Errorf("a chunk of %d rows, more than %d", c.Len(), limit)
+		}
+		core, detail := c.TakeRecords("r", "h", twice.Rank)
+		gotCore, gotDetail = append(gotCore, core...), append(gotDetail, detail)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := whole.Slices.Len(); n > 0 && chunks != (n+limit-1)/limit {
+		t.Errorf("%d chunks for %d rows", chunks, n)
+	}
+	for _, p := range []struct {
+		what      string
+		want, got []arrow.RecordBatch
+	}{{"slices_core", wantCore, gotCore}, {"slices_detail", []arrow.RecordBatch{wantDetail}, gotDetail}} {
+		w, g := recordRows(p.want), recordRows(p.got)
+		if len(w) != len(g) {
+			t.Errorf("%s: %d rows, want %d", p.what, len(g), len(w))
+			continue
+		}
+		for i := range w {
+			if w[i] != g[i] {
+				t.Errorf("%s row %d:\n got  %s\n want %s", p.what, i, g[i], w[i])
+				break
+			}
 		}
 	}
 }
