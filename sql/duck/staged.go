@@ -139,6 +139,41 @@ func (s *Store) stage(ctx context.Context) error {
 	return s.settleStaged(ctx)
 }
 
+// stagedHere makes a read-only staged store read the files beside it: its
+// views name the folder it was written in, and a data folder that was
+// moved since (copied to another machine) would find none there, or
+// another store's. Read-only, the views cannot be made again: temporary
+// views of the same names, which shadow them on the store's own
+// connection (Query, Conn: what `trainscope sql --db` runs on), read the
+// files beside the database instead. Its Readers keep the recorded views.
+func (s *Store) stagedHere(ctx context.Context) error {
+	was, err := s.isStaged(ctx)
+	if err != nil || !was {
+		return err
+	}
+	abs, err := filepath.Abs(s.Path)
+	if err != nil {
+		return err
+	}
+	dir := stagedDirFor(abs)
+	for _, t := range StagedTables {
+		var def string
+		err := s.conn.QueryRowContext(ctx, "SELECT sql FROM duckdb_views() WHERE database_name = current_database() AND view_name = ?", t).Scan(&def)
+		if err != nil {
+			return fmt.Errorf("staged table %s: %w", t, err)
+		}
+		if strings.Contains(def, Literal(filepath.Join(dir, t, "*", "*.parquet"))) {
+			continue
+		}
+		q := fmt.Sprintf("CREATE OR REPLACE TEMP VIEW %s AS SELECT * FROM main.%s UNION ALL BY NAME SELECT * FROM read_parquet(%s, union_by_name = true, hive_partitioning = false)",
+			quoteIdent(t), quoteIdent(stagedRows(t)), Literal(filepath.Join(dir, t, "*", "*.parquet")))
+		if _, err := s.conn.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("staged table %s, read from %s: %w", t, dir, err)
+		}
+	}
+	return nil
+}
+
 // StagedTmp is the name a staged file has until the transaction that
 // records it has committed: the views read only *.parquet.
 const StagedTmp = ".tmp"

@@ -120,6 +120,21 @@ func TestStagedStoreReadOnly(t *testing.T) {
 	}
 	defer ro.Close()
 	checkRows(t, ro, []string{"run-a|6"}, "SELECT run_id, count(*) FROM slices GROUP BY ALL")
+
+	// the data folder moved (copied to a laptop): its views named the
+	// old one; read-only, they cannot be made again, so the files are read
+	// through views of this session's own
+	moved := filepath.Join(t.TempDir(), "elsewhere")
+	if err := os.Rename(filepath.Join(dir, "data"), moved); err != nil {
+		t.Fatal(err)
+	}
+	ro2, err := duck.Open(ctx, filepath.Join(moved, "serve.duckdb"), duck.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro2.Close()
+	checkRows(t, ro2, []string{"run-a|6"}, "SELECT run_id, count(*) FROM slices GROUP BY ALL")
+	checkRows(t, ro2, []string{"run-a|6"}, "SELECT run_id, count(*) FROM slices_detail GROUP BY ALL")
 }
 
 // A store written before serve.staged was the default (its slices in

@@ -155,6 +155,9 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	if err == nil && !opt.ReadOnly {
 		err = s.applySchemaStaged(ctx, opt.Staged)
 	}
+	if err == nil && opt.ReadOnly && path != "" {
+		err = s.stagedHere(ctx)
+	}
 	if err != nil {
 		s.Close()
 		return nil, err
