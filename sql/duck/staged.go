@@ -20,7 +20,9 @@ import (
 // than a row group); arrow-go writes the same rows as Parquet at 1-2M
 // rows/s a core (bench/RESULTS.md). Each is a view of the same name over
 // the table <name>_rows (rows inserted by other means) and the files.
-var StagedTables = []string{"slices_core", "slices_detail"}
+// counters too: a trace's memory events and the agents' GPU samples are
+// its third largest table.
+var StagedTables = []string{"slices_core", "slices_detail", "counters"}
 
 // stagedRows is the table under a staged table's view.
 func stagedRows(table string) string { return table + "_rows" }
@@ -100,9 +102,18 @@ func (s *Store) isStaged(ctx context.Context) (bool, error) {
 
 // unstage turns each staged table back into a plain table of its name, so
 // that the schema (CREATE TABLE IF NOT EXISTS, ALTER TABLE ... ADD COLUMN)
-// applies to it as to any store's; stage makes it a view again.
+// applies to it as to any store's; stage makes it a view again. A table
+// staged only since this version (counters) is a plain table still in a
+// store staged before, and is left as it is.
 func (s *Store) unstage(ctx context.Context) error {
 	for _, t := range StagedTables {
+		var n int
+		if err := s.conn.QueryRowContext(ctx, "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND table_name = ?", stagedRows(t)).Scan(&n); err != nil {
+			return fmt.Errorf("open staged table %s: %w", t, err)
+		}
+		if n == 0 {
+			continue
+		}
 		for _, q := range []string{"DROP VIEW IF EXISTS " + quoteIdent(t), "ALTER TABLE " + quoteIdent(stagedRows(t)) + " RENAME TO " + quoteIdent(t)} {
 			if _, err := s.conn.ExecContext(ctx, q); err != nil {
 				return fmt.Errorf("open staged table %s: %w", t, err)

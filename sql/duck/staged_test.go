@@ -171,3 +171,33 @@ func TestStagingAPlainStore(t *testing.T) {
 		}
 	}
 }
+
+// A store staged before counters were staged holds them in a plain table:
+// opened again, counters become staged too, and the rows it had stay in
+// view beside new ones.
+func TestStagingCountersOfAStagedStore(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "serve.duckdb")
+	st, err := duck.Open(ctx, path, duck.Options{Staged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// as the version before left it: counters a plain table, with a row
+	mustExec(t, st, "DROP VIEW counters")
+	mustExec(t, st, "ALTER TABLE counters_rows RENAME TO counters")
+	mustExec(t, st, "INSERT INTO counters (run_id, host, ts, metric, value) VALUES ('run-a', 'node-a', 1, 'gpu_util', 50)")
+	st.Close()
+
+	if st, err = duck.Open(ctx, path, duck.Options{Staged: true}); err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if !st.Staged("counters") {
+		t.Fatal("counters were not staged")
+	}
+	if n := queryInt(t, st, "SELECT count(*) FROM duckdb_views() WHERE view_name = 'counters'"); n != 1 {
+		t.Errorf("%d counters views, want 1", n)
+	}
+	mustExec(t, st, "INSERT INTO counters_rows (run_id, host, ts, metric, value) VALUES ('run-b', 'node-b', 2, 'gpu_util', 60)")
+	checkRows(t, st, []string{"run-a|50", "run-b|60"}, "SELECT run_id, value::INTEGER FROM counters ORDER BY 1")
+}
