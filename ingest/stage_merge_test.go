@@ -171,19 +171,27 @@ func TestMergeParquet(t *testing.T) {
 	}
 }
 
-// Files of two schemas (publishers of two versions) are merged by DuckDB,
-// which unites their columns by name.
-func TestPrepareMergeOfTwoSchemas(t *testing.T) {
-	ctx := context.Background()
-	st, err := duck.Open(ctx, filepath.Join(t.TempDir(), "serve.duckdb"), duck.Options{Staged: true})
+// stagedRun opens a staged store and makes the folder of run x's
+// slices_core files.
+func stagedRun(t *testing.T) (*duck.Store, string) {
+	t.Helper()
+	st, err := duck.Open(context.Background(), filepath.Join(t.TempDir(), "serve.duckdb"), duck.Options{Staged: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
 	run := filepath.Join(st.StagedDir(), "slices_core", "run=x")
 	if err := os.MkdirAll(run, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return st, run
+}
+
+// Files of two schemas (publishers of two versions) are merged by DuckDB,
+// which unites their columns by name.
+func TestPrepareMergeOfTwoSchemas(t *testing.T) {
+	ctx := context.Background()
+	st, run := stagedRun(t)
 	writeStagedFile(t, filepath.Join(run, "1.parquet"), stagedRecord(t, "k", 0, 1000, false))
 	writeStagedFile(t, filepath.Join(run, "2.parquet"), stagedRecord(t, "k", 1000, 10, true))
 	for _, p := range []string{"1", "2"} {
@@ -211,15 +219,7 @@ func TestMergeWaitsOncePutOffTooOften(t *testing.T) {
 	defer func(f, d int) { compactFiles, maxMergeDeferrals = f, d }(compactFiles, maxMergeDeferrals)
 	compactFiles, maxMergeDeferrals = 2, 3
 	ctx := context.Background()
-	st, err := duck.Open(ctx, filepath.Join(t.TempDir(), "serve.duckdb"), duck.Options{Staged: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	run := filepath.Join(st.StagedDir(), "slices_core", "run=x")
-	if err := os.MkdirAll(run, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	st, run := stagedRun(t)
 	for i, p := range []string{"1", "2"} {
 		writeStagedFile(t, filepath.Join(run, p+".parquet"), stagedRecord(t, "k", int64(i*100), 100, false))
 		if err := st.Exec(ctx, "INSERT INTO staged_files VALUES (?, 'slices_core', 'x', 100, 1, 0)", "slices_core/run=x/"+p+".parquet"); err != nil {

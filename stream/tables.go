@@ -252,6 +252,18 @@ func (t *SliceTable) Reserve(n int) {
 	}
 }
 
+// ReserveNarrow is Reserve for a reader that appends only the columns a
+// trace's whole-file resolution reads (kind, name, ts, dur, pid, tid,
+// correlation): kineto's first pass over a big trace.
+func (t *SliceTable) ReserveNarrow(n int) {
+	for _, c := range []*Num[int64]{&t.TS, &t.Dur, &t.PID, &t.TID, &t.Correlation} {
+		c.V = reserve(c.V, n)
+	}
+	for _, c := range []*Num[int32]{&t.Kind.Num, &t.Name.Num} {
+		c.V = reserve(c.V, n)
+	}
+}
+
 // reserve returns v with room for exactly n elements (slices.Grow rounds
 // up by append's rule: asked for 4.56M rows of a 3.39M-row column, it made
 // room for 5.30M).

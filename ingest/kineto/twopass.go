@@ -157,22 +157,7 @@ func (b *builder) reserve(n int) {
 		s.Reserve(n)
 		return
 	}
-	for _, c := range []*stream.Num[int64]{&s.TS, &s.Dur, &s.PID, &s.TID, &s.Correlation} {
-		c.V = growTo(c.V, n)
-	}
-	for _, c := range []*stream.Num[int32]{&s.Kind.Num, &s.Name.Num} {
-		c.V = growTo(c.V, n)
-	}
-}
-
-// growTo returns v with room for exactly n elements.
-func growTo[T any](v []T, n int) []T {
-	if n <= cap(v) {
-		return v
-	}
-	w := make([]T, len(v), n)
-	copy(w, v)
-	return w
+	s.ReserveNarrow(n)
 }
 
 // modelled says whether row had a modelled cost in the first pass.
