@@ -70,12 +70,15 @@ func (c *Consumer) commit(ctx context.Context, items []*item) (map[string]bool, 
 				return err // it names the table
 			}
 		}
-		for run, ranked := range runs {
-			if ranked {
-				if err := RefreshRuns(ctx, c.St, run); err != nil {
-					return err
-				}
+		var ranked []string
+		for run, r := range runs {
+			if r {
+				ranked = append(ranked, run)
 			}
+		}
+		sort.Strings(ranked)
+		if err := RefreshRuns(ctx, c.St, ranked...); err != nil {
+			return err
 		}
 		return c.record(ctx, items)
 	})
