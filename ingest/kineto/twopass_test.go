@@ -127,7 +127,7 @@ func sameInTwoPasses(t testing.TB, f string, whole *Trace, chunk int) {
 	if chunk > 0 {
 		limit = chunk
 	}
-	twice, err := ReadFileTwoPass(f, Options{Rank: -1, NoPrefetch: true, ChunkRows: chunk})
+	twice, err := ReadFileTwoPass(f, Options{Rank: -1, ChunkRows: chunk})
 	if err != nil {
 		t.Fatal(err)
 	}
