@@ -33,7 +33,7 @@ func ReadFile(path string, opt Options) (*Trace, error) {
 	if opt.SizeHint == 0 {
 		opt.SizeHint = jsonscan.JSONSize(f, st.Size())
 	}
-	if opt.TwoPassBytes > 0 && opt.SizeHint >= opt.TwoPassBytes {
+	if opt.TwoPassBytes > 0 && jsonscan.JSONSizeAtLeast(f, st.Size()) >= opt.TwoPassBytes {
 		opt.slim = true
 	}
 	return Read(f, path, opt)
