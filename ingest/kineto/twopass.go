@@ -213,7 +213,7 @@ func (t *Trace) EachChunk(fn func(*stream.SliceTable) error) error {
 	}); err != nil {
 		var je *jsonscan.Error
 		if errors.As(err, &je) {
-			return fmt.Errorf("%s: reading it again (its rows in chunks): %w", sp.path, &FormatError{Path: sp.path, Offset: je.Offset, Msg: je.Msg})
+			return &FormatError{Path: sp.path, Offset: je.Offset, Msg: "read again for its rows, the file has changed: " + je.Msg}
 		}
 		return err
 	}

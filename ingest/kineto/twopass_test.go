@@ -1,6 +1,7 @@
 package kineto
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -115,6 +116,15 @@ func TestTwoPassFileChanged(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "changed while it was read") {
 			t.Errorf("%d rows the second time: %v", n, err)
 		}
+	}
+	// cut short: the error names the file once, and the byte
+	if err := os.WriteFile(p, []byte(exactChunks(10)[:300]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = tr.EachChunk(func(*stream.SliceTable) error { return nil })
+	var fe *FormatError
+	if !errors.As(err, &fe) || fe.Path != p || strings.Count(err.Error(), p) != 1 || !strings.Contains(err.Error(), "has changed") {
+		t.Errorf("a file cut short the second time: %v", err)
 	}
 }
 
