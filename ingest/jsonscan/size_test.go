@@ -57,7 +57,7 @@ func TestJSONSize(t *testing.T) {
 		if got := JSONSize(f, int64(len(c.data))); got != c.size {
 			t.Errorf("%s: JSONSize %d, want %d", c.name, got, c.size)
 		}
-		if got := JSONSizeAtLeast(f, int64(len(c.data))); got != c.atLeast {
+		if got := JSONSizeAtLeast(JSONSize(f, int64(len(c.data))), int64(len(c.data))); got != c.atLeast {
 			t.Errorf("%s: JSONSizeAtLeast %d, want %d", c.name, got, c.atLeast)
 		}
 	}

@@ -30,10 +30,11 @@ func ReadFile(path string, opt Options) (*Trace, error) {
 	if st.IsDir() {
 		return nil, fmt.Errorf("%s: is a directory", path)
 	}
+	n := jsonscan.JSONSize(f, st.Size())
 	if opt.SizeHint == 0 {
-		opt.SizeHint = jsonscan.JSONSize(f, st.Size())
+		opt.SizeHint = n
 	}
-	if opt.TwoPassBytes > 0 && jsonscan.JSONSizeAtLeast(f, st.Size()) >= opt.TwoPassBytes {
+	if opt.TwoPassBytes > 0 && jsonscan.JSONSizeAtLeast(n, st.Size()) >= opt.TwoPassBytes {
 		opt.slim = true
 	}
 	return Read(f, path, opt)
@@ -42,17 +43,12 @@ func ReadFile(path string, opt Options) (*Trace, error) {
 // Read reads a trace from r; name is used in errors and for the rank
 // fallback from the file name.
 func Read(r io.Reader, name string, opt Options) (*Trace, error) {
-	in, err := jsonscan.Open(r, name, "a Chrome-trace JSON object (PyTorch profiler trace)")
+	in, src, done, err := openJSON(r, name, opt)
 	if err != nil {
 		return nil, err
 	}
-	src := in.R
+	defer done()
 	gz := in.Gzip != nil
-	if gz && !opt.NoPrefetch {
-		pf := newPrefetcher(in.R)
-		defer pf.Close()
-		src = pf
-	}
 	p := newParser(src, name, opt)
 	if err := p.run(); err != nil {
 		var fe *FormatError
@@ -67,6 +63,20 @@ func Read(r io.Reader, name string, opt Options) (*Trace, error) {
 		return nil, err
 	}
 	return p.trace, nil
+}
+
+// openJSON opens a trace's JSON, gzip or not; a gzip stream is inflated
+// ahead in a goroutine of its own (unless opt.NoPrefetch) until done.
+func openJSON(r io.Reader, name string, opt Options) (in *jsonscan.Input, src io.Reader, done func(), err error) {
+	in, err = jsonscan.Open(r, name, "a Chrome-trace JSON object (PyTorch profiler trace)")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if in.Gzip == nil || opt.NoPrefetch {
+		return in, in.R, func() {}, nil
+	}
+	pf := newPrefetcher(in.R)
+	return in, pf, func() { pf.Close() }, nil
 }
 
 type topState int
@@ -136,10 +146,7 @@ func newParser(r io.Reader, name string, opt Options) *parser {
 }
 
 func (p *parser) run() error {
-	err := p.s.Run(func(c *jsonscan.Cursor) bool {
-		p.unit(cursor{c})
-		return p.state == stDone
-	})
+	err := p.scan()
 	p.readErr = p.s.ReadErr
 	var je *jsonscan.Error
 	switch {
@@ -160,6 +167,14 @@ func (p *parser) run() error {
 		return err
 	}
 	return p.b.finish(p.opt)
+}
+
+// scan parses the document, unit by unit, to its end.
+func (p *parser) scan() error {
+	return p.s.Run(func(c *jsonscan.Cursor) bool {
+		p.unit(cursor{c})
+		return p.state == stDone
+	})
 }
 
 // checkTimes refuses an event whose time or duration is outside what

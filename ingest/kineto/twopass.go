@@ -33,18 +33,13 @@ type secondPass struct {
 	base int64   // added to every ts (baseTimeNanoseconds), or 0
 	rows int
 
-	// finish's columns for every row
-	step, stackID                      stream.Num[int32]
-	launchTS, selfDur, gpuBusy         stream.Num[int64]
-	corr                               *stream.Num[int64] // flows filled some correlation ids (else nil: the file's are right)
-	collName, collDtype                stream.SparseDict
-	collIn, collOut                    stream.Sparse[int64]
-	collGroups                         stream.Sparse[int32]
-	flops, opBytes, opGPUDur           stream.Sparse[int64]
-	flopsDtype, opClass, opShape, opKn stream.SparseDict
-	opKernels                          stream.Sparse[int32]
-	modelledRows                       []int32 // rows opCost gave a cost, in order
-	nextModel                          int
+	// resolved is the first pass's table less the columns it read: what
+	// finish computed for every row (the correlation ids too, where flows
+	// filled some: flowsBound)
+	resolved     stream.SliceTable
+	flowsBound   bool
+	modelledRows []int32 // rows opCost gave a cost, in order
+	nextModel    int
 
 	device    int32 // the first GPU activity's device (Trace.Device)
 	hasDevice bool
@@ -70,30 +65,57 @@ func ReadFileTwoPass(path string, opt Options) (*Trace, error) {
 	return ReadFile(path, opt)
 }
 
-// keepForSecondPass is the end of a slim first pass: it moves what finish
-// computed out of the slim table, which keeps only its length and stacks.
+// keepForSecondPass is the end of a slim first pass: it keeps what finish
+// computed, drops the columns it read, and leaves the trace's table only
+// its length and stacks.
 func (b *builder) keepForSecondPass(path string, opt Options) {
 	s, t := b.s, b.t
-	sp := &secondPass{path: path, opt: opt, rows: s.Len(),
-		step: s.Step, stackID: s.StackID, launchTS: s.LaunchTS, selfDur: s.SelfDur, gpuBusy: s.GPUBusyDur,
-		collName: s.CollName, collDtype: s.CollDtype, collIn: s.CollInElems, collOut: s.CollOutElems, collGroups: s.CollGroupSize,
-		flops: s.Flops, opBytes: s.OpBytes, opGPUDur: s.OpGPUDur, flopsDtype: s.FlopsDtype, opClass: s.OpClass,
-		opShape: s.OpShape, opKn: s.OpKernel, opKernels: s.OpKernels,
-		device: b.firstDevice, hasDevice: b.hasDevice}
+	sp := &secondPass{path: path, opt: opt, rows: s.Len(), resolved: *s, flowsBound: b.flowsBound,
+		modelledRows: b.modelledRows, device: b.firstDevice, hasDevice: b.hasDevice}
 	if t.HasBaseTime {
 		sp.base = t.BaseTimeNS
 	}
-	if b.flowsBound {
-		c := s.Correlation
-		sp.corr = &c
+	r := &sp.resolved
+	r.TS, r.Dur, r.PID, r.TID = stream.Num[int64]{}, stream.Num[int64]{}, stream.Num[int64]{}, stream.Num[int64]{}
+	r.Kind, r.Name = stream.Dict{}, stream.Dict{}
+	if !b.flowsBound {
+		r.Correlation = stream.Num[int64]{} // the file's own are right
 	}
 	s.DropRows()
-	b.flows, b.costs, b.open, b.kernelColl, b.opColl = nil, nil, nil, nil, nil
+	b.flows, b.costs, b.open, b.kernelColl, b.opColl, b.modelledRows = nil, nil, nil, nil, nil, nil
 	b.s, b.t = nil, nil
 	sp.b = *b
-	sp.modelledRows = b.modelledRows
-	sp.b.modelledRows = nil
 	t.again = sp
+}
+
+// rescan reads the file at path again with a parser that prep readies
+// (its builder a copy of b, whose caches it shares, so that every string
+// has the id it had). The file was read once already: an error now means
+// it has changed.
+func (b *builder) rescan(path string, opt Options, prep func(p *parser)) (*parser, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	_, src, done, err := openJSON(f, path, opt)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	opt.slim, opt.SizeHint = false, 0
+	p := newParser(src, path, opt)
+	p.b = *b
+	p.b.t, p.b.s, p.b.slim = p.trace, p.trace.Slices, false
+	prep(p)
+	if err := p.scan(); err != nil {
+		var je *jsonscan.Error
+		if errors.As(err, &je) {
+			return nil, &FormatError{Path: path, Offset: je.Offset, Msg: "read again, the file has changed: " + je.Msg}
+		}
+		return nil, err
+	}
+	return p, nil
 }
 
 // readFlows reads the flows a slim first pass left: a trace with rows
@@ -101,31 +123,9 @@ func (b *builder) keepForSecondPass(path string, opt Options) {
 // launches. Most traces give every launch and GPU row its id, and their
 // flows, a tenth of the events, would be held for nothing.
 func (b *builder) readFlows(path string, opt Options) error {
-	f, err := os.Open(path)
+	p, err := b.rescan(path, opt, func(p *parser) { p.b.flowsOnly, p.b.flows = true, nil })
 	if err != nil {
 		return err
-	}
-	defer f.Close()
-	in, err := jsonscan.Open(f, path, "a Chrome-trace JSON object (PyTorch profiler trace)")
-	if err != nil {
-		return err
-	}
-	src := in.R
-	if in.Gzip != nil && !opt.NoPrefetch {
-		pf := newPrefetcher(in.R)
-		defer pf.Close()
-		src = pf
-	}
-	opt.slim, opt.SizeHint = false, 0
-	p := newParser(src, path, opt)
-	fb := *b // its caches (thread ids of string tids) are shared
-	fb.t, fb.s, fb.slim, fb.flowsOnly, fb.flows = p.trace, p.trace.Slices, false, true, nil
-	p.b = fb
-	if err := p.s.Run(func(c *jsonscan.Cursor) bool {
-		p.unit(cursor{c})
-		return p.state == stDone
-	}); err != nil {
-		return fmt.Errorf("%s: reading its flows again: %w", path, err)
 	}
 	b.flows = p.b.flows
 	for tid, name := range p.trace.ThreadNames { // a string tid only flows had
@@ -177,44 +177,19 @@ func (t *Trace) EachChunk(fn func(*stream.SliceTable) error) error {
 	if sp == nil {
 		return fn(t.Slices)
 	}
-	f, err := os.Open(sp.path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	in, err := jsonscan.Open(f, sp.path, "a Chrome-trace JSON object (PyTorch profiler trace)")
-	if err != nil {
-		return err
-	}
-	src := in.R
-	if in.Gzip != nil && !sp.opt.NoPrefetch {
-		pf := newPrefetcher(in.R)
-		defer pf.Close()
-		src = pf
-	}
-	opt := sp.opt
-	opt.slim, opt.SizeHint = false, 0
-	p := newParser(src, sp.path, opt)
-	// the first pass's strings: the columns it computed hold their ids
-	p.trace.Str = sp.b.str
-	p.trace.Slices = stream.NewSliceTable(sp.b.str, true)
 	sp.chunkRows = chunkRows
-	if opt.ChunkRows > 0 {
-		sp.chunkRows = opt.ChunkRows
+	if sp.opt.ChunkRows > 0 {
+		sp.chunkRows = sp.opt.ChunkRows
 	}
-	p.trace.Slices.Reserve(sp.chunkRows)
-	b := sp.b // a copy: its caches are shared, its state is its own
-	b.t, b.s, b.slim, b.again = p.trace, p.trace.Slices, false, sp
-	p.b = b
 	sp.off, sp.nextModel, sp.emit = 0, 0, fn
-	if err := p.s.Run(func(c *jsonscan.Cursor) bool {
-		p.unit(cursor{c})
-		return p.state == stDone
-	}); err != nil {
-		var je *jsonscan.Error
-		if errors.As(err, &je) {
-			return &FormatError{Path: sp.path, Offset: je.Offset, Msg: "read again for its rows, the file has changed: " + je.Msg}
-		}
+	p, err := sp.b.rescan(sp.path, sp.opt, func(p *parser) {
+		// the first pass's strings: the columns it computed hold their ids
+		p.trace.Str = sp.b.str
+		p.trace.Slices = stream.NewSliceTable(sp.b.str, true)
+		p.trace.Slices.Reserve(sp.chunkRows)
+		p.b.t, p.b.s, p.b.again = p.trace, p.trace.Slices, sp
+	})
+	if err != nil {
 		return err
 	}
 	if p.b.s.Len() > 0 {
@@ -231,7 +206,7 @@ func (t *Trace) EachChunk(fn func(*stream.SliceTable) error) error {
 // flush completes the chunk b has built with what the first pass
 // computed for its rows, hands it over and starts the next.
 func (sp *secondPass) flush(b *builder) error {
-	c := b.s
+	c, r := b.s, &sp.resolved
 	lo, hi := sp.off, sp.off+c.Len()
 	if hi > sp.rows {
 		return fmt.Errorf("%s changed while it was read: more than the %d slices it had the first time", sp.path, sp.rows)
@@ -241,24 +216,24 @@ func (sp *secondPass) flush(b *builder) error {
 			c.TS.V[i] += sp.base
 		}
 	}
-	c.Step, c.StackID = sp.step.Range(lo, hi), sp.stackID.Range(lo, hi)
-	c.LaunchTS, c.SelfDur, c.GPUBusyDur = sp.launchTS.Range(lo, hi), sp.selfDur.Range(lo, hi), sp.gpuBusy.Range(lo, hi)
-	if sp.corr != nil {
-		c.Correlation = sp.corr.Range(lo, hi)
+	c.Step, c.StackID = r.Step.Range(lo, hi), r.StackID.Range(lo, hi)
+	c.LaunchTS, c.SelfDur, c.GPUBusyDur = r.LaunchTS.Range(lo, hi), r.SelfDur.Range(lo, hi), r.GPUBusyDur.Range(lo, hi)
+	if sp.flowsBound {
+		c.Correlation = r.Correlation.Range(lo, hi)
 	}
 	for _, p := range []struct{ dst, src *stream.SparseDict }{
-		{&c.CollName, &sp.collName}, {&c.CollDtype, &sp.collDtype}, {&c.FlopsDtype, &sp.flopsDtype},
-		{&c.OpClass, &sp.opClass}, {&c.OpShape, &sp.opShape}, {&c.OpKernel, &sp.opKn},
+		{&c.CollName, &r.CollName}, {&c.CollDtype, &r.CollDtype}, {&c.FlopsDtype, &r.FlopsDtype},
+		{&c.OpClass, &r.OpClass}, {&c.OpShape, &r.OpShape}, {&c.OpKernel, &r.OpKernel},
 	} {
 		p.dst.Sparse = p.src.Range(lo, hi)
 	}
 	for _, p := range []struct{ dst, src *stream.Sparse[int64] }{
-		{&c.CollInElems, &sp.collIn}, {&c.CollOutElems, &sp.collOut}, {&c.Flops, &sp.flops},
-		{&c.OpBytes, &sp.opBytes}, {&c.OpGPUDur, &sp.opGPUDur},
+		{&c.CollInElems, &r.CollInElems}, {&c.CollOutElems, &r.CollOutElems}, {&c.Flops, &r.Flops},
+		{&c.OpBytes, &r.OpBytes}, {&c.OpGPUDur, &r.OpGPUDur},
 	} {
 		*p.dst = p.src.Range(lo, hi)
 	}
-	c.CollGroupSize, c.OpKernels = sp.collGroups.Range(lo, hi), sp.opKernels.Range(lo, hi)
+	c.CollGroupSize, c.OpKernels = r.CollGroupSize.Range(lo, hi), r.OpKernels.Range(lo, hi)
 	sp.off = hi
 	next := stream.NewSliceTable(c.Str, true)
 	next.Reserve(sp.chunkRows)

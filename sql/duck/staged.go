@@ -132,15 +132,13 @@ func (s *Store) stage(ctx context.Context) error {
 		if err := os.MkdirAll(filepath.Dir(schemaFile), 0o755); err != nil {
 			return fmt.Errorf("staged table %s: %w", t, err)
 		}
-		glob := Literal(filepath.Join(s.staged, t, "*", "*.parquet"))
 		for _, q := range []string{
 			// the table's columns as the schema has them now, written anew
 			// at each open, so that a column the schema added reads as NULL
 			// in older files
 			fmt.Sprintf("COPY (SELECT * FROM %s LIMIT 0) TO %s (FORMAT parquet)", quoteIdent(t), Literal(schemaFile)),
 			"ALTER TABLE " + quoteIdent(t) + " RENAME TO " + quoteIdent(stagedRows(t)),
-			fmt.Sprintf("CREATE VIEW %s AS SELECT * FROM %s UNION ALL BY NAME SELECT * FROM read_parquet(%s, union_by_name = true, hive_partitioning = false)",
-				quoteIdent(t), quoteIdent(stagedRows(t)), glob),
+			"CREATE VIEW " + quoteIdent(t) + " AS " + stagedView(t, quoteIdent(stagedRows(t)), s.staged),
 		} {
 			if _, err := s.conn.ExecContext(ctx, q); err != nil {
 				return fmt.Errorf("staged table %s: %w", t, err)
@@ -149,6 +147,15 @@ func (s *Store) stage(ctx context.Context) error {
 	}
 	return s.settleStaged(ctx)
 }
+
+// stagedView is the query of staged table t's view: the rows of table
+// rows (t's rows table) and t's files in the staged folder dir.
+func stagedView(t, rows, dir string) string {
+	return fmt.Sprintf("SELECT * FROM %s UNION ALL BY NAME SELECT * FROM read_parquet(%s, union_by_name = true, hive_partitioning = false)", rows, stagedGlob(t, dir))
+}
+
+// stagedGlob is the SQL literal of the glob of staged table t's files.
+func stagedGlob(t, dir string) string { return Literal(filepath.Join(dir, t, "*", "*.parquet")) }
 
 // stagedHere makes a read-only staged store read the files beside it: its
 // views name the folder it was written in, and a data folder that was
@@ -173,11 +180,10 @@ func (s *Store) stagedHere(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("staged table %s: %w", t, err)
 		}
-		if strings.Contains(def, Literal(filepath.Join(dir, t, "*", "*.parquet"))) {
+		if strings.Contains(def, stagedGlob(t, dir)) {
 			continue
 		}
-		q := fmt.Sprintf("CREATE OR REPLACE TEMP VIEW %s AS SELECT * FROM main.%s UNION ALL BY NAME SELECT * FROM read_parquet(%s, union_by_name = true, hive_partitioning = false)",
-			quoteIdent(t), quoteIdent(stagedRows(t)), Literal(filepath.Join(dir, t, "*", "*.parquet")))
+		q := "CREATE OR REPLACE TEMP VIEW " + quoteIdent(t) + " AS " + stagedView(t, "main."+quoteIdent(stagedRows(t)), dir)
 		if _, err := s.conn.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("staged table %s, read from %s: %w", t, dir, err)
 		}
