@@ -151,6 +151,17 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 			// instead of 0.93 GB
 			_, err = conn.ExecContext(ctx, "SET allocator_background_threads = true")
 		}
+		if err == nil {
+			// Checkpoint compresses each trace's rows as they go in, most
+			// into row groups less than full (a trace's detail rows, its
+			// counters). By default every checkpoint also merges adjacent
+			// row groups that fit into fewer, rewriting rows compressed
+			// before: on syn8 a third of the load's insert time, and the
+			// memory of the rewrite (bench/RESULTS.md, "Row groups left
+			// as they are"). The tables are read once, by the detectors:
+			// more row groups cost them nothing measurable.
+			_, err = conn.ExecContext(ctx, "SET max_vacuum_tasks = 0")
+		}
 	}
 	if err == nil && !opt.ReadOnly {
 		err = s.applySchemaStaged(ctx, opt.Staged)
