@@ -112,11 +112,12 @@ const analyzeHugeTraceMemoryLimit = "256MB"
 
 // compressMaxTraceBytes is the JSON size of the largest trace for which
 // analyze keeps its in-memory tables compressed. Each trace is compressed
-// once it is in (a checkpoint); a bigger one goes in as 256K-row chunks,
-// which cannot be compressed one by one at a sensible cost, and the
-// compressed store then only slowed its inserts: a 1.5 GB trace took
-// 26.6 s and 1.03 GB with it, 24.4 s and 0.98 GB without; syn8's traces
-// (54 MB each) peak at ~375 MB with it, ~600 MB without (bench/RESULTS.md).
+// once it is in (a checkpoint); a bigger one goes in as 256K-row chunks.
+// Those could be compressed chunk by chunk now that checkpoints leave row
+// groups unmerged (duck.Open), but a 1.5 GB trace gained little from it
+// (752 MB against 784 MB, 14.6 s against 14.5 s): its peak is the reader's,
+// not DuckDB's. syn8's traces (54 MB each) peak at 252-264 MB with it,
+// ~600 MB without (bench/RESULTS.md).
 const compressMaxTraceBytes = 128 << 20
 
 func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error {
