@@ -21,16 +21,23 @@ func uncompressedSegments(t *testing.T, st *duck.Store, table string) int {
 	return n
 }
 
+// openCompressed opens a compressed in-memory store, closed when t ends.
+func openCompressed(t *testing.T) *duck.Store {
+	t.Helper()
+	st, err := duck.Open(context.Background(), "", duck.Options{Compress: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
 // A compressed in-memory store holds rows uncompressed until Checkpoint,
 // and every connection, forks included, uses its database: the schema,
 // the rows and the views. A file is never "compressed" in this sense.
 func TestCompressedStore(t *testing.T) {
 	ctx := context.Background()
-	st, err := duck.Open(ctx, "", duck.Options{Compress: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openCompressed(t)
 	if !st.Compressed() {
 		t.Fatal("in-memory store opened with Compress: Compressed() false")
 	}
@@ -82,11 +89,7 @@ func TestCompressedStore(t *testing.T) {
 // time). Every row is still there, in the order it came.
 func TestCheckpointKeepsRowGroups(t *testing.T) {
 	ctx := context.Background()
-	st, err := duck.Open(ctx, "", duck.Options{Compress: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openCompressed(t)
 	const flushes, rows = 4, 30000 // all four would fit in one row group
 	for f := range flushes {
 		if err := st.Exec(ctx, "INSERT INTO steps SELECT 'r', 0, i::INTEGER, i, i + 1 FROM range(?, ?) t(i)", f*rows, (f+1)*rows); err != nil {
@@ -120,11 +123,7 @@ func TestCheckpointHandsFreedPagesBack(t *testing.T) {
 	if _, ok := duck.AllocatorRetained(); !ok {
 		t.Skip("DuckDB is not built with its jemalloc here")
 	}
-	st, err := duck.Open(ctx, "", duck.Options{Compress: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openCompressed(t)
 	// about 40 MB of rows before compression
 	if err := st.Exec(ctx, "INSERT INTO steps SELECT 'r', 0, i::INTEGER, i * 7919, i * 7919 + 1 FROM range(1500000) t(i)"); err != nil {
 		t.Fatal(err)
