@@ -166,7 +166,7 @@ func Load(ctx context.Context, st *duck.Store, files []string, opt Options) (*St
 	if had && opt.Progress != nil {
 		fmt.Fprintf(opt.Progress, "replacing run %s already in the database\n", opt.RunID)
 	}
-	sink := newBufferedSink(st, 1<<20)
+	sink := newBufferedSink(st, flushRows(st))
 	sink.hugeLimit = opt.HugeTraceMemoryLimit
 	stats, err := Read(ctx, sink, files, opt)
 	if err != nil {

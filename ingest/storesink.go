@@ -91,7 +91,8 @@ func RefreshRuns(ctx context.Context, st *duck.Store, runIDs ...string) error {
 // batches (big traces) go in once a quarter of limit waits in them: they gain
 // nothing from waiting and hold memory (on syn8, 8 traces of 216K events,
 // flushing at 1M rows held ~110 MB more at the peak than at 256K; on 1,024
-// small traces, flushing at 256K rows made the inserts 5 s slower).
+// small traces, flushing at 256K rows made the inserts 5 s slower, before
+// checkpoints stopped merging row groups: see flushRows).
 type bufferedSink struct {
 	st    *duck.Store
 	limit int64
@@ -105,6 +106,20 @@ type bufferedSink struct {
 	hugeLimit string
 	order     []string
 	pending   map[string][]arrow.RecordBatch
+}
+
+// flushRows is the limit of a sink that loads into st. A compressed
+// store's flushes are each compressed once and left as they are (duck.Open
+// turns off the checkpoint's merges), so they can be smaller: waiting for a
+// million rows held them twice, in Go and uncompressed in DuckDB, and 512
+// small ranks peaked at 905-928 MB; at 384K rows, 556-561 MB, for 0.3-0.7 s
+// more (bench/RESULTS.md, "Small traces flushed sooner"). Not for a plain
+// store, whose inserts then only grew slower.
+func flushRows(st *duck.Store) int64 {
+	if st.Compressed() {
+		return 384 << 10
+	}
+	return 1 << 20
 }
 
 func newBufferedSink(st *duck.Store, limit int64) *bufferedSink {

@@ -108,6 +108,50 @@ func TestCompressedStoreFlushesEachTrace(t *testing.T) {
 	}
 }
 
+// Into a compressed store, many small traces go in a few hundred thousand
+// rows at a time, not a million: each flush is compressed and left as it
+// is, and holding a million rows cost 512 small ranks a third of their
+// peak. A plain store still gathers a million.
+func TestSmallTracesFlushSoonerWhenCompressed(t *testing.T) {
+	ctx := context.Background()
+	for _, compress := range []bool{true, false} {
+		st, err := duck.Open(ctx, "", duck.Options{Compress: compress})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		s := newBufferedSink(st, flushRows(st))
+		rec := stepRows(1000).Record("small", 0) // well below largeBatch
+		defer rec.Release()
+		const batches = 500
+		for range batches {
+			if err := s.Insert(ctx, "steps", rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var before int
+		if err := st.Conn().QueryRowContext(ctx, "SELECT count(*) FROM steps").Scan(&before); err != nil {
+			t.Fatal(err)
+		}
+		if compress && before == 0 {
+			t.Errorf("compressed store: %d small rows still wait, none inserted", batches*1000)
+		}
+		if !compress && before != 0 {
+			t.Errorf("plain store: %d of %d rows inserted before a million waited", before, batches*1000)
+		}
+		if err := s.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var after int
+		if err := st.Conn().QueryRowContext(ctx, "SELECT count(*) FROM steps").Scan(&after); err != nil {
+			t.Fatal(err)
+		}
+		if after != batches*1000 {
+			t.Errorf("compress %v: %d rows after Flush, want %d", compress, after, batches*1000)
+		}
+	}
+}
+
 // stepRows is a steps table of n one-nanosecond steps.
 func stepRows(n int) *stream.StepTable {
 	var s stream.StepTable
