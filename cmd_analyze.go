@@ -55,7 +55,7 @@ Examples:
   trainscope analyze traces/ --db run.duckdb       # keep the database for 'trainscope sql'
   trainscope analyze rank0.json.gz rank1.json.gz --steps 3-7 --format json
   trainscope analyze traces/ --format html -o report.html   # one page to share
-  trainscope analyze traces/ -q --timing           # where the time goes, slowest detectors
+  trainscope analyze traces/ -q --timing           # where the time goes, peak memory, slowest detectors
   trainscope analyze traces/ --archive /mnt/archive   # add the run to the fleet archive
 
 Flags:
@@ -139,7 +139,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	fs.StringVar(&f.config, "config", "", "config file (YAML, TOML or JSON); also TRAINSCOPE_CONFIG")
 	fs.StringArrayVar(&f.detectorDirs, "detectors", nil, "extra folder of .sql detectors (repeatable)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress on stderr")
-	fs.BoolVar(&f.timing, "timing", false, "print a per-phase timing line and the slowest detectors and shared views on stderr")
+	fs.BoolVar(&f.timing, "timing", false, "print a per-phase timing line with the peak memory, and the slowest detectors and shared views, on stderr")
 	if err := parseFlags(fs, args, out); err != nil {
 		return err
 	}
@@ -257,10 +257,14 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 		return err
 	}
 	if f.timing {
-		fmt.Fprintf(errOut, "timing: load %s (read %s cpu over %d files, insert %s), detectors %s, report %s; %d events, %.1f MB JSON\n",
+		fmt.Fprintf(errOut, "timing: load %s (read %s cpu over %d files, insert %s), detectors %s, report %s; %d events, %.1f MB JSON",
 			tLoad.Sub(t0).Round(time.Millisecond), stats.ReadCPU.Round(time.Millisecond), len(files),
 			stats.Insert.Round(time.Millisecond), tDetect.Sub(tLoad).Round(time.Millisecond),
 			time.Since(tDetect).Round(time.Millisecond), stats.Events, float64(stats.JSONBytes)/1e6)
+		if peak, ok := peakMemory(); ok {
+			fmt.Fprintf(errOut, "; peak memory %d MB", peak>>20)
+		}
+		fmt.Fprintln(errOut)
 		printSlowest(errOut, slowest, 12)
 	}
 	if !f.quiet {
