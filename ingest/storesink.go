@@ -113,7 +113,7 @@ type bufferedSink struct {
 // turns off the checkpoint's merges), so they can be smaller: waiting for a
 // million rows held them twice, in Go and uncompressed in DuckDB, and 512
 // small ranks peaked at 905-928 MB; at 384K rows, 556-561 MB, for 0.3-0.7 s
-// more (bench/RESULTS.md, "Small traces flushed sooner"). Not for a plain
+// more (bench/RESULTS.md, "syn8 under 300 MB"). Not for a plain
 // store, whose inserts then only grew slower.
 func flushRows(st *duck.Store) int64 {
 	if st.Compressed() {

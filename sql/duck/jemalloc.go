@@ -32,8 +32,8 @@ import "C"
 import "os"
 
 // releaseFreed hands the pages DuckDB's allocator keeps after frees back to
-// the system now. jemalloc keeps them about a second (DuckDB's decay time)
-// for reuse; a compressed store's checkpoint frees the rows it compressed,
+// the system now. jemalloc keeps them for reuse until its decay time
+// passes; a compressed store's checkpoint frees the rows it compressed,
 // 40-68 MB a trace on syn8, and holding them was a sixth of analyze's peak.
 func releaseFreed() { C.trainscope_je_purge() }
 

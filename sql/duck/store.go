@@ -157,9 +157,9 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 			// counters). By default every checkpoint also merges adjacent
 			// row groups that fit into fewer, rewriting rows compressed
 			// before: on syn8 a third of the load's insert time, and the
-			// memory of the rewrite (bench/RESULTS.md, "Row groups left
-			// as they are"). The tables are read once, by the detectors:
-			// more row groups cost them nothing measurable.
+			// memory of the rewrite (bench/RESULTS.md, "syn8 under 300
+			// MB"). The tables are read once, by the detectors: more row
+			// groups cost them nothing measurable.
 			_, err = conn.ExecContext(ctx, "SET max_vacuum_tasks = 0")
 		}
 	}
@@ -271,7 +271,7 @@ func (s *Store) Checkpoint(ctx context.Context) error {
 		// a compressed store: what the checkpoint freed goes back to
 		// the system now, not a second later (syn8's peak: 334-340 MB
 		// without, 283-297 MB with, for 0.3 s more; bench/RESULTS.md,
-		// "Freed pages handed back")
+		// "syn8 under 300 MB")
 		releaseFreed()
 	}
 	return err
