@@ -37,9 +37,9 @@ import "os"
 // 40-68 MB a trace on syn8, and holding them was a sixth of analyze's peak.
 func releaseFreed() { C.trainscope_je_purge() }
 
-// AllocatorRetained is how many bytes DuckDB's allocator holds freed, not
+// allocatorRetained is how many bytes DuckDB's allocator holds freed, not
 // yet handed back to the system; ok is false where it cannot tell.
-func AllocatorRetained() (bytes int64, ok bool) {
+func allocatorRetained() (bytes int64, ok bool) {
 	n := int64(C.trainscope_je_retained_pages())
 	if n < 0 {
 		return 0, false

@@ -6,6 +6,6 @@ package duck
 // (see jemalloc.go).
 func releaseFreed() {}
 
-// AllocatorRetained cannot tell where DuckDB is not built with its
+// allocatorRetained cannot tell where DuckDB is not built with its
 // jemalloc.
-func AllocatorRetained() (bytes int64, ok bool) { return 0, false }
+func allocatorRetained() (bytes int64, ok bool) { return 0, false }

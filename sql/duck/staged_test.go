@@ -153,9 +153,7 @@ func TestStagingAPlainStore(t *testing.T) {
 	}
 	st.Close()
 
-	if st, err = duck.Open(ctx, path, duck.Options{Staged: true}); err != nil {
-		t.Fatal(err)
-	}
+	st = openStaged(t, path)
 	defer st.Close()
 	if !st.Staged("slices_core") {
 		t.Fatal("the store was not staged")
@@ -176,21 +174,15 @@ func TestStagingAPlainStore(t *testing.T) {
 // opened again, counters become staged too, and the rows it had stay in
 // view beside new ones.
 func TestStagingCountersOfAStagedStore(t *testing.T) {
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "serve.duckdb")
-	st, err := duck.Open(ctx, path, duck.Options{Staged: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openStaged(t, path)
 	// as the version before left it: counters a plain table, with a row
 	mustExec(t, st, "DROP VIEW counters")
 	mustExec(t, st, "ALTER TABLE counters_rows RENAME TO counters")
 	mustExec(t, st, "INSERT INTO counters (run_id, host, ts, metric, value) VALUES ('run-a', 'node-a', 1, 'gpu_util', 50)")
 	st.Close()
 
-	if st, err = duck.Open(ctx, path, duck.Options{Staged: true}); err != nil {
-		t.Fatal(err)
-	}
+	st = openStaged(t, path)
 	defer st.Close()
 	if !st.Staged("counters") {
 		t.Fatal("counters were not staged")
@@ -200,4 +192,15 @@ func TestStagingCountersOfAStagedStore(t *testing.T) {
 	}
 	mustExec(t, st, "INSERT INTO counters_rows (run_id, host, ts, metric, value) VALUES ('run-b', 'node-b', 2, 'gpu_util', 60)")
 	checkRows(t, st, []string{"run-a|50", "run-b|60"}, "SELECT run_id, value::INTEGER FROM counters ORDER BY 1")
+}
+
+// openStaged opens (creating if needed) the staged file store at path; the
+// caller closes it.
+func openStaged(t *testing.T, path string) *duck.Store {
+	t.Helper()
+	st, err := duck.Open(context.Background(), path, duck.Options{Staged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

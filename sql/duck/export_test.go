@@ -1,0 +1,4 @@
+package duck
+
+// AllocatorRetained exposes allocatorRetained to the package's tests.
+var AllocatorRetained = allocatorRetained
