@@ -188,9 +188,13 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	}
 
 	if os.Getenv("GOGC") == "" {
-		// Parsed traces are short-lived and large; a tighter GC target
-		// trims ~15% of peak memory on an 8-rank load at no measurable cost.
-		debug.SetGCPercent(50)
+		// Parsed traces are short-lived and large; a tight GC target
+		// trims peak memory at no measurable cost: 50 took ~15% off an
+		// 8-rank load, 25 another 10 MB of syn8's ~275 MB and 0.17 GB of a
+		// 3 GB trace's 1.33 GB (bench/RESULTS.md). The columns that make
+		// up most of the heap hold no pointers, so collecting often is
+		// cheap.
+		debug.SetGCPercent(25)
 	}
 	t0 := time.Now()
 	memLimit := cfg.DuckDB.MemoryLimit

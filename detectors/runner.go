@@ -201,8 +201,14 @@ func recordGPUSpecs(ctx context.Context, st *duck.Store) error {
 // afterwards. gpu_window is not among them: it is a filter over
 // slices_detail, cheaper to scan again in each detector than to copy (on
 // syn8 copying its 178K rows of 29 columns took 450 ms, the detectors'
-// scans of the view cost about 0.55 s less than that in all).
-var sharedViews = []string{"gpu_span", "collective_instances", "collective_waits", "gpu_class_time", "gpu_busy", "host_op_time", "step_memory_peaks", "gpu_samples"}
+// scans of the view cost about 0.55 s less than that in all). The roofline
+// views are here less for their rows than for their planning: each reader
+// planned their expansion again (syn8, the detectors one after another:
+// 212 ms of planning in all, 160 ms with them computed once).
+// gpu_counters_wide cannot be: it reads the gpu_counters metrics, which
+// are not there yet.
+var sharedViews = []string{"gpu_span", "collective_instances", "collective_waits", "gpu_class_time", "gpu_busy", "host_op_time", "step_memory_peaks", "gpu_samples",
+	"op_roofline_shapes", "kernel_profiles", "op_roofline_measured"}
 
 // materialize computes the shared views. By default each becomes a
 // temporary table of the same name, which only the store's connection
