@@ -39,7 +39,8 @@ func (t *SliceTable) AssignSelfTimes(isHost func(row int) bool) {
 	byThread := map[thread][]int32{}
 	for i := range n {
 		if isHost(i) {
-			k := thread{t.PID.V[i], t.TID.V[i]}
+			pid, tid := t.Thread(i)
+			k := thread{pid, tid}
 			byThread[k] = append(byThread[k], int32(i))
 		}
 	}

@@ -21,6 +21,12 @@ type SliceTable struct {
 	detailRows []int32
 	taken      int // rows handed over by TakeRecords, whose columns are gone
 
+	// narrow (ReserveNarrow): rows keep their thread in threadIdx, not in
+	// PID and TID (see AppendThread)
+	narrow    bool
+	threads   threadList
+	threadIdx []int32
+
 	Step                                      Num[int32]
 	Kind, Cat, Name                           Dict
 	TS, Dur, PID, TID                         Num[int64]
@@ -72,6 +78,13 @@ func (t *SliceTable) Len() int { return max(len(t.TS.V), t.taken) }
 // read of a big trace).
 func (t *SliceTable) DropRows() {
 	*t = SliceTable{Str: t.Str, Detail: t.Detail, Stacks: t.Stacks, taken: t.Len()}
+}
+
+// DropThreads forgets a narrow table's threads (ReserveNarrow), as
+// assigning PID and TID an empty column does a table's otherwise.
+func (t *SliceTable) DropThreads() {
+	t.PID, t.TID = Num[int64]{}, Num[int64]{}
+	t.dropThreads()
 }
 
 // Record wraps the columns as one record batch without copying them.
@@ -253,11 +266,19 @@ func (t *SliceTable) Reserve(n int) {
 }
 
 // ReserveNarrow is Reserve for a reader that appends only the columns a
-// trace's whole-file resolution reads (kind, name, ts, dur, pid, tid,
-// correlation): kineto's first pass over a big trace.
+// trace's whole-file resolution reads (kind, name, ts, dur, thread,
+// correlation): kineto's first pass over a big trace. It makes the table
+// narrow: each row's thread goes to an index (AppendThread), not to PID
+// and TID. Call it before the first row.
 func (t *SliceTable) ReserveNarrow(n int) {
-	for _, c := range []*Num[int64]{&t.TS, &t.Dur, &t.PID, &t.TID, &t.Correlation} {
+	t.narrow = t.narrow || t.Len() == 0
+	for _, c := range []*Num[int64]{&t.TS, &t.Dur, &t.Correlation} {
 		c.V = reserve(c.V, n)
+	}
+	if t.narrow {
+		t.threadIdx = reserve(t.threadIdx, n)
+	} else {
+		t.PID.V, t.TID.V = reserve(t.PID.V, n), reserve(t.TID.V, n)
 	}
 	for _, c := range []*Num[int32]{&t.Kind.Num, &t.Name.Num} {
 		c.V = reserve(c.V, n)

@@ -452,8 +452,7 @@ func (b *builder) sliceIDs(e *event, catID, nameID int32, ts, dur int64) {
 	s.Name.Append(nameID)
 	s.TS.Append(ts)
 	s.Dur.Append(dur)
-	s.PID.Append(e.pid)
-	s.TID.Append(b.tid(e))
+	s.AppendThread(e.pid, b.tid(e))
 	gpuSide := kind == stream.KindKernel || kind == stream.KindComm || kind == stream.KindMemcpy || kind == stream.KindMemset
 	row := s.Len() - 1
 	if b.slim {

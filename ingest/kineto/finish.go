@@ -159,7 +159,8 @@ func (b *builder) bindFlows() {
 		if s.Correlation.Valid(i) || !linkable[s.Kind.V[i]] {
 			continue
 		}
-		if id, ok := ends[key{s.PID.V[i], s.TID.V[i], s.TS.V[i]}]; ok {
+		pid, tid := s.Thread(i)
+		if id, ok := ends[key{pid, tid, s.TS.V[i]}]; ok {
 			s.Correlation.Set(i, id)
 			b.flowsBound = true
 		}

@@ -83,8 +83,8 @@ func (b *builder) assignOpCosts() {
 	}
 	ops := map[thread][]int{} // indexes into b.costs
 	for k, c := range b.costs {
-		r := c.row
-		ops[thread{s.PID.V[r], s.TID.V[r]}] = append(ops[thread{s.PID.V[r], s.TID.V[r]}], k)
+		pid, tid := s.Thread(int(c.row))
+		ops[thread{pid, tid}] = append(ops[thread{pid, tid}], k)
 	}
 	launches := map[thread][]launchAt{}
 	for i := range s.Len() {
@@ -95,7 +95,8 @@ func (b *builder) assignOpCosts() {
 		if _, ok := work[corr]; !ok {
 			continue
 		}
-		k := thread{s.PID.V[i], s.TID.V[i]}
+		pid, tid := s.Thread(i)
+		k := thread{pid, tid}
 		if _, ok := ops[k]; ok {
 			launches[k] = append(launches[k], launchAt{s.TS.V[i], corr})
 		}

@@ -131,6 +131,9 @@ func newParser(r io.Reader, name string, opt Options) *parser {
 	p.b.init(t)
 	p.b.sizeHint = opt.SizeHint
 	p.b.slim = opt.slim
+	if opt.slim {
+		t.Slices.ReserveNarrow(0) // threads as indexes from the first row
+	}
 	switch {
 	case opt.SizeHint > 0 && opt.slim:
 		// a sixteenth of the low guess: the columns then grow once, early,

@@ -76,7 +76,8 @@ func (b *builder) keepForSecondPass(path string, opt Options) {
 		sp.base = t.BaseTimeNS
 	}
 	r := &sp.resolved
-	r.TS, r.Dur, r.PID, r.TID = stream.Num[int64]{}, stream.Num[int64]{}, stream.Num[int64]{}, stream.Num[int64]{}
+	r.TS, r.Dur = stream.Num[int64]{}, stream.Num[int64]{}
+	r.DropThreads()
 	r.Kind, r.Name = stream.Dict{}, stream.Dict{}
 	if !b.flowsBound {
 		r.Correlation = stream.Num[int64]{} // the file's own are right
