@@ -60,10 +60,11 @@ type builder struct {
 
 	firstDevice  int32 // a slim pass's first GPU activity's device
 	hasDevice    bool
-	modelledRows []int32 // a slim pass's rows that opCost gave a cost
-	flowsBound   bool    // bindFlows filled some correlation id
-	flowsSkipped bool    // a slim pass met flows and left them
-	flowsOnly    bool    // readFlows' pass: flows alone
+	modelledRows []int32              // a slim pass's rows that opCost gave a cost
+	flowsBound   bool                 // bindFlows filled some correlation id
+	launchTS     stream.Sparse[int64] // a slim pass's launch times (assignSteps)
+	flowsSkipped bool                 // a slim pass met flows and left them
+	flowsOnly    bool                 // readFlows' pass: flows alone
 }
 
 // minProjectRows is how many rows a table holds before its growth is

@@ -12,14 +12,30 @@ import (
 	"github.com/trainscope/trainscope/stream"
 )
 
-// runtimeByCorrelation maps correlation ids to runtime call rows.
-func (b *builder) runtimeByCorrelation() map[int64]int {
+// runtimeByCorrelation maps the correlation ids that the kernels of refs
+// carry to the runtime call rows with them (the last, if several): only
+// those, not every launch's (a 3 GB trace's map of all held 45 MB at the
+// end of its first pass, its peak).
+func (b *builder) runtimeByCorrelation(refs []collRef) map[int64]int {
 	s := b.s
-	rt := b.kinds[stream.KindRuntime]
 	out := map[int64]int{}
+	for _, k := range refs {
+		if s.Correlation.Valid(k.row) {
+			out[s.Correlation.V[k.row]] = -1
+		}
+	}
+	rt := b.kinds[stream.KindRuntime]
 	for i := range s.Len() {
-		if s.Kind.V[i] == rt && s.Correlation.Valid(i) {
+		if s.Kind.V[i] != rt || !s.Correlation.Valid(i) {
+			continue
+		}
+		if _, ok := out[s.Correlation.V[i]]; ok {
 			out[s.Correlation.V[i]] = i
+		}
+	}
+	for c, i := range out {
+		if i < 0 {
+			delete(out, c)
 		}
 	}
 	return out
@@ -120,7 +136,18 @@ func (b *builder) nameCollectives() {
 	var add sparseFill[int32]
 	var in, out sparseFill[int64]
 	var dtype, groups sparseFill[int32]
-	var byCorr map[int64]int // runtime call rows by correlation id, on demand
+	// the kernels whose collective comes from their launch's call stack,
+	// and the runtime calls that launched them
+	var fromStack []collRef
+	for _, k := range b.kernelColl {
+		if _, ok := b.opColl[k.ext]; !ok {
+			fromStack = append(fromStack, k)
+		}
+	}
+	var byCorr map[int64]int
+	if len(fromStack) > 0 {
+		byCorr = b.runtimeByCorrelation(fromStack)
+	}
 	col := &b.s.CollName
 	for _, k := range b.kernelColl {
 		op, ok := b.opColl[k.ext]
@@ -133,9 +160,6 @@ func (b *builder) nameCollectives() {
 			dtype.add(row, op.dtype, op.dtype != 0)
 			groups.add(row, op.groups, op.groups != 0)
 		} else {
-			if byCorr == nil {
-				byCorr = b.runtimeByCorrelation()
-			}
 			op.coll, ok = b.stackCollective(byCorr, k.row)
 		}
 		if !ok {

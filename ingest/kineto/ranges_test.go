@@ -2,6 +2,9 @@ package kineto
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -120,4 +123,46 @@ func TestCollectiveFromIssuingOperator(t *testing.T) {
 			t.Errorf("kernel at %d ns has %d elements from nowhere", tr.Slices.TS.V[i], n)
 		}
 	}
+}
+
+// In older traces a kernel's External id is its correlation id, and no
+// operator has it: the collective comes from the c10d:: operator around
+// the runtime call that launched the kernel, found by correlation id
+// among many other launches, in one pass and in two.
+func TestCollectiveFromLaunchStack(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"traceEvents":[
+ {"ph":"X","cat":"cpu_op","name":"c10d::allreduce_","pid":1,"tid":1,"ts":100,"dur":100,"args":{"External id":3}},
+ {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":110,"dur":5,"args":{"correlation":55,"External id":3}},
+ {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":300,"dur":5,"args":{"correlation":56}},
+ {"ph":"X","cat":"kernel","name":"ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)","pid":0,"tid":20,"ts":120,"dur":30,"args":{"correlation":55,"External id":55,"stream":20,"device":0}},
+ {"ph":"X","cat":"kernel","name":"ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)","pid":0,"tid":20,"ts":310,"dur":30,"args":{"correlation":56,"External id":56,"stream":20,"device":0}}`)
+	for i := range 50 { // launches of compute kernels, no collective
+		fmt.Fprintf(&b, `,
+ {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":%d,"dur":2,"args":{"correlation":%d}},
+ {"ph":"X","cat":"kernel","name":"gemm","pid":0,"tid":7,"ts":%d,"dur":2,"args":{"correlation":%d,"stream":7,"device":0}}`, 1000+10*i, 100+i, 1003+10*i, 100+i)
+	}
+	b.WriteString("]}")
+	path := filepath.Join(t.TempDir(), "old.json")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := ReadFile(path, Options{Rank: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int64]string{120_000: "allreduce", 310_000: "sendrecv"}
+	for i := range tr.Slices.Len() {
+		if kindOf(tr, i) != "comm" {
+			continue
+		}
+		if got, w := dictAt(tr, &tr.Slices.CollName, i), want[tr.Slices.TS.V[i]]; got != w {
+			t.Errorf("kernel at %d ns: collective %q, want %q", tr.Slices.TS.V[i], got, w)
+		}
+		delete(want, tr.Slices.TS.V[i])
+	}
+	if len(want) > 0 {
+		t.Errorf("kernels not read: %v", want)
+	}
+	sameInTwoPasses(t, path, tr, 0)
 }

@@ -37,6 +37,7 @@ type secondPass struct {
 	// finish computed for every row (the correlation ids too, where flows
 	// filled some: flowsBound)
 	resolved     stream.SliceTable
+	launchTS     stream.Sparse[int64] // not in resolved: most rows have none
 	flowsBound   bool
 	modelledRows []int32 // rows opCost gave a cost, in order
 	nextModel    int
@@ -70,7 +71,7 @@ func ReadFileTwoPass(path string, opt Options) (*Trace, error) {
 // its length and stacks.
 func (b *builder) keepForSecondPass(path string, opt Options) {
 	s, t := b.s, b.t
-	sp := &secondPass{path: path, opt: opt, rows: s.Len(), resolved: *s, flowsBound: b.flowsBound,
+	sp := &secondPass{path: path, opt: opt, rows: s.Len(), resolved: *s, launchTS: b.launchTS, flowsBound: b.flowsBound,
 		modelledRows: b.modelledRows, device: b.firstDevice, hasDevice: b.hasDevice}
 	if t.HasBaseTime {
 		sp.base = t.BaseTimeNS
@@ -84,6 +85,7 @@ func (b *builder) keepForSecondPass(path string, opt Options) {
 	}
 	s.DropRows()
 	b.flows, b.costs, b.open, b.kernelColl, b.opColl, b.modelledRows = nil, nil, nil, nil, nil, nil
+	b.launchTS = stream.Sparse[int64]{}
 	b.s, b.t = nil, nil
 	sp.b = *b
 	t.again = sp
@@ -218,7 +220,8 @@ func (sp *secondPass) flush(b *builder) error {
 		}
 	}
 	c.Step, c.StackID = r.Step.Range(lo, hi), r.StackID.Range(lo, hi)
-	c.LaunchTS, c.SelfDur, c.GPUBusyDur = r.LaunchTS.Range(lo, hi), r.SelfDur.Range(lo, hi), r.GPUBusyDur.Range(lo, hi)
+	launchTS := sp.launchTS.Range(lo, hi)
+	c.LaunchTS, c.SelfDur, c.GPUBusyDur = launchTS.Dense(hi-lo), r.SelfDur.Range(lo, hi), r.GPUBusyDur.Range(lo, hi)
 	if sp.flowsBound {
 		c.Correlation = r.Correlation.Range(lo, hi)
 	}
