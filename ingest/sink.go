@@ -49,13 +49,16 @@ func sendTrace(ctx context.Context, sink Sink, opt Options, tr *kineto.Trace) er
 	read := make(chan error, 1)
 	go func() {
 		defer close(chunks)
-		read <- tr.EachChunk(func(c *stream.SliceTable) error {
+		read <- tr.EachChunk(func(c *stream.SliceTable, cs *stream.CounterTable) error {
 			cores, detail := c.TakeRecords(opt.RunID, host, tr.Rank)
-			bs := make([]Batch, 0, len(cores)+1)
+			bs := make([]Batch, 0, len(cores)+2)
 			for _, r := range cores {
 				bs = append(bs, Batch{"slices_core", r})
 			}
 			bs = append(bs, Batch{"slices_detail", detail})
+			if cs != nil {
+				bs = append(bs, Batch{"counters", cs.Record(opt.RunID, host, tr.Rank, true)})
+			}
 			select {
 			case chunks <- bs:
 				return nil

@@ -64,6 +64,7 @@ type builder struct {
 	flowsBound   bool                 // bindFlows filled some correlation id
 	launchTS     stream.Sparse[int64] // a slim pass's launch times (assignSteps)
 	flowsSkipped bool                 // a slim pass met flows and left them
+	countersLeft bool                 // a slim pass met counters and left them
 	flowsOnly    bool                 // readFlows' pass: flows alone
 }
 
@@ -282,8 +283,12 @@ func (b *builder) tid(e *event) int64 {
 // commit stores one parsed event. off is its end offset, for errors.
 func (b *builder) commit(e *event, off int64) {
 	b.at = off
-	if b.again != nil && e.ph != 'X' && e.ph != 'B' && e.ph != 'E' {
-		return // the second pass of a two-pass read wants the rows alone
+	if b.again != nil {
+		switch e.ph {
+		case 'X', 'B', 'E', 'C', 'i', 'I':
+		default:
+			return // the second pass of a two-pass read wants the rows and counters alone
+		}
 	}
 	if b.flowsOnly {
 		if e.ph == 's' || e.ph == 'f' || e.ph == 't' {
@@ -388,6 +393,12 @@ func (b *builder) instant(e *event) {
 }
 
 func (b *builder) counter(dev, ts int64, metric int32, v float64) {
+	if b.slim {
+		// the second pass reads them and hands them over with the
+		// chunks: a 3 GB trace's 3.9M counter rows held 92 MB
+		b.countersLeft = true
+		return
+	}
 	c := &b.t.Counters
 	c.Device.AppendOpt(int32(dev), dev >= 0)
 	c.TS.Append(ts)

@@ -104,6 +104,7 @@ func (b *builder) finish(opt Options) error {
 		t.Counts["kind:"+b.str.Get(id)] = c
 	}
 	t.Counts["steps"] = t.Steps.Len()
+	t.countersLeft = b.countersLeft
 	if b.slim && n > 0 {
 		b.keepForSecondPass(t.Path, opt)
 	}

@@ -93,11 +93,12 @@ type counterRow struct {
 	Value  float64
 }
 
-func counters(tr *Trace) []counterRow {
-	c := &tr.Counters
+func counters(tr *Trace) []counterRow { return counterRows(tr.Str, &tr.Counters) }
+
+func counterRows(str *stream.Strings, c *stream.CounterTable) []counterRow {
 	var out []counterRow
 	for i := range c.Len() {
-		out = append(out, counterRow{tr.Str.Get(c.Metric.V[i]), numAt(&c.Device, i), c.TS.V[i], c.Value.V[i]})
+		out = append(out, counterRow{str.Get(c.Metric.V[i]), numAt(&c.Device, i), c.TS.V[i], c.Value.V[i]})
 	}
 	return out
 }

@@ -37,6 +37,16 @@ func ReadFile(path string, opt Options) (*Trace, error) {
 	if opt.TwoPassBytes > 0 && jsonscan.JSONSizeAtLeast(n, st.Size()) >= opt.TwoPassBytes {
 		opt.slim = true
 	}
+	t, err := Read(f, path, opt)
+	if err != nil || !t.countersLeft || t.TwoPass() {
+		return t, err
+	}
+	// a slim pass that met no slices (a memory timeline): its counters,
+	// which it left for a second pass, are the trace; read it whole
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	opt.slim, opt.TwoPassBytes = false, 0
 	return Read(f, path, opt)
 }
 

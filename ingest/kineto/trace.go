@@ -78,7 +78,8 @@ type Trace struct {
 	// refused (names that were not UTF-8), each saying where.
 	Notes []string
 
-	again *secondPass // a two-pass read's slices, to come (EachChunk)
+	again        *secondPass // a two-pass read's slices, to come (EachChunk)
+	countersLeft bool        // its first pass left counters for the second
 }
 
 // DistributedInfo is the trace's top-level distributedInfo object.

@@ -48,7 +48,7 @@ type secondPass struct {
 	// during the second pass
 	chunkRows int
 	off       int // the first row of the chunk being built
-	emit      func(*stream.SliceTable) error
+	emit      func(*stream.SliceTable, *stream.CounterTable) error
 }
 
 // TwoPass says whether t was read in two passes: its slices are not in
@@ -173,12 +173,14 @@ func (sp *secondPass) modelled(row int) bool {
 
 // EachChunk reads a two-pass trace's file again and hands its slices to
 // fn in chunks of up to 256K rows, in file order, each complete (as
-// TakeRecords would cut them from a table read whole). fn owns each chunk.
-// A trace read whole is one chunk.
-func (t *Trace) EachChunk(fn func(*stream.SliceTable) error) error {
+// TakeRecords would cut them from a table read whole), with the counters
+// read since the chunk before (nil if none). fn owns them. The counters
+// that follow the last slice are left in t.Counters. A trace read whole
+// is one chunk, and its counters stay in t.Counters.
+func (t *Trace) EachChunk(fn func(*stream.SliceTable, *stream.CounterTable) error) error {
 	sp := t.again
 	if sp == nil {
-		return fn(t.Slices)
+		return fn(t.Slices, nil)
 	}
 	sp.chunkRows = chunkRows
 	if sp.opt.ChunkRows > 0 {
@@ -187,7 +189,7 @@ func (t *Trace) EachChunk(fn func(*stream.SliceTable) error) error {
 	sp.off, sp.nextModel, sp.emit = 0, 0, fn
 	p, err := sp.b.rescan(sp.path, sp.opt, func(p *parser) {
 		// the first pass's strings: the columns it computed hold their ids
-		p.trace.Str = sp.b.str
+		p.trace.Str, p.trace.Counters.Str = sp.b.str, sp.b.str
 		p.trace.Slices = stream.NewSliceTable(sp.b.str, true)
 		p.trace.Slices.Reserve(sp.chunkRows)
 		p.b.t, p.b.s, p.b.again = p.trace, p.trace.Slices, sp
@@ -203,7 +205,26 @@ func (t *Trace) EachChunk(fn func(*stream.SliceTable) error) error {
 	if sp.off != sp.rows {
 		return fmt.Errorf("%s changed while it was read: %d slices the first time, %d the second", sp.path, sp.rows, sp.off)
 	}
+	if c := sp.takeCounters(&p.b); c != nil {
+		t.Counters = *c
+	}
 	return nil
+}
+
+// takeCounters takes the counters b has read since the last chunk, on the
+// trace's time base; nil if none.
+func (sp *secondPass) takeCounters(b *builder) *stream.CounterTable {
+	c := b.t.Counters
+	if c.Len() == 0 {
+		return nil
+	}
+	b.t.Counters = stream.CounterTable{Str: c.Str}
+	if sp.base != 0 {
+		for i := range c.TS.V {
+			c.TS.V[i] += sp.base
+		}
+	}
+	return &c
 }
 
 // flush completes the chunk b has built with what the first pass
@@ -242,5 +263,5 @@ func (sp *secondPass) flush(b *builder) error {
 	next := stream.NewSliceTable(c.Str, true)
 	next.Reserve(sp.chunkRows)
 	b.s, b.t.Slices = next, next
-	return sp.emit(c)
+	return sp.emit(c, sp.takeCounters(b))
 }
