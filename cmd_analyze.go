@@ -43,12 +43,13 @@ a trace's own host_name metadata, never from a file name (tensorboard's
 nodes for slow_host and for the collectives' transport, which is
 "unknown" while a host is.
 
-DuckDB keeps up to 512MB of tables in memory (duckdb.memory_limit, or
-TRAINSCOPE_DUCKDB_MEMORY_LIMIT=2GB, changes it); the rest goes to a folder in
-the system's temp folder (TMPDIR) while the command runs. In memory, the
-tables are compressed trace by trace as they go in, unless a trace holds
-128 MB of JSON or more; with --db and without duckdb.memory_limit, DuckDB
-gets 256MB while a trace of some 300,000 events or more goes in.
+Without --db, the bulk of the run (its slices and counters) is written
+trace by trace as Parquet files to a folder in the system's temp folder
+(TMPDIR), where the detectors read it; the folder is removed when the
+command ends. DuckDB keeps up to 512MB of the other tables in memory
+(duckdb.memory_limit, or TRAINSCOPE_DUCKDB_MEMORY_LIMIT=2GB, changes it),
+the rest in that folder too. With --db and without duckdb.memory_limit,
+DuckDB gets 256MB while a trace of some 300,000 events or more goes in.
 
 Examples:
   trainscope analyze traces/                       # a folder of rank traces
@@ -102,23 +103,12 @@ type analyzeFlags struct {
 const analyzeMemoryLimit = "512MB"
 
 // analyzeHugeTraceMemoryLimit is DuckDB's memory while the chunks of a
-// trace too big for one batch go into a database file (--db), unless
-// duckdb.memory_limit is set (ingest.Options.HugeTraceMemoryLimit): a
+// trace too big for one batch go in, unless duckdb.memory_limit is set
+// (ingest.Options.HugeTraceMemoryLimit): into a database file (--db), a
 // 1.5 GB trace peaked at 1.00-1.02 GB with it, 1.09 GB without, in the
-// same time. Not for the compressed in-memory store: there it made the
-// inserts slower (14 s against 12 s) and the peak higher (1.06 GB
-// against 1.01 GB).
+// same time. In memory the chunks' slices and counters are staged as
+// Parquet files, and DuckDB takes little of them either way.
 const analyzeHugeTraceMemoryLimit = "256MB"
-
-// compressMaxTraceBytes is the JSON size of the largest trace for which
-// analyze keeps its in-memory tables compressed. Each trace is compressed
-// once it is in (a checkpoint); a bigger one goes in as 256K-row chunks.
-// Those could be compressed chunk by chunk now that checkpoints leave row
-// groups unmerged (duck.Open), but a 1.5 GB trace gained little from it
-// (752 MB against 784 MB, 14.6 s against 14.5 s): its peak is the reader's,
-// not DuckDB's. syn8's traces (54 MB each) peak at 252-264 MB with it,
-// ~600 MB without (bench/RESULTS.md).
-const compressMaxTraceBytes = 128 << 20
 
 func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error {
 	var f analyzeFlags
@@ -208,10 +198,17 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 		// threads, whole run 4.34-4.45 s against 4.97-5.30 s)
 		threads = 1
 	}
-	// in memory, the tables are compressed trace by trace as they go in,
-	// unless a trace is too big to go in as one
-	compress := ingest.LargestJSON(files) < compressMaxTraceBytes
-	st, err := duck.Open(ctx, f.db, duck.Options{Threads: threads, MemoryLimit: memLimit, Compress: compress})
+	// In memory, the bulk of a run, its slices and counters, is staged:
+	// arrow-go writes it trace by trace as Parquet files to the store's
+	// temporary folder, where the detectors read it, instead of DuckDB
+	// appending it (syn8: ~2 s of DuckDB's time, and ~75 MB of
+	// compressed tables). syn8's load took 1.2 s instead of 2.3-2.5 s,
+	// the run 2.3-2.4 s instead of 3.3-3.6 s, its peak 228-235 MB
+	// instead of 260-269 MB, with the same report; the detectors read the
+	// files a little slower (1.1 s against 0.9 s). A 3 GB single trace:
+	// 28.6 s instead of 32.7 s (bench/RESULTS.md, "analyze stages its
+	// rows as Parquet").
+	st, err := duck.Open(ctx, f.db, duck.Options{Threads: threads, MemoryLimit: memLimit, Staged: f.db == ""})
 	if err != nil {
 		return err
 	}

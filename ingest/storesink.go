@@ -116,11 +116,17 @@ type bufferedSink struct {
 // more (bench/RESULTS.md, "syn8 under 300 MB"). Not for a plain
 // store, whose inserts then only grew slower.
 func flushRows(st *duck.Store) int64 {
-	if st.Compressed() {
+	if traceByTrace(st) {
 		return 384 << 10
 	}
 	return 1 << 20
 }
+
+// traceByTrace says whether a load into st flushes each big trace on its
+// own, and small ones 384K rows at a time (flushRows): into a compressed
+// store, or one whose slices and counters are staged as Parquet files
+// (the files hold them; waiting would hold them in Go as well).
+func traceByTrace(st *duck.Store) bool { return st.Compressed() || st.StagedDir() != "" }
 
 func newBufferedSink(st *duck.Store, limit int64) *bufferedSink {
 	return &bufferedSink{st: st, limit: limit, pending: map[string][]arrow.RecordBatch{}}
@@ -151,9 +157,9 @@ func (s *bufferedSink) Insert(ctx context.Context, table string, rec arrow.Recor
 	}
 	s.huge = s.huge || s.hugeTrace || rec.NumRows() >= hugeBatch
 	bigLimit := s.limit / 4
-	if s.st.Compressed() {
-		// each trace goes in, and is compressed, on its own: waiting
-		// would hold it uncompressed beside the next
+	if traceByTrace(s.st) {
+		// each trace goes in, and is compressed or staged, on its own:
+		// waiting would hold it beside the next
 		bigLimit = largeBatch
 	}
 	if s.rows >= s.limit || s.big >= bigLimit {
@@ -172,13 +178,21 @@ func (s *bufferedSink) Flush(ctx context.Context) error {
 }
 
 func (s *bufferedSink) flush(ctx context.Context) error {
+	var staged []string
 	for _, t := range s.order {
 		if t == "ranks" {
+			continue
+		}
+		if s.st.Staged(t) {
+			staged = append(staged, t)
 			continue
 		}
 		if err := s.st.InsertAll(ctx, t, s.pending[t]); err != nil {
 			return fmt.Errorf("insert into %s: %w", t, err)
 		}
+	}
+	if err := stageLoaded(ctx, s, staged); err != nil {
+		return err
 	}
 	if recs := s.pending["ranks"]; len(recs) > 0 {
 		if err := (StoreSink{s.st}).insertRanks(ctx, recs); err != nil {

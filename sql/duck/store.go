@@ -57,8 +57,8 @@ type Options struct {
 	// Ignored for a file.
 	Compress bool
 	// Staged keeps a file store's StagedTables as Parquet files beside it
-	// (see StagedTables); a store once opened staged stays so. Ignored in
-	// memory.
+	// (see StagedTables); a store once opened staged stays so. In memory,
+	// the files go to the store's own temporary folder, removed by Close.
 	Staged bool
 	// CheckpointWAL is the size of a file store's write-ahead log at which
 	// a commit checkpoints it, such as "256MB": what a long-lived store
@@ -181,7 +181,16 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 // transaction with turning its staged tables back into views.
 func (s *Store) applySchemaStaged(ctx context.Context, want bool) error {
 	if s.Path == "" {
-		return s.applySchema(ctx)
+		if !want || s.tempDir == "" {
+			return s.applySchema(ctx)
+		}
+		s.staged = filepath.Join(s.tempDir, "staged")
+		return s.Tx(ctx, func() error {
+			if err := s.applySchema(ctx); err != nil {
+				return err
+			}
+			return s.stage(ctx)
+		})
 	}
 	was, err := s.isStaged(ctx)
 	if err != nil {
