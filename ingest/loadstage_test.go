@@ -16,7 +16,8 @@ import (
 // reads the same rows as a load into a plain store, and Close removes the
 // files. Both for traces read whole and for traces read in two passes,
 // whose chunks (of 1,000 rows here) each make a flush, and whose counters
-// come with them.
+// come with them. The files are not compressed, but for a huge trace's
+// chunks.
 func TestLoadStagedInMemory(t *testing.T) {
 	for _, twoPass := range []bool{false, true} {
 		name := "whole"
@@ -28,12 +29,12 @@ func TestLoadStagedInMemory(t *testing.T) {
 				defer func(b int64, n int) { *ingest.TwoPassBytes, *ingest.TwoPassChunkRows = b, n }(*ingest.TwoPassBytes, *ingest.TwoPassChunkRows)
 				*ingest.TwoPassBytes, *ingest.TwoPassChunkRows = 1, 1000
 			}
-			loadStagedInMemory(t)
+			loadStagedInMemory(t, twoPass)
 		})
 	}
 }
 
-func loadStagedInMemory(t *testing.T) {
+func loadStagedInMemory(t *testing.T, huge bool) {
 	ctx := context.Background()
 	files, err := ingest.Discover([]string{"../bench/sample"})
 	if err != nil {
@@ -83,6 +84,21 @@ func loadStagedInMemory(t *testing.T) {
 		}
 		if tbl == "slices_core" && recorded == 0 {
 			t.Errorf("no slices staged")
+		}
+		// the files of a store that ends with the command are not
+		// compressed, unless they hold a huge trace's chunks
+		want := "UNCOMPRESSED"
+		if huge {
+			want = "SNAPPY"
+		}
+		for _, f := range onDisk {
+			var codecs string
+			if err := st.Conn().QueryRowContext(ctx, "SELECT string_agg(DISTINCT compression, ',') FROM parquet_metadata(?)", f).Scan(&codecs); err != nil {
+				t.Fatal(err)
+			}
+			if codecs != want {
+				t.Errorf("%s: compressed %s, want %s", f, codecs, want)
+			}
 		}
 	}
 	if err := st.Close(); err != nil {
