@@ -39,14 +39,6 @@ func stageLoaded(ctx context.Context, s *bufferedSink, tables []string) error {
 	if len(files) == 0 {
 		return nil
 	}
-	if s.st.Path == "" && !s.huge {
-		// gone with the store: not compressed, except a huge trace's
-		// chunks (a 3 GB trace's took 776 MB of TMPDIR uncompressed, which
-		// may be memory itself, a tmpfs)
-		for _, f := range files {
-			f.transient = true
-		}
-	}
 	dir := s.st.StagedDir()
 	if err := writeStaged(ctx, dir, files); err != nil {
 		settleStaged(dir, files, false)
