@@ -15,13 +15,21 @@ WITH RECURSIVE launchers AS (
     -- (computed by the reader, against all of the rank's GPU work); a rank
     -- whose trace shows no launching thread keeps all its threads (joins,
     -- not EXISTS: DuckDB's mark joins for those took twice as long)
-    SELECT h.run_id, h.rank, h.kind, h.stack_id, count(*) AS calls, sum(h.self_dur) AS self_ns,
-           sum(h.self_dur * (1.0 - h.gpu_busy_dur / h.dur)) AS exposed_self_ns
-    FROM host_window h
+    SELECT h.run_id, h.rank, h.kind, h.stack_id, sum(h.calls) AS calls, sum(h.self_ns) AS self_ns,
+           sum(h.exposed_self_ns) AS exposed_self_ns
+    FROM (
+        -- per thread first: the joins then see a few thousand rows, not
+        -- every host slice (read from Parquet, DuckDB built its hash
+        -- table on the slices)
+        SELECT run_id, rank, tid, kind, stack_id, count(*) AS calls, sum(self_dur) AS self_ns,
+               sum(self_dur * (1.0 - gpu_busy_dur / dur)) AS exposed_self_ns
+        FROM host_window
+        WHERE kind IN ('python', 'cpu_op', 'annotation') AND self_dur > 0 AND dur > 0
+        GROUP BY ALL
+    ) h
     LEFT JOIN launchers l ON l.run_id = h.run_id AND l.rank = h.rank AND l.tid = h.tid
     LEFT JOIN launching x ON x.run_id = h.run_id AND x.rank = h.rank
-    WHERE h.kind IN ('python', 'cpu_op', 'annotation') AND h.self_dur > 0 AND h.dur > 0
-      AND (l.tid IS NOT NULL OR x.rank IS NULL)
+    WHERE l.tid IS NOT NULL OR x.rank IS NULL
     GROUP BY h.run_id, h.rank, h.kind, h.stack_id
 ), used AS (
     SELECT DISTINCT run_id, rank, stack_id FROM per
