@@ -218,7 +218,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 		progress = errOut
 	}
 	loadOpt := ingest.Options{RunID: f.run, Host: f.host, Rank: f.rank, Ranks: ranks, Workers: f.workers, Progress: progress, GPU: f.gpu, Warn: warnTo(errOut)}
-	if cfg.DuckDB.MemoryLimit == "" && !st.Compressed() {
+	if cfg.DuckDB.MemoryLimit == "" {
 		loadOpt.HugeTraceMemoryLimit = analyzeHugeTraceMemoryLimit
 	}
 	stats, err := ingest.Load(ctx, st, files, loadOpt)

@@ -108,13 +108,14 @@ type bufferedSink struct {
 	pending   map[string][]arrow.RecordBatch
 }
 
-// flushRows is the limit of a sink that loads into st. A compressed
-// store's flushes are each compressed once and left as they are (duck.Open
-// turns off the checkpoint's merges), so they can be smaller: waiting for a
-// million rows held them twice, in Go and uncompressed in DuckDB, and 512
-// small ranks peaked at 905-928 MB; at 384K rows, 556-561 MB, for 0.3-0.7 s
-// more (bench/RESULTS.md, "syn8 under 300 MB"). Not for a plain
-// store, whose inserts then only grew slower.
+// flushRows is the limit of a sink that loads into st. A staged store's
+// flushes write files, which hold the rows: waiting would hold them in Go
+// as well, so each big trace goes on its own and small ones 384K rows at
+// a time (at a million rows, 512 small ranks peaked a third higher:
+// bench/RESULTS.md, "syn8 under 300 MB", measured on the compressed
+// in-memory store analyze had before it staged). A store that appends
+// everything gathers a million rows: its appends only grew slower with
+// smaller ones.
 func flushRows(st *duck.Store) int64 {
 	if traceByTrace(st) {
 		return 384 << 10
@@ -122,11 +123,9 @@ func flushRows(st *duck.Store) int64 {
 	return 1 << 20
 }
 
-// traceByTrace says whether a load into st flushes each big trace on its
-// own, and small ones 384K rows at a time (flushRows): into a compressed
-// store, or one whose slices and counters are staged as Parquet files
-// (the files hold them; waiting would hold them in Go as well).
-func traceByTrace(st *duck.Store) bool { return st.Compressed() || st.StagedDir() != "" }
+// traceByTrace says whether a load into st flushes trace by trace (see
+// flushRows): into a store whose slices and counters are staged.
+func traceByTrace(st *duck.Store) bool { return st.StagedDir() != "" }
 
 func newBufferedSink(st *duck.Store, limit int64) *bufferedSink {
 	return &bufferedSink{st: st, limit: limit, pending: map[string][]arrow.RecordBatch{}}
@@ -158,8 +157,8 @@ func (s *bufferedSink) Insert(ctx context.Context, table string, rec arrow.Recor
 	s.huge = s.huge || s.hugeTrace || rec.NumRows() >= hugeBatch
 	bigLimit := s.limit / 4
 	if traceByTrace(s.st) {
-		// each trace goes in, and is compressed or staged, on its own:
-		// waiting would hold it beside the next
+		// each trace is staged on its own: waiting would hold it beside
+		// the next
 		bigLimit = largeBatch
 	}
 	if s.rows >= s.limit || s.big >= bigLimit {
@@ -197,14 +196,6 @@ func (s *bufferedSink) flush(ctx context.Context) error {
 	if recs := s.pending["ranks"]; len(recs) > 0 {
 		if err := (StoreSink{s.st}).insertRanks(ctx, recs); err != nil {
 			return err
-		}
-	}
-	if s.st.Compressed() && !s.huge {
-		// compress what just went in before more comes. Not between the
-		// chunks of a huge trace: each checkpoint then rewrote more than
-		// the last (a 1.5 GB trace's inserts took 14 s instead of 6 s)
-		if err := s.st.Checkpoint(ctx); err != nil {
-			return fmt.Errorf("compress the rows inserted: %w", err)
 		}
 	}
 	if s.huge {

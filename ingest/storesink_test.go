@@ -70,11 +70,11 @@ func TestHugeTraceMemoryLimit(t *testing.T) {
 	}
 }
 
-// With a compressed store, a large batch goes in at once and is
-// compressed; small ones wait for the row limit as before.
-func TestCompressedStoreFlushesEachTrace(t *testing.T) {
+// Into a staged store (analyze's), a large batch goes in at once; small
+// ones wait for the row limit as before.
+func TestStagedStoreFlushesEachTrace(t *testing.T) {
 	ctx := context.Background()
-	st, err := duck.Open(ctx, "", duck.Options{Compress: true})
+	st, err := duck.Open(ctx, "", duck.Options{Staged: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestCompressedStoreFlushesEachTrace(t *testing.T) {
 		}
 		return n
 	}
-	s := newBufferedSink(st, 1<<20)
+	s := newBufferedSink(st, flushRows(st))
 	rec := stepRows(10).Record("small", 0)
 	defer rec.Release()
 	if err := s.Insert(ctx, "steps", rec); err != nil {
@@ -103,19 +103,15 @@ func TestCompressedStoreFlushesEachTrace(t *testing.T) {
 	if n := count("SELECT count(*) FROM steps"); n != 10+largeBatch {
 		t.Errorf("%d rows after a large batch, want %d: it waited", n, 10+largeBatch)
 	}
-	if n := count("SELECT count(*) FROM pragma_storage_info('steps') WHERE compression = 'Uncompressed'"); n != 0 {
-		t.Errorf("%d uncompressed segments after the flush", n)
-	}
 }
 
-// Into a compressed store, many small traces go in a few hundred thousand
-// rows at a time, not a million: each flush is compressed and left as it
-// is, and holding a million rows cost 512 small ranks a third of their
-// peak. A plain store still gathers a million.
-func TestSmallTracesFlushSoonerWhenCompressed(t *testing.T) {
+// Into a staged store, many small traces go in a few hundred thousand
+// rows at a time, not a million: holding a million rows cost 512 small
+// ranks a third of their peak. A plain store still gathers a million.
+func TestSmallTracesFlushSoonerWhenStaged(t *testing.T) {
 	ctx := context.Background()
-	for _, compress := range []bool{true, false} {
-		st, err := duck.Open(ctx, "", duck.Options{Compress: compress})
+	for _, staged := range []bool{true, false} {
+		st, err := duck.Open(ctx, "", duck.Options{Staged: staged})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,10 +129,10 @@ func TestSmallTracesFlushSoonerWhenCompressed(t *testing.T) {
 		if err := st.Conn().QueryRowContext(ctx, "SELECT count(*) FROM steps").Scan(&before); err != nil {
 			t.Fatal(err)
 		}
-		if compress && before == 0 {
-			t.Errorf("compressed store: %d small rows still wait, none inserted", batches*1000)
+		if staged && before == 0 {
+			t.Errorf("staged store: %d small rows still wait, none inserted", batches*1000)
 		}
-		if !compress && before != 0 {
+		if !staged && before != 0 {
 			t.Errorf("plain store: %d of %d rows inserted before a million waited", before, batches*1000)
 		}
 		if err := s.Flush(ctx); err != nil {
@@ -147,7 +143,7 @@ func TestSmallTracesFlushSoonerWhenCompressed(t *testing.T) {
 			t.Fatal(err)
 		}
 		if after != batches*1000 {
-			t.Errorf("compress %v: %d rows after Flush, want %d", compress, after, batches*1000)
+			t.Errorf("staged %v: %d rows after Flush, want %d", staged, after, batches*1000)
 		}
 	}
 }

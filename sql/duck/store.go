@@ -32,15 +32,11 @@ type Store struct {
 	arrow     *duckdb.Arrow
 	tempDir   string // an in-memory store's spill folder, removed at Close
 	memLimit  string // Options.MemoryLimit, which WithMemoryLimit puts back
-	catalog   string // the compressed in-memory database every connection uses, or ""
 	staged    string // the folder of a staged store's files, or ""
 	// swap keeps a staged store's Readers and the merges of its files
 	// apart (see ExcludeReaders); shared with its forks
 	swap *sync.RWMutex
 }
-
-// compressedCatalog names the in-memory database Options.Compress attaches.
-const compressedCatalog = "trainscope"
 
 // Options tune Open.
 type Options struct {
@@ -50,12 +46,6 @@ type Options struct {
 	MemoryLimit string
 	// ReadOnly opens an existing file without applying the schema.
 	ReadOnly bool
-	// Compress keeps an in-memory database's tables compressed, as a
-	// file's are (ATTACH ':memory:' (COMPRESS), used by every connection):
-	// rows go in uncompressed, and Checkpoint compresses them. syn8's
-	// tables then hold ~90 MB instead of ~450 MB (bench/RESULTS.md).
-	// Ignored for a file.
-	Compress bool
 	// Staged keeps a file store's StagedTables as Parquet files beside it
 	// (see StagedTables); a store once opened staged stays so. In memory,
 	// the files go to the store's own temporary folder, removed by Close.
@@ -138,30 +128,6 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	if err == nil && opt.MemoryLimit != "" {
 		s.memLimit = strings.ReplaceAll(opt.MemoryLimit, "'", "")
 		_, err = conn.ExecContext(ctx, "SET memory_limit = '"+s.memLimit+"'")
-	}
-	if err == nil && path == "" && opt.Compress && !opt.ReadOnly {
-		_, err = conn.ExecContext(ctx, "ATTACH ':memory:' AS "+compressedCatalog+" (COMPRESS)")
-		if err == nil {
-			_, err = conn.ExecContext(ctx, "USE "+compressedCatalog)
-			s.catalog = compressedCatalog
-		}
-		if err == nil {
-			// what a checkpoint frees goes back to the system: without
-			// this, jemalloc kept it and 512 small ranks peaked at 1.32 GB
-			// instead of 0.93 GB
-			_, err = conn.ExecContext(ctx, "SET allocator_background_threads = true")
-		}
-		if err == nil {
-			// Checkpoint compresses each trace's rows as they go in, most
-			// into row groups less than full (a trace's detail rows, its
-			// counters). By default every checkpoint also merges adjacent
-			// row groups that fit into fewer, rewriting rows compressed
-			// before: on syn8 a third of the load's insert time, and the
-			// memory of the rewrite (bench/RESULTS.md, "syn8 under 300
-			// MB"). The tables are read once, by the detectors: more row
-			// groups cost them nothing measurable.
-			_, err = conn.ExecContext(ctx, "SET max_vacuum_tasks = 0")
-		}
 	}
 	if err == nil && !opt.ReadOnly {
 		err = s.applySchemaStaged(ctx, opt.Staged)
@@ -250,13 +216,7 @@ func (s *Store) Fork(ctx context.Context) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fork database %s: %w", displayPath(s.Path), err)
 	}
-	if s.catalog != "" {
-		if _, err := conn.ExecContext(ctx, "USE "+s.catalog); err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("fork database %s: %w", displayPath(s.Path), err)
-		}
-	}
-	f := &Store{Path: s.Path, conn: conn, catalog: s.catalog, staged: s.staged, swap: s.swap}
+	f := &Store{Path: s.Path, conn: conn, staged: s.staged, swap: s.swap}
 	if err := conn.Raw(func(dc any) error {
 		a, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
 		f.arrow = a
@@ -266,24 +226,6 @@ func (s *Store) Fork(ctx context.Context) (*Store, error) {
 		return nil, fmt.Errorf("fork database %s: %w", displayPath(s.Path), err)
 	}
 	return f, nil
-}
-
-// Compressed reports whether the store is in memory and was opened with
-// Options.Compress: whether Checkpoint compresses what was inserted.
-func (s *Store) Compressed() bool { return s.catalog != "" }
-
-// Checkpoint moves what was inserted since the last one into the
-// database's storage; for a compressed in-memory store, that compresses it.
-func (s *Store) Checkpoint(ctx context.Context) error {
-	err := s.Exec(ctx, "CHECKPOINT")
-	if s.Compressed() {
-		// a compressed store: what the checkpoint freed goes back to
-		// the system now, not a second later (syn8's peak: 334-340 MB
-		// without, 283-297 MB with, for 0.3 s more; bench/RESULTS.md,
-		// "syn8 under 300 MB")
-		releaseFreed()
-	}
-	return err
 }
 
 func displayPath(p string) string {
