@@ -30,9 +30,10 @@ type Store struct {
 	db        *sql.DB
 	conn      *sql.Conn
 	arrow     *duckdb.Arrow
-	tempDir   string // an in-memory store's spill folder, removed at Close
-	memLimit  string // Options.MemoryLimit, which WithMemoryLimit puts back
-	staged    string // the folder of a staged store's files, or ""
+	tempDir   string   // an in-memory store's spill folder, removed at Close
+	tempLock  *os.File // held while the store lives (see newTempDir)
+	memLimit  string   // Options.MemoryLimit, which WithMemoryLimit puts back
+	staged    string   // the folder of a staged store's files, or ""
 	// swap keeps a staged store's Readers and the merges of its files
 	// apart (see ExcludeReaders); shared with its forks
 	swap *sync.RWMutex
@@ -117,7 +118,7 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		// An in-memory database spills to ".tmp" under the working folder
 		// by default, which may be read-only or shared: give it a folder
 		// of its own in the system's temp folder instead.
-		s.tempDir, err = os.MkdirTemp("", "trainscope-duckdb-")
+		s.tempDir, s.tempLock, err = newTempDir()
 		if err == nil {
 			_, err = conn.ExecContext(ctx, "SET temp_directory = "+Literal(s.tempDir))
 		}
@@ -411,6 +412,7 @@ func (s *Store) Close() error {
 	}
 	if s.tempDir != "" {
 		errs = append(errs, os.RemoveAll(s.tempDir))
+		s.tempLock.Close()
 	}
 	return errors.Join(errs...)
 }
