@@ -46,10 +46,11 @@ nodes for slow_host and for the collectives' transport, which is
 Without --db, the bulk of the run (its slices and counters) is written
 trace by trace as Parquet files to a folder in the system's temp folder
 (TMPDIR), where the detectors read it; the folder is removed when the
-command ends. DuckDB keeps up to 512MB of the other tables in memory
-(duckdb.memory_limit, or TRAINSCOPE_DUCKDB_MEMORY_LIMIT=2GB, changes it),
-the rest in that folder too. With --db and without duckdb.memory_limit,
-DuckDB gets 256MB while a trace of some 300,000 events or more goes in.
+command ends (if it is killed, by the next one). DuckDB keeps up to 512MB
+of the other tables in memory (duckdb.memory_limit, or
+TRAINSCOPE_DUCKDB_MEMORY_LIMIT=2GB, changes it), the rest in that folder
+too. With --db and without duckdb.memory_limit, DuckDB gets 256MB while a
+trace of some 300,000 events or more goes in.
 
 Examples:
   trainscope analyze traces/                       # a folder of rank traces

@@ -3,6 +3,7 @@ package duck
 import (
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // An in-memory store's temp folder holds what DuckDB spills and, staged,
@@ -44,13 +45,16 @@ func newTempDir() (dir string, lock *os.File, err error) {
 }
 
 // removeOrphanTempDirs removes the temp folders under root whose lock file
-// nobody holds. A folder without one (made before locks, or being made
-// right now) is left alone.
+// nobody holds. A folder without one was made before locks, or is being
+// made right now: it goes only if it is empty and an hour old.
 func removeOrphanTempDirs(root string) {
 	dirs, _ := filepath.Glob(filepath.Join(root, tempPrefix+"*"))
 	for _, d := range dirs {
 		f, err := os.OpenFile(filepath.Join(d, tempLockName), os.O_RDWR, 0)
 		if err != nil {
+			if fi, err := os.Stat(d); err == nil && fi.IsDir() && time.Since(fi.ModTime()) > time.Hour {
+				os.Remove(d) // only if empty
+			}
 			continue
 		}
 		if unheld(f) {

@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // Opening an in-memory store removes the temp folders of stores that are
-// gone (their lock file unheld: a process killed before Close) and leaves
-// those of live stores and folders without a lock file alone.
+// gone (their lock file unheld: a process killed before Close) and empty
+// folders without a lock an hour old, and leaves those of live stores and
+// other folders without a lock file alone.
 func TestOrphanTempDirsRemoved(t *testing.T) {
 	root := t.TempDir()
 	t.Setenv("TMPDIR", root)
@@ -34,16 +36,32 @@ func TestOrphanTempDirsRemoved(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// folders without a lock file: one with files, one empty and made
+	// just now (a store being opened), one empty and old (left before
+	// locks)
 	unlocked := filepath.Join(root, tempPrefix+"older")
-	if err := os.Mkdir(unlocked, 0o755); err != nil {
+	fresh := filepath.Join(root, tempPrefix+"fresh")
+	stale := filepath.Join(root, tempPrefix+"stale")
+	for _, d := range []string{unlocked, fresh, stale} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(unlocked, "spill.tmp"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	for _, d := range []string{unlocked, stale} {
+		if err := os.Chtimes(d, old, old); err != nil {
+			t.Fatal(err)
+		}
 	}
 	next, err := Open(ctx, "", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer next.Close()
-	for dir, want := range map[string]bool{orphan: false, live.tempDir: true, unlocked: true, next.tempDir: true} {
+	for dir, want := range map[string]bool{orphan: false, live.tempDir: true, unlocked: true, fresh: true, stale: false, next.tempDir: true} {
 		_, err := os.Stat(dir)
 		if got := err == nil; got != want {
 			t.Errorf("%s: there %v, want %v", filepath.Base(dir), got, want)
