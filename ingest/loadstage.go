@@ -6,8 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/trainscope/trainscope/stream"
 )
 
 // A load into a staged store (analyze's, duck.Options.Staged) writes the
@@ -32,7 +31,7 @@ func stageLoaded(ctx context.Context, s *bufferedSink, tables []string) error {
 				continue
 			}
 			id := fmt.Sprintf("load-%d-%d", time.Now().UnixNano(), loadFileSeq.Add(1))
-			items = append(items, &item{id: id, table: t, run: runOf(rec), rec: rec})
+			items = append(items, &item{id: id, table: t, run: stream.BatchRun(rec), rec: rec})
 		}
 	}
 	files := stageFiles(s.st, items)
@@ -49,25 +48,4 @@ func stageLoaded(ctx context.Context, s *bufferedSink, tables []string) error {
 		return err
 	}
 	return settleStaged(dir, files, true)
-}
-
-// runOf is the run_id of a batch's first row ("" if it has none).
-func runOf(rec arrow.RecordBatch) string {
-	idx := rec.Schema().FieldIndices("run_id")
-	if len(idx) == 0 || rec.NumRows() == 0 {
-		return ""
-	}
-	col := rec.Column(idx[0])
-	if col.IsNull(0) {
-		return ""
-	}
-	switch c := col.(type) {
-	case *array.String:
-		return c.Value(0)
-	case *array.Dictionary:
-		if d, ok := c.Dictionary().(*array.String); ok {
-			return d.Value(c.GetValueIndex(0))
-		}
-	}
-	return col.ValueStr(0)
 }

@@ -84,7 +84,7 @@ func (t *SliceTable) DropRows() {
 // assigning PID and TID an empty column does a table's otherwise.
 func (t *SliceTable) DropThreads() {
 	t.PID, t.TID = Num[int64]{}, Num[int64]{}
-	t.dropThreads()
+	t.threads, t.threadIdx = threadList{}, nil
 }
 
 // Record wraps the columns as one record batch without copying them.

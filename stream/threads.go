@@ -46,8 +46,3 @@ func (t *SliceTable) Thread(i int) (pid, tid int64) {
 	}
 	return t.PID.V[i], t.TID.V[i]
 }
-
-// dropThreads forgets a narrow table's threads.
-func (t *SliceTable) dropThreads() {
-	t.threads, t.threadIdx = threadList{}, nil
-}

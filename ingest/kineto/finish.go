@@ -175,12 +175,9 @@ func (b *builder) assignSteps(n int) {
 	s := b.s
 	t := b.t
 	s.Step = stream.Nulls[int32](n)
-	// a slim first pass keeps the launch times as (row, value) pairs for
-	// the second: only GPU rows have one (a fifth of syn8's)
+	// launch times as (row, value) pairs: only GPU rows have one (a
+	// fifth of syn8's), and a slim first pass keeps them so for the second
 	var launchTS stream.Sparse[int64]
-	if !b.slim {
-		s.LaunchTS = stream.Nulls[int64](n)
-	}
 	stepAt := t.Steps.At
 	runtime, driver := b.kinds[stream.KindRuntime], b.kinds[stream.KindDriver]
 	gpuKinds := map[int32]bool{b.kinds[stream.KindKernel]: true, b.kinds[stream.KindComm]: true,
@@ -206,16 +203,16 @@ func (b *builder) assignSteps(n int) {
 		if !ok {
 			continue
 		}
-		if b.slim {
-			launchTS.Set(i, s.TS.V[j])
-		} else {
-			s.LaunchTS.Set(i, s.TS.V[j])
-		}
+		launchTS.Set(i, s.TS.V[j])
 		if s.Step.Valid(int(j)) {
 			s.Step.Set(i, s.Step.V[j])
 		}
 	}
-	b.launchTS = launchTS
+	if b.slim {
+		b.launchTS = launchTS
+	} else {
+		s.LaunchTS = launchTS.Dense(n)
+	}
 }
 
 // assignSelfTimes gives every host slice its self time (see

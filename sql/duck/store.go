@@ -147,32 +147,28 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 // one that was staged before: its files must stay in view) in one
 // transaction with turning its staged tables back into views.
 func (s *Store) applySchemaStaged(ctx context.Context, want bool) error {
+	was := false
 	if s.Path == "" {
 		if !want || s.tempDir == "" {
 			return s.applySchema(ctx)
 		}
 		s.staged = filepath.Join(s.tempDir, "staged")
-		return s.Tx(ctx, func() error {
-			if err := s.applySchema(ctx); err != nil {
-				return err
-			}
-			return s.stage(ctx)
-		})
+	} else {
+		var err error
+		if was, err = s.isStaged(ctx); err != nil {
+			return fmt.Errorf("open database %s: %w", s.Path, err)
+		}
+		if !want && !was {
+			return s.applySchema(ctx)
+		}
+		// the views name the folder absolute: a query from another working
+		// folder (trainscope sql --db) must find the files too
+		abs, err := filepath.Abs(s.Path)
+		if err != nil {
+			return fmt.Errorf("open database %s: %w", s.Path, err)
+		}
+		s.staged = stagedDirFor(abs)
 	}
-	was, err := s.isStaged(ctx)
-	if err != nil {
-		return fmt.Errorf("open database %s: %w", s.Path, err)
-	}
-	if !want && !was {
-		return s.applySchema(ctx)
-	}
-	// the views name the folder absolute: a query from another working
-	// folder (trainscope sql --db) must find the files too
-	abs, err := filepath.Abs(s.Path)
-	if err != nil {
-		return fmt.Errorf("open database %s: %w", s.Path, err)
-	}
-	s.staged = stagedDirFor(abs)
 	return s.Tx(ctx, func() error {
 		if was {
 			if err := s.unstage(ctx); err != nil {
