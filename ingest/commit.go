@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -26,16 +27,16 @@ func (c *Consumer) commit(ctx context.Context, items []*item) (map[string]bool, 
 		if err := c.markSeen(ctx, items); err != nil {
 			return err
 		}
-		// a staged store's bulk tables go to Parquet files, written now and
-		// recorded with the ledger rows below
+		// a staged store's bulk tables go to Parquet files, written while
+		// DuckDB takes the other tables' rows, and recorded with the ledger
+		// rows below; nothing returns before the writers are done
+		written := func() error { return nil }
 		if c.St.StagedDir() != "" {
 			staged = stageFiles(c.St, items)
-			if err := writeStaged(ctx, c.St.StagedDir(), staged); err != nil {
-				return err
-			}
-			if err := recordStaged(ctx, c.St, staged); err != nil {
-				return err
-			}
+			done := make(chan error, 1)
+			go func() { done <- writeStaged(ctx, c.St.StagedDir(), staged) }()
+			written = sync.OnceValue(func() error { return <-done })
+			defer written()
 		}
 		// one insert per table, in first-seen order, ranks last
 		var order []string
@@ -78,6 +79,12 @@ func (c *Consumer) commit(ctx context.Context, items []*item) (map[string]bool, 
 		}
 		sort.Strings(ranked)
 		if err := RefreshRuns(ctx, c.St, ranked...); err != nil {
+			return err
+		}
+		if err := written(); err != nil {
+			return err
+		}
+		if err := recordStaged(ctx, c.St, staged); err != nil {
 			return err
 		}
 		return c.record(ctx, items)

@@ -22,6 +22,8 @@
 // (duck.Options.Staged) the slices of a fetch are written as Parquet files
 // first (stage.go) and recorded in that same transaction; trouble writing
 // them is transient, never poison. A run's small files are merged once
-// there are compactFiles of them (stage_compact.go); the merged file is
+// there are compactFiles of them (stage_compact.go): their row groups
+// copied as they are under one footer (stage_concat.go), or, for files of
+// few rows, decoded and written again (stage_merge.go); the merged file is
 // swapped in at a commit when no Reader of the store is open.
 package ingest

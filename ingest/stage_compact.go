@@ -16,9 +16,11 @@ import (
 // commit every 250 ms, 14,400 an hour for one slow run, and every query
 // over the staged views opens each. So once a run's table holds
 // compactFiles files under compactBytes, they are merged into one. Only
-// small files: a merge rewrites its rows (merging 32 files of ~1.5 MB, as
-// a busy run makes, took the drain of syn8 x 4 from 0.74M to 0.56M events/s),
-// while a busy run's files are few for their rows.
+// small files: a busy run's files are few for their rows. A busy run's
+// small files (tens of thousands of rows) are joined by copying their row
+// groups, which costs their bytes' I/O; had they been decoded and written
+// again, the drain of r64 x 16 would run at 0.75-0.78M events/s instead
+// of 1.10M (bench/RESULTS.md).
 var compactFiles = 64
 
 // maxMergeDeferrals is how many commits a merge may be put off for open
@@ -137,7 +139,11 @@ type merge struct {
 }
 
 // prepareMerge writes the small staged files of one table and run as one
-// file, not yet in view; nil when there are fewer than two.
+// file, not yet in view; nil when there are fewer than two. Files of
+// concatMinRows rows or more, on average, are joined row group by row
+// group (concatParquet); smaller ones, or ones that cannot be joined so,
+// are decoded and written again (mergeParquet), and files of different
+// schemas united by DuckDB (copyMerge).
 func prepareMerge(ctx context.Context, st *duck.Store, k stagedKey) (*merge, error) {
 	rows, err := st.Query(ctx, "SELECT path, rows FROM staged_files WHERE tbl = ? AND coalesce(run_id, '') = ? AND bytes < ? ORDER BY path",
 		k.table, k.run, compactBytes)
@@ -164,7 +170,14 @@ func prepareMerge(ctx context.Context, st *duck.Store, k stagedKey) (*merge, err
 	// earlier merge has that name
 	m.file.rel = filepath.Join(filepath.Dir(filepath.FromSlash(m.rels[0])), fmt.Sprintf("m-%020d.parquet", time.Now().UnixNano()))
 	tmp := m.tmp(st)
-	switch err := mergeParquet(ctx, tmp, m.paths); {
+	err = errNotConcatenable
+	if m.file.rows >= concatMinRows*int64(len(m.paths)) {
+		err = concatParquet(tmp, m.paths)
+	}
+	if errors.Is(err, errNotConcatenable) {
+		err = mergeParquet(ctx, tmp, m.paths)
+	}
+	switch {
 	case errors.Is(err, errSchemasDiffer):
 		if err := copyMerge(ctx, st, tmp, m.paths); err != nil {
 			return nil, err
