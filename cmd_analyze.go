@@ -229,6 +229,11 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 		}
 		return err
 	}
+	// Nothing but these traces goes into this store: its views can read
+	// the staged files without uniting their columns at every query.
+	if err := st.Seal(ctx); err != nil {
+		return err
+	}
 	// The traces' Go memory is garbage now; hand it back to the system
 	// before DuckDB's detectors need theirs, so the two do not add up.
 	debug.FreeOSMemory()

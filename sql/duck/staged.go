@@ -148,6 +148,67 @@ func (s *Store) stage(ctx context.Context) error {
 	return s.settleStaged(ctx)
 }
 
+// Seal tells an in-memory staged store that it takes no more rows but
+// its own staged files (analyze, once its traces are loaded): each staged
+// table whose rows table is empty becomes a view over its files alone,
+// read as the schema file has them. The views of a staged store unite
+// the columns of their files by name at every query, because a file
+// store keeps files of earlier versions; an in-memory store's files are
+// all of this one, and uniting them was a quarter of the detectors'
+// planning (syn8: 260-290 ms over 75 queries, 200-210 ms sealed). A view
+// whose columns would differ sealed keeps the way it was. Inserting into
+// a staged table of a sealed store is an error; staging more files is
+// not (they are of this version too).
+func (s *Store) Seal(ctx context.Context) error {
+	if s.staged == "" || s.Path != "" {
+		return nil
+	}
+	for _, t := range StagedTables {
+		var n int
+		if err := s.conn.QueryRowContext(ctx, "SELECT count(*) FROM "+quoteIdent(stagedRows(t))).Scan(&n); err != nil {
+			return fmt.Errorf("seal %s: %w", t, err)
+		}
+		if n > 0 {
+			continue
+		}
+		before, err := s.columns(ctx, t)
+		if err != nil {
+			return fmt.Errorf("seal %s: %w", t, err)
+		}
+		sealed := fmt.Sprintf("SELECT * FROM read_parquet(%s, hive_partitioning = false)", stagedGlob(t, s.staged))
+		if err := s.Exec(ctx, "CREATE OR REPLACE VIEW "+quoteIdent(t)+" AS "+sealed); err != nil {
+			return fmt.Errorf("seal %s: %w", t, err)
+		}
+		after, err := s.columns(ctx, t)
+		if err == nil && slices.Equal(before, after) {
+			continue
+		}
+		if err := s.Exec(ctx, "CREATE OR REPLACE VIEW "+quoteIdent(t)+" AS "+stagedView(t, quoteIdent(stagedRows(t)), s.staged)); err != nil {
+			return fmt.Errorf("seal %s: %w", t, err)
+		}
+	}
+	s.sealed.Store(true)
+	return nil
+}
+
+// columns is the names and types of the columns of relation t.
+func (s *Store) columns(ctx context.Context, t string) ([]string, error) {
+	rows, err := s.conn.QueryContext(ctx, "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM "+quoteIdent(t)+")")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n, typ string
+		if err := rows.Scan(&n, &typ); err != nil {
+			return nil, err
+		}
+		out = append(out, n+" "+typ)
+	}
+	return out, rows.Err()
+}
+
 // stagedView is the query of staged table t's view: the rows of table
 // rows (t's rows table) and t's files in the staged folder dir.
 func stagedView(t, rows, dir string) string {

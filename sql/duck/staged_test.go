@@ -204,3 +204,63 @@ func openStaged(t *testing.T, path string) *duck.Store {
 	}
 	return st
 }
+
+// Sealed, an in-memory staged store's views read their files alone, with
+// the same rows and columns; a table whose rows table holds rows, or whose
+// files' columns differ from the schema's, keeps the view that unites them.
+func TestSeal(t *testing.T) {
+	ctx := context.Background()
+	st, err := duck.Open(ctx, "", duck.Options{Staged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	insertSlices(t, st, "run-a", "node-a", 0)
+	insertSlices(t, st, "run-b", "node-a", 1)
+	stageFile(t, st, "run-a", "slices_detail/run=run-a/00001.parquet")
+	stageFile(t, st, "run-b", "slices_detail/run=run-b/00002.parquet")
+	// counters: a file whose rank is SMALLINT, not the schema's INTEGER
+	mustExec(t, st, "INSERT INTO counters_rows (run_id, host, rank, ts, metric, value) VALUES ('run-a', 'node-a', 0, 1, 'gpu_util', 50)")
+	counters := filepath.Join(st.StagedDir(), "counters", "run=run-a", "00001.parquet")
+	if err := os.MkdirAll(filepath.Dir(counters), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, st, "COPY (SELECT * REPLACE (rank::SMALLINT AS rank) FROM counters_rows) TO '"+counters+"' (FORMAT parquet)")
+	mustExec(t, st, "DELETE FROM counters_rows")
+	// slices_core keeps a row of its own
+	mustExec(t, st, "INSERT INTO slices_core_rows (run_id, rank, host, kind, cat, name, ts, dur, pid, tid) VALUES ('run-c', 0, 'node-a', 'cpu_op', 'cpu_op', 'x', 1, 1, 1, 1)")
+
+	q := "SELECT run_id, count(*), sum(ts)::BIGINT, min(name) FROM slices_detail GROUP BY ALL ORDER BY 1"
+	want := rowStrings(t, st, q)
+	cols := rowStrings(t, st, "SELECT column_name || ' ' || column_type FROM (DESCRIBE slices_detail)")
+	if err := st.Seal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	views := map[string]bool{}
+	for _, v := range rowStrings(t, st, "SELECT view_name || '|' || contains(sql, 'union_by_name') FROM duckdb_views() WHERE view_name IN ('slices_detail', 'slices_core', 'counters')") {
+		name, unites, _ := strings.Cut(v, "|")
+		views[name] = unites == "true"
+	}
+	if views["slices_detail"] || !views["slices_core"] || !views["counters"] {
+		t.Errorf("views uniting their files after Seal: %v; want slices_core and counters only", views)
+	}
+	checkRows(t, st, want, q)
+	checkRows(t, st, cols, "SELECT column_name || ' ' || column_type FROM (DESCRIBE slices_detail)")
+	checkRows(t, st, []string{"run-c|1"}, "SELECT run_id, count(*) FROM slices_core GROUP BY ALL")
+	checkRows(t, st, []string{"INTEGER|50"}, "SELECT typeof(rank), value::INTEGER FROM counters")
+
+	// rows inserted now would not be read: refused
+	rec := buildSlices().Record("run-d", "node-a", 0)
+	defer rec.Release()
+	if err := st.Insert(ctx, "slices_detail", rec); err == nil || !strings.Contains(err.Error(), "sealed") {
+		t.Errorf("insert into a sealed store: %v, want an error saying it is sealed", err)
+	}
+
+	// a file store (serve's) keeps files of earlier versions: never sealed
+	fst := openStaged(t, filepath.Join(t.TempDir(), "serve.duckdb"))
+	defer fst.Close()
+	if err := fst.Seal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkRows(t, fst, []string{"true"}, "SELECT contains(sql, 'union_by_name') FROM duckdb_views() WHERE view_name = 'slices_detail'")
+}

@@ -37,6 +37,9 @@ type Store struct {
 	// swap keeps a staged store's Readers and the merges of its files
 	// apart (see ExcludeReaders); shared with its forks
 	swap *sync.RWMutex
+	// sealed: an in-memory staged store whose views read its files alone
+	// (see Seal); shared with its forks
+	sealed *atomic.Bool
 }
 
 // Options tune Open.
@@ -90,7 +93,7 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		connector.Close()
 		return nil, fmt.Errorf("open database %s: %w", displayPath(path), err)
 	}
-	s := &Store{Path: path, connector: connector, db: db, conn: conn, swap: new(sync.RWMutex)}
+	s := &Store{Path: path, connector: connector, db: db, conn: conn, swap: new(sync.RWMutex), sealed: new(atomic.Bool)}
 	err = conn.Raw(func(dc any) error {
 		a, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
 		s.arrow = a
@@ -213,7 +216,7 @@ func (s *Store) Fork(ctx context.Context) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fork database %s: %w", displayPath(s.Path), err)
 	}
-	f := &Store{Path: s.Path, conn: conn, staged: s.staged, swap: s.swap}
+	f := &Store{Path: s.Path, conn: conn, staged: s.staged, swap: s.swap, sealed: s.sealed}
 	if err := conn.Raw(func(dc any) error {
 		a, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
 		f.arrow = a
@@ -293,6 +296,9 @@ func (s *Store) InsertAll(ctx context.Context, table string, recs []arrow.Record
 	defer s.conn.ExecContext(context.WithoutCancel(ctx), "DROP VIEW IF EXISTS "+view)
 	into := table
 	if s.Staged(table) {
+		if s.sealed.Load() {
+			return fmt.Errorf("insert into %s: the store is sealed: its view reads its staged files alone", table)
+		}
 		into = stagedRows(table) // rows inserted, not staged as files by the ingestor
 	}
 	if _, err := s.conn.ExecContext(ctx, "INSERT INTO "+quoteIdent(into)+" BY NAME SELECT * FROM "+view); err != nil {
