@@ -280,6 +280,20 @@ func (s *Store) InsertAll(ctx context.Context, table string, recs []arrow.Record
 	if len(recs) == 0 {
 		return nil
 	}
+	if !s.Staged(table) {
+		var n int64
+		for _, r := range recs {
+			n += r.NumRows()
+		}
+		if n <= appendMaxRows && appendable(recs[0].Schema()) {
+			switch appended, err := s.appendRecords(ctx, table, recs); {
+			case err == nil:
+				return nil
+			case appended: // the flush failed
+				return fmt.Errorf("insert into %s: %w", table, err)
+			}
+		}
+	}
 	rdr, err := array.NewRecordReader(recs[0].Schema(), recs)
 	if err != nil {
 		return fmt.Errorf("insert into %s: %w", table, err)

@@ -1,0 +1,4 @@
+package duck
+
+// Appends is how many inserts DuckDB's appender took (see appendRecords).
+func Appends() int64 { return appends.Load() }
