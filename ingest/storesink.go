@@ -25,35 +25,6 @@ func (s StoreSink) Insert(ctx context.Context, table string, rec arrow.RecordBat
 	return s.insertRanks(ctx, []arrow.RecordBatch{rec})
 }
 
-// insertRanks adds ranks rows in one pass: a trace's row replaces a
-// snapshot-only row of its rank, and a row for a rank that has one is
-// ignored.
-func (s StoreSink) insertRanks(ctx context.Context, recs []arrow.RecordBatch) error {
-	steps := []func() error{
-		func() error {
-			return s.St.Exec(ctx, "CREATE TEMP TABLE IF NOT EXISTS ranks_incoming AS SELECT * FROM ranks LIMIT 0")
-		},
-		func() error { return s.St.Exec(ctx, "DELETE FROM ranks_incoming") },
-		func() error { return s.St.InsertAll(ctx, "ranks_incoming", recs) },
-		func() error {
-			return s.St.Exec(ctx, `DELETE FROM ranks USING ranks_incoming i
-				WHERE ranks.run_id = i.run_id AND ranks.rank = i.rank
-				  AND ranks.rank_source = 'snapshot' AND i.rank_source IS DISTINCT FROM 'snapshot'`)
-		},
-		func() error {
-			// one row per rank, a trace's before a snapshot's
-			return s.St.Exec(ctx, `INSERT OR IGNORE INTO ranks SELECT * FROM ranks_incoming
-				QUALIFY row_number() OVER (PARTITION BY run_id, rank ORDER BY rank_source = 'snapshot', source) = 1`)
-		},
-	}
-	for _, step := range steps {
-		if err := step(); err != nil {
-			return fmt.Errorf("insert into ranks: %w", err)
-		}
-	}
-	return nil
-}
-
 // RefreshRuns rebuilds the runs rows of the given runs from their ranks:
 // the world size, the most common GPU, the time span and the sources. Two
 // statements for all of them: a commit of many small traces touches many
