@@ -57,13 +57,14 @@ func (c *Consumer) commit(ctx context.Context, items []*item) (map[string]bool, 
 		}
 		sort.SliceStable(order, func(i, j int) bool { return order[j] == "ranks" && order[i] != "ranks" })
 		sink := StoreSink{c.St}
+		var changed map[string]bool // runs whose ranks rows changed
 		for _, t := range order {
 			if c.St.Staged(t) {
 				continue // staged above
 			}
 			var err error
 			if t == "ranks" {
-				err = sink.insertRanks(ctx, byTable[t])
+				changed, err = sink.insertRanks(ctx, byTable[t])
 			} else {
 				err = c.St.InsertAll(ctx, t, byTable[t])
 			}
@@ -73,7 +74,7 @@ func (c *Consumer) commit(ctx context.Context, items []*item) (map[string]bool, 
 		}
 		var ranked []string
 		for run, r := range runs {
-			if r {
+			if r && changed[run] {
 				ranked = append(ranked, run)
 			}
 		}

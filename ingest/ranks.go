@@ -33,15 +33,17 @@ type rankPick struct {
 // ignored. The rows are picked here, against the stored rows of their
 // runs, and appended: a temporary table and four statements cost a
 // commit of many small traces 15 ms (bench/tmp/r64 x 16 drained: 1 s of
-// its 4 s).
-func (s StoreSink) insertRanks(ctx context.Context, recs []arrow.RecordBatch) error {
+// its 4 s). It reports the runs whose ranks rows changed: only their
+// runs rows need to be made again (a rank's next traces, which a
+// long-running job's agents publish every window, change nothing).
+func (s StoreSink) insertRanks(ctx context.Context, recs []arrow.RecordBatch) (changed map[string]bool, err error) {
 	picks := map[rankKey]*rankPick{}
 	var keys []rankKey
 	runs := map[string]bool{}
 	for ri, rec := range recs {
 		cols, err := rankColumns(rec)
 		if err != nil {
-			return fmt.Errorf("insert into ranks: %w", err)
+			return nil, fmt.Errorf("insert into ranks: %w", err)
 		}
 		for i := range int(rec.NumRows()) {
 			k := rankKey{cols.run.Value(i), cols.rank.Value(i)}
@@ -69,12 +71,13 @@ func (s StoreSink) insertRanks(ctx context.Context, recs []arrow.RecordBatch) er
 		}
 	}
 	if len(keys) == 0 {
-		return nil
+		return nil, nil
 	}
 	stored, err := s.storedRanks(ctx, runs)
 	if err != nil {
-		return fmt.Errorf("insert into ranks: %w", err)
+		return nil, fmt.Errorf("insert into ranks: %w", err)
 	}
+	changed = map[string]bool{}
 	var replace []any
 	byRec := make([][]int, len(recs))
 	for _, k := range keys {
@@ -86,12 +89,13 @@ func (s StoreSink) insertRanks(ctx context.Context, recs []arrow.RecordBatch) er
 			replace = append(replace, k.run, k.rank)
 		}
 		byRec[p.rec] = append(byRec[p.rec], p.row)
+		changed[k.run] = true
 	}
 	if len(replace) > 0 {
 		q := "DELETE FROM ranks WHERE rank_source = 'snapshot' AND (run_id, rank) IN (" +
 			strings.TrimSuffix(strings.Repeat("(?, ?), ", len(replace)/2), ", ") + ")"
 		if err := s.St.Exec(ctx, q, replace...); err != nil {
-			return fmt.Errorf("insert into ranks: %w", err)
+			return nil, fmt.Errorf("insert into ranks: %w", err)
 		}
 	}
 	var rows []arrow.RecordBatch
@@ -105,9 +109,9 @@ func (s StoreSink) insertRanks(ctx context.Context, recs []arrow.RecordBatch) er
 		rows = appendRuns(rows, recs[ri], idx)
 	}
 	if len(rows) == 0 {
-		return nil
+		return changed, nil
 	}
-	return s.St.InsertAll(ctx, "ranks", rows)
+	return changed, s.St.InsertAll(ctx, "ranks", rows)
 }
 
 // rankColumns are the columns of a ranks batch insertRanks reads.

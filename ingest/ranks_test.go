@@ -86,6 +86,17 @@ func ranksRows(t *testing.T, st *duck.Store) string {
 	return strings.Join(out, "\n")
 }
 
+// runLines is the lines of rows (from ranksRows) of run.
+func runLines(rows, run string) string {
+	var out []string
+	for _, l := range strings.Split(rows, "\n") {
+		if strings.HasPrefix(l, run+"/") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
 // insertRanks keeps the rows the statements it replaced kept, over random
 // commits of traces' and snapshots' rows, some of ranks already stored.
 func TestInsertRanksAsBefore(t *testing.T) {
@@ -104,8 +115,17 @@ func TestInsertRanksAsBefore(t *testing.T) {
 		seq := 0
 		for commit := range 1 + r.IntN(4) {
 			recs := randomRanks(r, 1+r.IntN(6), &seq)
-			if err := (StoreSink{got}).insertRanks(ctx, recs); err != nil {
+			before := ranksRows(t, got)
+			changed, err := (StoreSink{got}).insertRanks(ctx, recs)
+			if err != nil {
 				t.Fatalf("seed %d commit %d: %v", seed, commit, err)
+			}
+			// the runs said changed are those whose rows did
+			after := ranksRows(t, got)
+			for _, run := range []string{"run-a", "run-b"} {
+				if did := runLines(before, run) != runLines(after, run); changed[run] != did {
+					t.Fatalf("seed %d commit %d: %s reported changed %v; its rows went\n%s\nto\n%s", seed, commit, run, changed[run], before, after)
+				}
 			}
 			if err := oracleRanks(ctx, want, recs); err != nil {
 				t.Fatalf("seed %d commit %d: oracle: %v", seed, commit, err)
@@ -137,7 +157,7 @@ func TestInsertRanksKeepsWholeRows(t *testing.T) {
 		{RunID: "r", Rank: 1, Host: "h9", Source: "a", RankSource: stream.RankFromSnapshot},
 	})
 	defer rec.Release()
-	if err := (StoreSink{st}).insertRanks(ctx, []arrow.RecordBatch{rec}); err != nil {
+	if _, err := (StoreSink{st}).insertRanks(ctx, []arrow.RecordBatch{rec}); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := st.Query(ctx, "SELECT rank, host, source, gpu_name, world_size, coalesce(end_ns, -1), coalesce(complete, false) FROM ranks ORDER BY rank")

@@ -22,7 +22,8 @@ func (s StoreSink) Insert(ctx context.Context, table string, rec arrow.RecordBat
 	if table != "ranks" {
 		return s.St.Insert(ctx, table, rec)
 	}
-	return s.insertRanks(ctx, []arrow.RecordBatch{rec})
+	_, err := s.insertRanks(ctx, []arrow.RecordBatch{rec})
+	return err
 }
 
 // RefreshRuns rebuilds the runs rows of the given runs from their ranks:
@@ -165,7 +166,7 @@ func (s *bufferedSink) flush(ctx context.Context) error {
 		return err
 	}
 	if recs := s.pending["ranks"]; len(recs) > 0 {
-		if err := (StoreSink{s.st}).insertRanks(ctx, recs); err != nil {
+		if _, err := (StoreSink{s.st}).insertRanks(ctx, recs); err != nil {
 			return err
 		}
 	}

@@ -29,7 +29,7 @@ var appends atomic.Int64
 func appendable(sc *arrow.Schema) bool {
 	for _, f := range sc.Fields() {
 		switch t := f.Type.(type) {
-		case *arrow.StringType, *arrow.Int32Type, *arrow.Int64Type, *arrow.Float64Type, *arrow.BooleanType:
+		case *arrow.StringType, *arrow.Int32Type, *arrow.Int64Type, *arrow.Uint64Type, *arrow.Float64Type, *arrow.BooleanType:
 		case *arrow.DictionaryType:
 			if t.ValueType.ID() != arrow.STRING {
 				return false
@@ -101,6 +101,8 @@ func value(col arrow.Array, i int) driver.Value {
 	case *array.Int32:
 		return c.Value(i)
 	case *array.Int64:
+		return c.Value(i)
+	case *array.Uint64:
 		return c.Value(i)
 	case *array.Float64:
 		return c.Value(i)

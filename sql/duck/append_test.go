@@ -25,6 +25,7 @@ func smallRecord(n int) arrow.RecordBatch {
 		{Name: "l", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 		{Name: "f", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 		{Name: "b", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+		{Name: "u", Type: arrow.PrimitiveTypes.Uint64, Nullable: true},
 	}
 	b := array.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema(fields, nil))
 	defer b.Release()
@@ -41,6 +42,7 @@ func smallRecord(n int) arrow.RecordBatch {
 		b.Field(3).(*array.Int64Builder).Append(int64(r) << 33)
 		b.Field(4).(*array.Float64Builder).Append(float64(r) / 4)
 		b.Field(5).(*array.BooleanBuilder).Append(r%2 == 0)
+		b.Field(6).(*array.Uint64Builder).Append(uint64(r) << 62)
 	}
 	return b.NewRecordBatch()
 }
@@ -65,7 +67,7 @@ func TestInsertSmall(t *testing.T) {
 			}
 			defer st.Close()
 			// columns in another order, and one the batches lack
-			mustExec(t, st, "CREATE TABLE small (extra VARCHAR DEFAULT 'def', b BOOLEAN, f DOUBLE, l BIGINT, i "+tc.iType+", d VARCHAR, s VARCHAR)")
+			mustExec(t, st, "CREATE TABLE small (extra VARCHAR DEFAULT 'def', u UBIGINT, b BOOLEAN, f DOUBLE, l BIGINT, i "+tc.iType+", d VARCHAR, s VARCHAR)")
 			rec := smallRecord(tc.rows)
 			defer rec.Release()
 			before := duck.Appends()
@@ -78,8 +80,8 @@ func TestInsertSmall(t *testing.T) {
 			if n := queryInt(t, st, "SELECT count(*) FROM small"); n != int64(2*tc.rows) {
 				t.Fatalf("%d rows, want %d", n, 2*tc.rows)
 			}
-			want := []string{"def|true|0.0|0|0|da|s", "def|false|0.25|8589934592|1|db|sx", "def|NULL|NULL|NULL|NULL|NULL|NULL"}
-			got := rowStrings(t, st, "SELECT extra, coalesce(b::VARCHAR, 'NULL'), coalesce(f::VARCHAR, 'NULL'), coalesce(l::VARCHAR, 'NULL'), coalesce(i::VARCHAR, 'NULL'), coalesce(d, 'NULL'), coalesce(s, 'NULL') FROM small LIMIT 3")
+			want := []string{"def|0|true|0.0|0|0|da|s", "def|4611686018427387904|false|0.25|8589934592|1|db|sx", "def|NULL|NULL|NULL|NULL|NULL|NULL|NULL"}
+			got := rowStrings(t, st, "SELECT extra, coalesce(u::VARCHAR, 'NULL'), coalesce(b::VARCHAR, 'NULL'), coalesce(f::VARCHAR, 'NULL'), coalesce(l::VARCHAR, 'NULL'), coalesce(i::VARCHAR, 'NULL'), coalesce(d, 'NULL'), coalesce(s, 'NULL') FROM small LIMIT 3")
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Errorf("rows\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
@@ -92,7 +94,7 @@ func TestInsertSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	mustExec(t, st, "CREATE TABLE small (s VARCHAR, d VARCHAR, i INTEGER, l BIGINT, f DOUBLE, b BOOLEAN NOT NULL)")
+	mustExec(t, st, "CREATE TABLE small (s VARCHAR, d VARCHAR, i INTEGER, l BIGINT, f DOUBLE, b BOOLEAN NOT NULL, u UBIGINT)")
 	rec := smallRecord(4)
 	defer rec.Release()
 	boom := errors.New("boom")
