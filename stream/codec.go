@@ -27,21 +27,29 @@ var ErrPoison = errors.New("undecodable batch")
 
 // Encode writes rec as one IPC stream labelled with its table.
 func Encode(table string, rec arrow.RecordBatch) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := encodeTo(&buf, table, rec); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// encodeTo is Encode, appending to buf.
+func encodeTo(buf *bytes.Buffer, table string, rec arrow.RecordBatch) error {
 	md := rec.Schema().Metadata()
 	keys := append(md.Keys(), metaTable, metaVersion)
 	vals := append(md.Values(), table, strconv.Itoa(SchemaVersion))
 	schema := arrow.NewSchema(rec.Schema().Fields(), func() *arrow.Metadata { m := arrow.NewMetadata(keys, vals); return &m }())
 	labelled := array.NewRecordBatch(schema, rec.Columns(), rec.NumRows())
 	defer labelled.Release()
-	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
+	w := ipc.NewWriter(buf, ipc.WithSchema(schema), ipc.WithAllocator(memory.DefaultAllocator))
 	if err := w.Write(labelled); err != nil {
-		return nil, fmt.Errorf("encode %s: %w", table, err)
+		return fmt.Errorf("encode %s: %w", table, err)
 	}
 	if err := w.Close(); err != nil {
-		return nil, fmt.Errorf("encode %s: %w", table, err)
+		return fmt.Errorf("encode %s: %w", table, err)
 	}
-	return buf.Bytes(), nil
+	return nil
 }
 
 // Decode reads a message written by Encode. The message is verified

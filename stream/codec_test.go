@@ -3,11 +3,13 @@ package stream
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 func bigSliceTable(n int) *SliceTable {
@@ -122,5 +124,52 @@ func TestMessagesBoundSizeAndKeepRows(t *testing.T) {
 	}
 	if rows != rec.NumRows() {
 		t.Errorf("messages hold %d rows, want %d", rows, rec.NumRows())
+	}
+}
+
+// compactDict keeps each row's string and null, over a dictionary of the
+// strings used, whether the dictionary is short (a slice remaps it) or
+// far longer than the rows (a map does).
+func TestCompactDict(t *testing.T) {
+	for _, dictLen := range []int{8, 50_000} {
+		values := make([]string, dictLen)
+		for i := range values {
+			values[i] = fmt.Sprintf("kernel_%d", i)
+		}
+		b := array.NewStringBuilder(memory.DefaultAllocator)
+		b.AppendValues(values, nil)
+		dict := b.NewArray()
+		b.Release()
+		ib := array.NewInt32Builder(memory.DefaultAllocator)
+		for i := range 40 {
+			if i%7 == 3 {
+				ib.AppendNull()
+				continue
+			}
+			ib.Append(int32((i * 5) % dictLen))
+		}
+		idx := ib.NewArray()
+		ib.Release()
+		full := array.NewDictionaryArray(DictString, idx, dict)
+		idx.Release()
+		dict.Release()
+		// a slice, as Messages cuts them: offsets and validity not at 0
+		d := array.NewSlice(full, 5, 37).(*array.Dictionary)
+		full.Release()
+		got := compactDict(d).(*array.Dictionary)
+		used := map[string]bool{}
+		for i := range d.Len() {
+			if got.IsNull(i) != d.IsNull(i) || got.ValueStr(i) != d.ValueStr(i) {
+				t.Fatalf("dictionary of %d: row %d is %q (null %v), want %q (null %v)", dictLen, i, got.ValueStr(i), got.IsNull(i), d.ValueStr(i), d.IsNull(i))
+			}
+			if d.IsValid(i) {
+				used[d.ValueStr(i)] = true
+			}
+		}
+		if got.Dictionary().Len() != len(used) {
+			t.Errorf("dictionary of %d: %d strings kept, %d used", dictLen, got.Dictionary().Len(), len(used))
+		}
+		got.Release()
+		d.Release()
 	}
 }
