@@ -133,6 +133,9 @@ func checkArray(d arrow.ArrayData) error {
 		if err != nil {
 			return err
 		}
+		if d.NullN() == 0 && validStrings(chars, offs) {
+			return nil
+		}
 		for i := range d.Len() {
 			if valid(i) && !utf8.Valid(chars[offs[i]:offs[i+1]]) {
 				return fmt.Errorf("row %d: invalid UTF-8 %q", i, clip(string(chars[offs[i]:offs[i+1]])))
@@ -158,7 +161,7 @@ func checkArray(d arrow.ArrayData) error {
 		}
 		n := int32(dict.Len())
 		for i, v := range idx[d.Offset() : d.Offset()+d.Len()] {
-			if valid(i) && (v < 0 || v >= n) {
+			if (v < 0 || v >= n) && valid(i) {
 				return fmt.Errorf("row %d: dictionary index %d, the dictionary has %d entries", i, v, n)
 			}
 		}
@@ -173,6 +176,27 @@ func checkArray(d arrow.ArrayData) error {
 		return checkArray(child)
 	}
 	return nil
+}
+
+// validStrings says whether every string of chars between offsets offs
+// (checked: ascending, within chars) is valid UTF-8, in one pass over
+// their bytes: they are if those bytes are, and no string but at their
+// end starts inside a character (on a continuation byte). A row at a time,
+// the check was a third of the ingestor's decoding (bench/tmp/r64 x 16).
+func validStrings(chars []byte, offs []int32) bool {
+	if len(offs) < 2 {
+		return true
+	}
+	lo, hi := offs[0], offs[len(offs)-1]
+	if !utf8.Valid(chars[lo:hi]) {
+		return false
+	}
+	for _, o := range offs[1 : len(offs)-1] {
+		if o < hi && chars[o]&0xC0 == 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // checkOffsets verifies the int32 offsets of a string or list array:
