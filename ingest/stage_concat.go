@@ -33,13 +33,8 @@ var parquetMagic = []byte("PAR1")
 // moved to where its bytes now lie. It decodes nothing. Files whose
 // schemas differ, or that carry anything whose offsets it does not move,
 // give errNotConcatenable and write nothing.
-func concatParquet(dst string, srcs []string) (err error) {
-	type part struct {
-		f    *os.File
-		md   *metadata.FileMetaData
-		body int64 // bytes of column chunks, after the leading magic
-	}
-	parts := make([]part, 0, len(srcs))
+func concatParquet(dst string, srcs []string) error {
+	parts := make([]concatPart, 0, len(srcs))
 	defer func() {
 		for _, p := range parts {
 			p.f.Close()
@@ -51,7 +46,7 @@ func concatParquet(dst string, srcs []string) (err error) {
 			return err
 		}
 		md, body, err := readFooter(f)
-		parts = append(parts, part{f, md, body})
+		parts = append(parts, concatPart{f, md, body})
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
@@ -60,18 +55,19 @@ func concatParquet(dst string, srcs []string) (err error) {
 		}
 	}
 
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := out.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(dst)
-		}
-	}()
+	return writeFile(dst, func(out *os.File) error { return writeConcat(out, parts, srcs) })
+}
+
+// concatPart is a file concatParquet joins.
+type concatPart struct {
+	f    *os.File
+	md   *metadata.FileMetaData
+	body int64 // bytes of column chunks, after the leading magic
+}
+
+// writeConcat writes the row groups of parts (of files srcs) to out, and
+// one footer over them.
+func writeConcat(out *os.File, parts []concatPart, srcs []string) error {
 	if _, err := out.Write(parquetMagic); err != nil {
 		return err
 	}
@@ -119,10 +115,8 @@ func concatParquet(dst string, srcs []string) (err error) {
 	var tail [8]byte
 	binary.LittleEndian.PutUint32(tail[:4], uint32(n))
 	copy(tail[4:], parquetMagic)
-	if _, err := out.Write(tail[:]); err != nil {
-		return err
-	}
-	return out.Sync()
+	_, err = out.Write(tail[:])
+	return err
 }
 
 // readFooter reads the footer of the Parquet file f, and how many bytes

@@ -28,7 +28,7 @@ const mergeRowGroup = 122_880
 // together over one dictionary. It costs a third of DuckDB's COPY of the
 // same files (bench/RESULTS.md), which the ingestor waits for. Files whose
 // schemas differ give errSchemasDiffer and write nothing.
-func mergeParquet(ctx context.Context, dst string, srcs []string) (err error) {
+func mergeParquet(ctx context.Context, dst string, srcs []string) error {
 	readers := make([]*file.Reader, 0, len(srcs))
 	defer func() {
 		for _, r := range readers {
@@ -58,18 +58,12 @@ func mergeParquet(ctx context.Context, dst string, srcs []string) (err error) {
 			return errSchemasDiffer
 		}
 	}
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := out.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(dst)
-		}
-	}()
+	return writeFile(dst, func(out *os.File) error { return writeMerged(ctx, out, sc, srcs, arrowReaders) })
+}
+
+// writeMerged writes the rows of readers (of files srcs, schema sc) to out
+// as Parquet, row group by row group.
+func writeMerged(ctx context.Context, out *os.File, sc *arrow.Schema, srcs []string, arrowReaders []*pqarrow.FileReader) error {
 	props := parquet.NewWriterProperties(append(stagedOptions(sc), parquet.WithMaxRowGroupLength(mergeRowGroup))...)
 	w, err := pqarrow.NewFileWriter(sc, struct{ io.Writer }{out}, props, pqarrow.DefaultWriterProps())
 	if err != nil {
@@ -128,7 +122,25 @@ func mergeParquet(ctx context.Context, dst string, srcs []string) (err error) {
 		w.Close()
 		return err
 	}
-	if err := w.Close(); err != nil {
+	return w.Close()
+}
+
+// writeFile creates the file dst and writes it with write, then syncs and
+// closes it; on any error it removes it.
+func writeFile(dst string, write func(*os.File) error) (err error) {
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(dst)
+		}
+	}()
+	if err := write(out); err != nil {
 		return err
 	}
 	return out.Sync()
