@@ -55,3 +55,20 @@ func inflate(b *testing.B, path string) []byte {
 	}
 	return raw
 }
+
+// BenchmarkReadShapes reads the bundled sample trace, recorded with
+// record_shapes: its operators' Input Dims are parsed and costed (opCost).
+func BenchmarkReadShapes(b *testing.B) {
+	const trace = "../../bench/sample/rank-0.sampled.pt.trace.json.gz"
+	if _, err := os.Stat(trace); err != nil {
+		b.Skip(err)
+	}
+	raw := inflate(b, trace)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		if _, err := Read(bytes.NewReader(raw), "bench.json", Options{SizeHint: int64(len(raw))}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -47,8 +47,10 @@ type builder struct {
 	opColl     map[int64]opColl // external id -> the collective its host operator issued
 	kernelColl []collRef        // communication kernels named only by NCCL
 
-	costs  []opCostRow      // modelled host operators, in row order
-	shapes map[string]int32 // raw Input Dims -> id of its compact form
+	costs   []opCostRow         // modelled host operators, in row order
+	shapes  map[string]int32    // raw Input Dims -> id of its compact form
+	opMemo  map[string]costMemo // operator and raw shapes -> its cost (see opCost)
+	memoKey []byte              // opCost's key, built again for each call
 
 	sizeHint int64 // the file's JSON bytes, 0 when unknown (see reserve)
 
@@ -126,6 +128,7 @@ func (b *builder) init(t *Trace) {
 	b.raw = make(map[string]int32, 1024)
 	b.colls = map[string]int32{}
 	b.shapes = map[string]int32{}
+	b.opMemo = map[string]costMemo{}
 	b.strTIDs = map[string]int64{}
 	b.cpuSteps = map[int32]*span{}
 	b.gpuSteps = map[int32]*span{}

@@ -1,8 +1,11 @@
 package kineto
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/trainscope/trainscope/gpu"
 )
 
 // Modelled operators get the GPU time of the kernels launched inside them
@@ -56,5 +59,45 @@ func TestOpCosts(t *testing.T) {
 		if got := (want{class, flops, gpuDur, kernels}); got != w {
 			t.Errorf("%s: %+v, want %+v", name, got, w)
 		}
+	}
+}
+
+// An operator's cost is computed once for each set of raw shapes, types
+// and concrete inputs, and told apart by each of them: every call gets
+// the cost gpu.OpCost gives its own arguments.
+func TestOpCostMemo(t *testing.T) {
+	type call struct{ dims, types string }
+	calls := []call{
+		{`[[64, 128], [128, 256]]`, `["float", "float"]`},
+		{`[[64, 128], [128, 512]]`, `["float", "float"]`},
+		{`[[64, 128], [128, 256]]`, `["c10::BFloat16", "c10::BFloat16"]`},
+		{`[[64, 128], [128, 256]]`, `["float", "float"]`},
+		{`[[64, 128], [128, 512]]`, `["float", "float"]`},
+	}
+	var events []string
+	for i, c := range calls {
+		events = append(events, fmt.Sprintf(`{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": %d, "dur": 5, "args": {"Input Dims": %s, "Input type": %s}}`, i*10, c.dims, c.types))
+	}
+	tr := mustRead(t, "memo.json", `{"traceEvents": [`+strings.Join(events, ",\n")+`]}`)
+	s := tr.Slices
+	seen := 0
+	for r := range s.Len() {
+		if nameOf(tr, r) != "aten::mm" {
+			continue
+		}
+		c := calls[s.TS.V[r]/10_000]
+		want, ok := gpu.OpCost("aten::mm", []byte(c.dims), []byte(c.types), nil)
+		if !ok {
+			t.Fatalf("no cost for %+v", c)
+		}
+		flops, _ := sparseAt(&s.Flops, r)
+		bytes, _ := sparseAt(&s.OpBytes, r)
+		if flops != want.FLOPs || bytes != want.Bytes {
+			t.Errorf("call at %d us (%+v): %d FLOPs, %d bytes; want %d, %d", s.TS.V[r]/1000, c, flops, bytes, want.FLOPs, want.Bytes)
+		}
+		seen++
+	}
+	if seen != len(calls) {
+		t.Fatalf("%d calls read, want %d", seen, len(calls))
 	}
 }
