@@ -31,7 +31,7 @@ type rankPick struct {
 // snapshot's (then by source); a trace's row replaces a snapshot-only
 // row of its rank already stored, and a row for a rank that has one is
 // ignored. The rows are picked here, against the stored rows of their
-// runs, and appended: a temporary table and four statements cost a
+// runs, and appended: a temporary table and five statements cost a
 // commit of many small traces 15 ms (bench/tmp/r64 x 16 drained: 1 s of
 // its 4 s). It reports the runs whose ranks rows changed: only their
 // runs rows need to be made again (a rank's next traces, which a
@@ -114,12 +114,13 @@ func (s StoreSink) insertRanks(ctx context.Context, recs []arrow.RecordBatch) (c
 	return changed, s.St.InsertAll(ctx, "ranks", rows)
 }
 
-// rankColumns are the columns of a ranks batch insertRanks reads.
+// rankCols are the columns of a ranks batch insertRanks reads.
 type rankCols struct {
 	run, source, rankSource *array.String
 	rank                    *array.Int32
 }
 
+// rankColumns finds them in rec by name.
 func rankColumns(rec arrow.RecordBatch) (rankCols, error) {
 	var c rankCols
 	var ok [4]bool

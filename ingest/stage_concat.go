@@ -1,13 +1,13 @@
 package ingest
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 )
 
@@ -45,14 +45,19 @@ func concatParquet(dst string, srcs []string) error {
 		if err != nil {
 			return err
 		}
-		md, body, err := readFooter(f)
-		parts = append(parts, concatPart{f, md, body})
+		// the reader reads the footer; f stays open for the copy
+		r, err := file.NewParquetReader(f)
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		md := r.MetaData()
+		parts = append(parts, concatPart{f: f, md: md})
+		body, err := concatenable(md, parts[0].md)
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
-		if err := concatenable(md, body, parts[0].md); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
+		parts[len(parts)-1].body = body
 	}
 
 	return writeFile(dst, func(out *os.File) error { return writeConcat(out, parts, srcs) })
@@ -62,7 +67,7 @@ func concatParquet(dst string, srcs []string) error {
 type concatPart struct {
 	f    *os.File
 	md   *metadata.FileMetaData
-	body int64 // bytes of column chunks, after the leading magic
+	body int64 // bytes of column chunks after the leading magic (see concatenable)
 }
 
 // writeConcat writes the row groups of parts (of files srcs) to out, and
@@ -119,71 +124,39 @@ func writeConcat(out *os.File, parts []concatPart, srcs []string) error {
 	return err
 }
 
-// readFooter reads the footer of the Parquet file f, and how many bytes
-// lie between its leading magic and its footer.
-func readFooter(f *os.File) (*metadata.FileMetaData, int64, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, 0, err
-	}
-	size := fi.Size()
-	var head, tail [8]byte
-	if size < 12 {
-		return nil, 0, fmt.Errorf("not a Parquet file: %d bytes", size)
-	}
-	if _, err := f.ReadAt(head[:4], 0); err != nil {
-		return nil, 0, err
-	}
-	if _, err := f.ReadAt(tail[:], size-8); err != nil {
-		return nil, 0, err
-	}
-	if !bytes.Equal(head[:4], parquetMagic) || !bytes.Equal(tail[4:], parquetMagic) {
-		return nil, 0, errors.New("not a Parquet file (or an encrypted one): no PAR1 at its ends")
-	}
-	n := int64(binary.LittleEndian.Uint32(tail[:4]))
-	body := size - 8 - n - int64(len(parquetMagic))
-	if body < 0 {
-		return nil, 0, fmt.Errorf("a footer of %d bytes in a file of %d", n, size)
-	}
-	buf := make([]byte, n)
-	if _, err := f.ReadAt(buf, size-8-n); err != nil {
-		return nil, 0, err
-	}
-	md, err := metadata.NewFileMetaData(buf, nil)
-	if err != nil {
-		return nil, 0, err
-	}
-	return md, body, nil
-}
-
-// concatenable says whether the file of footer md, with body bytes of
-// column chunks, can be joined to the file of footer first: the same
-// schema, and nothing whose offsets concatParquet does not move.
-func concatenable(md *metadata.FileMetaData, body int64, first *metadata.FileMetaData) error {
+// concatenable says whether the file of footer md can be joined to the
+// file of footer first: the same schema, and nothing whose offsets
+// concatParquet does not move. It also reports how many bytes of column
+// chunks follow the file's leading magic: what concatParquet copies.
+func concatenable(md, first *metadata.FileMetaData) (body int64, err error) {
 	if md.IsSetEncryptionAlgorithm() {
-		return fmt.Errorf("%w: encrypted", errNotConcatenable)
+		return 0, fmt.Errorf("%w: encrypted", errNotConcatenable)
 	}
 	if !md.Schema.Equals(first.Schema) || !md.KeyValueMetadata().Equals(first.KeyValueMetadata()) {
-		return fmt.Errorf("%w: %w", errNotConcatenable, errSchemasDiffer)
+		return 0, fmt.Errorf("%w: %w", errNotConcatenable, errSchemasDiffer)
 	}
-	end := int64(len(parquetMagic)) + body
+	magic := int64(len(parquetMagic))
+	// the data lies between the leading magic and the footer
+	limit := md.GetSourceFileSize() - 8 - int64(md.Size())
+	end := magic
 	for _, rg := range md.RowGroups {
 		for _, cc := range rg.Columns {
 			c := cc.MetaData
 			switch {
 			case c == nil || cc.IsSetFilePath() || cc.IsSetCryptoMetadata() || cc.EncryptedColumnMetadata != nil:
-				return fmt.Errorf("%w: a column chunk in another file, or encrypted", errNotConcatenable)
+				return 0, fmt.Errorf("%w: a column chunk in another file, or encrypted", errNotConcatenable)
 			case cc.IsSetOffsetIndexOffset() || cc.IsSetColumnIndexOffset() || c.IsSetBloomFilterOffset() || c.IsSetIndexPageOffset():
-				return fmt.Errorf("%w: page indexes or bloom filters", errNotConcatenable)
+				return 0, fmt.Errorf("%w: page indexes or bloom filters", errNotConcatenable)
 			}
 			start := c.DataPageOffset
 			if c.IsSetDictionaryPageOffset() && *c.DictionaryPageOffset < start {
 				start = *c.DictionaryPageOffset
 			}
-			if start < int64(len(parquetMagic)) || start+c.TotalCompressedSize > end {
-				return fmt.Errorf("%w: a column chunk at %d-%d, outside the file's %d bytes of data", errNotConcatenable, start, start+c.TotalCompressedSize, end)
+			if start < magic || start+c.TotalCompressedSize > limit {
+				return 0, fmt.Errorf("%w: a column chunk at %d-%d, outside the file's data (%d-%d)", errNotConcatenable, start, start+c.TotalCompressedSize, magic, limit)
 			}
+			end = max(end, start+c.TotalCompressedSize)
 		}
 	}
-	return nil
+	return end - magic, nil
 }
