@@ -199,6 +199,11 @@ func withClock(now func() time.Time, ticks <-chan time.Time) serverOption {
 	return func(c *serverClock) { c.now, c.ticks = now, ticks }
 }
 
+// startupWait bounds how long serve waits at its start for JetStream to
+// set up its stream, consumers and buckets (stream.RetryJS): a cluster
+// that lost a node or is electing its leaders answers late.
+const startupWait = 2 * time.Minute
+
 func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf func(string, ...any), opts ...serverOption) (_ *server, err error) {
 	clock := serverClock{now: time.Now}
 	for _, o := range opts {
@@ -236,7 +241,11 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 	if err != nil {
 		return nil, err
 	}
-	jstream, err := stream.EnsureStream(ctx, js, cfg.Stream)
+	var jstream jetstream.Stream
+	err = stream.RetryJS(ctx, startupWait, logf, "set up the stream", func() (err error) {
+		jstream, err = stream.EnsureStream(ctx, js, cfg.Stream)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -253,12 +262,15 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 			host, _ := os.Hostname()
 			member = stream.MemberToken(host)
 		}
-		co = &ingest.Coordinator{JS: js, Stream: jstream, SCfg: cfg.Stream, Cfg: cfg.Ingest, Member: member, Logf: logf}
+		co = &ingest.Coordinator{JS: js, Stream: jstream, SCfg: cfg.Stream, Cfg: cfg.Ingest, Member: member, Logf: logf, StartupWait: startupWait}
 		s.co = co
 		durable += "-to-" + member
 		pendingWhy = co.Pending
 	} else {
-		if cons, err = ingest.NewConsumer(ctx, jstream, cfg.Ingest); err != nil {
+		if err = stream.RetryJS(ctx, startupWait, logf, "set up the consumer", func() (err error) {
+			cons, err = ingest.NewConsumer(ctx, jstream, cfg.Ingest)
+			return err
+		}); err != nil {
 			return nil, err
 		}
 		pendingWhy = ingest.Backlog{Stream: jstream, Cons: cons, Cluster: cfg.Stream.Cluster}.Pending

@@ -60,6 +60,9 @@ type Coordinator struct {
 	// coordinator sets its Cons, Stop and Route.
 	New  func() *Consumer
 	Logf func(format string, args ...any)
+	// StartupWait bounds how long Start tries its set-up calls again
+	// while JetStream answers late (default 2 minutes).
+	StartupWait time.Duration
 
 	parts, runs jetstream.KeyValue
 	fwd         jetstream.Consumer
@@ -91,23 +94,45 @@ func (co *Coordinator) Start(ctx context.Context) error {
 	}
 	co.owned, co.owners = map[int]*leased{}, map[string]string{}
 	name := "trainscope_" + stream.MemberToken(co.SCfg.Cluster)
-	var err error
-	if co.parts, err = co.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name + "_leases",
-		Description: "trainscope ingestors and their partition leases", TTL: co.Cfg.Lease, Replicas: max(co.SCfg.Replicas, 1),
-		Storage: jetstream.FileStorage}); err != nil {
+	// a cluster that lost a node or is electing its leaders answers late:
+	// each set-up call is tried again for a while (stream.RetryJS)
+	retry := func(what string, fn func() error) error {
+		return stream.RetryJS(ctx, co.startupWait(), co.Logf, what, fn)
+	}
+	err := retry("lease bucket", func() (err error) {
+		co.parts, err = co.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name + "_leases",
+			Description: "trainscope ingestors and their partition leases", TTL: co.Cfg.Lease, Replicas: max(co.SCfg.Replicas, 1),
+			Storage: jetstream.FileStorage})
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("lease bucket: %w", err)
 	}
-	if co.runs, err = co.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name + "_runs",
-		Description: "trainscope runs and the ingestor that owns each", TTL: co.SCfg.MaxAge, Replicas: max(co.SCfg.Replicas, 1),
-		Storage: jetstream.FileStorage}); err != nil {
+	err = retry("run bucket", func() (err error) {
+		co.runs, err = co.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name + "_runs",
+			Description: "trainscope runs and the ingestor that owns each", TTL: co.SCfg.MaxAge, Replicas: max(co.SCfg.Replicas, 1),
+			Storage: jetstream.FileStorage})
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("run bucket: %w", err)
 	}
-	if co.fwd, err = co.consumer(ctx, co.Cfg.Durable+"-to-"+stream.MemberToken(co.Member), co.SCfg.ForwardFilter(co.Member),
-		"trainscope ingestor "+co.Member+": batches forwarded to it"); err != nil {
+	if err := retry("forward consumer", func() (err error) {
+		co.fwd, err = co.consumer(ctx, co.Cfg.Durable+"-to-"+stream.MemberToken(co.Member), co.SCfg.ForwardFilter(co.Member),
+			"trainscope ingestor "+co.Member+": batches forwarded to it")
+		return err
+	}); err != nil {
 		return err
 	}
 	co.run(ctx, co.fwd, nil, nil)
 	return nil
+}
+
+func (co *Coordinator) startupWait() time.Duration {
+	if co.StartupWait > 0 {
+		return co.StartupWait
+	}
+	return 2 * time.Minute
 }
 
 // Forward is this member's forward consumer (for the health monitor).
