@@ -48,7 +48,11 @@ func RetryJS(ctx context.Context, limit time.Duration, logf func(string, ...any)
 			return fmt.Errorf("%w (gave up after %d tries in %s)", err, tries, time.Since(start).Round(time.Millisecond))
 		}
 		if logf != nil {
-			logf("%s: %v (try %d; trying again in %s)", what, err, tries, wait)
+			hint := ""
+			if errors.Is(err, nats.ErrNoResponders) {
+				hint = "; no JetStream answered: is it enabled on the server?"
+			}
+			logf("%s: %v (try %d%s; trying again in %s)", what, err, tries, hint, wait)
 		}
 		t := time.NewTimer(wait)
 		select {

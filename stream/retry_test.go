@@ -51,6 +51,18 @@ func TestRetryJS(t *testing.T) {
 		t.Fatalf("err %v after %d calls, told %q", err, calls, told)
 	}
 
+	// nobody answering may be JetStream not enabled: the log says so
+	calls, told = 0, nil
+	_ = RetryJS(context.Background(), time.Minute, func(f string, a ...any) { told = append(told, fmt.Sprintf(f, a...)) }, "x", func() error {
+		if calls++; calls < 2 {
+			return nats.ErrNoResponders
+		}
+		return nil
+	})
+	if len(told) != 1 || !strings.Contains(told[0], "is it enabled on the server?") {
+		t.Fatalf("no responders: told %q", told)
+	}
+
 	// a refusal is not tried again
 	calls = 0
 	err = RetryJS(context.Background(), time.Minute, nil, "x", func() error { calls++; return refused })
