@@ -44,16 +44,20 @@ WITH ci AS (
     LEFT JOIN gpu_specs s ON s.gpu_name = r.gpu_name
     GROUP BY m.run_id, m.grp
 ), keys AS (
-    -- one integer per (rank, group, collective): the sweep partitions on it
-    SELECT run_id, rank, grp, coll, row_number() OVER () AS kid
-    FROM (SELECT DISTINCT run_id, rank, grp, coll FROM c)
+    -- one integer per (rank, group, collective): the sweep partitions on
+    -- it; lo and hi span the key's collectives
+    SELECT run_id, rank, grp, coll, lo, hi, row_number() OVER () AS kid
+    FROM (SELECT run_id, rank, grp, coll, min(ts) AS lo, max(end_ts) AS hi FROM c GROUP BY ALL)
 ), a AS (
     SELECT k.kid AS g, c.ts AS s, c.end_ts AS e
     FROM c JOIN keys k ON k.run_id = c.run_id AND k.rank = c.rank AND k.grp = c.grp AND k.coll = c.coll
 ), b AS (
-    -- compute on the same GPU, once per (group, collective) of that rank
+    -- compute on the same GPU, once per (group, collective) of that rank:
+    -- only what runs within the key's span can hide its collectives (a
+    -- rank with a few short collectives of several groups sweeps a few
+    -- kernels per group, not all of them)
     SELECT k.kid AS g, w.ts AS s, w.end_ts AS e
-    FROM gpu_window w JOIN keys k ON k.run_id = w.run_id AND k.rank = w.rank
+    FROM gpu_window w JOIN keys k ON k.run_id = w.run_id AND k.rank = w.rank AND w.end_ts > k.lo AND w.ts < k.hi
     WHERE w.class = 'COMP'
 ), x AS (
     SELECT k.run_id, k.rank, k.grp, k.coll, e.exposed_ns FROM exposed_time(a, b) e JOIN keys k ON k.kid = e.g
