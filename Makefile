@@ -7,7 +7,7 @@ PKGS      := ./...
 DEMO_DIR  := bench/sample
 DEMO_OUT  := out/demo
 
-.PHONY: help build test test-short bench demo demo-offline lint fmt golden dashboards vet fuzz clean
+.PHONY: help build test test-short bench goals demo demo-offline lint fmt golden dashboards vet fuzz clean
 
 help: ## list targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-17s %s\n", $$1, $$2}'
@@ -26,6 +26,9 @@ test-short: ## quick tests only
 bench: build ## Go benchmarks and the syn8 end-to-end benchmark (see bench/RESULTS.md)
 	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchmem ./ingest/... ./detectors/...
 	bash bench/syn8.sh
+
+goals: ## the speed and memory goals in one sitting, side by side with HTA, as a table (bench/goals.sh; RUNS=N, BIG=1)
+	bash bench/goals.sh
 
 demo: build ## serve + publish the bundled sample run, wait for its report, print it, stop (deploy/demo.sh)
 	BIN=$(BIN) OUT=$(DEMO_OUT) SAMPLE=$(DEMO_DIR) bash deploy/demo.sh
