@@ -92,28 +92,30 @@ func transient(err error) bool {
 func (f *stagedFile) write(dir string) (err error) {
 	defer func() {
 		if err != nil {
-			err = stageError{err}
+			err = stageError{fmt.Errorf("stage %s: %w", f.rel, err)}
 		}
 	}()
 	path := filepath.Join(dir, f.rel+duck.StagedTmp)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("stage %s: %w", f.rel, err)
+		return err
 	}
-	out, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("stage %s: %w", f.rel, err)
+	if err := writeFile(path, f.writeTo); err != nil {
+		return err
 	}
-	defer func() {
-		if cerr := out.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("stage %s: %w", f.rel, cerr)
-		}
-	}()
+	if fi, err := os.Stat(path); err == nil {
+		f.bytes = fi.Size()
+	}
+	return nil
+}
+
+// writeTo writes the file's batches to out as one row group.
+func (f *stagedFile) writeTo(out *os.File) error {
 	sc := f.items[0].rec.Schema()
 	// the writer closes what it writes to: give it a writer alone, so
 	// that the file is synced before it is closed
 	w, err := pqarrow.NewFileWriter(sc, struct{ io.Writer }{out}, stagedProps(sc), pqarrow.DefaultWriterProps())
 	if err != nil {
-		return fmt.Errorf("stage %s: %w", f.rel, err)
+		return err
 	}
 	recs := make([]arrow.RecordBatch, len(f.items))
 	for i, it := range f.items {
@@ -122,24 +124,15 @@ func (f *stagedFile) write(dir string) (err error) {
 	rec, err := concatRecords(sc, recs)
 	if err != nil {
 		w.Close()
-		return fmt.Errorf("stage %s: %w", f.rel, err)
+		return err
 	}
 	err = w.WriteBuffered(rec)
 	rec.Release()
 	if err != nil {
 		w.Close()
-		return fmt.Errorf("stage %s: %w", f.rel, err)
+		return err
 	}
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("stage %s: %w", f.rel, err)
-	}
-	if err := out.Sync(); err != nil {
-		return fmt.Errorf("stage %s: %w", f.rel, err)
-	}
-	if fi, err := out.Stat(); err == nil {
-		f.bytes = fi.Size()
-	}
-	return nil
+	return w.Close()
 }
 
 // concatRecords makes one record of recs (one schema), each dictionary

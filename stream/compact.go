@@ -2,10 +2,11 @@ package stream
 
 import (
 	"bytes"
+	"sync"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"sync"
 )
 
 // compactDicts returns rec with every dictionary column rebuilt over only
