@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -92,6 +91,7 @@ func parseFlags(fs *pflag.FlagSet, args []string, out io.Writer) error {
 type analyzeFlags struct {
 	format, db, parquet, archive, steps, ranks, run, host, out, config, gpu string
 	rank, workers                                                           int
+	threads                                                                 *int
 	quiet, timing, full                                                     bool
 	detectorDirs                                                            []string
 }
@@ -130,6 +130,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	fs.StringVar(&f.config, "config", "", "config file (YAML, TOML or JSON); also TRAINSCOPE_CONFIG")
 	fs.StringArrayVar(&f.detectorDirs, "detectors", nil, "extra folder of .sql detectors (repeatable)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress on stderr")
+	f.threads = threadsFlag(fs)
 	fs.BoolVar(&f.timing, "timing", false, "print a per-phase timing line with the peak memory, and the slowest detectors and shared views, on stderr")
 	if err := parseFlags(fs, args, out); err != nil {
 		return err
@@ -162,6 +163,9 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	if err != nil {
 		return err
 	}
+	if err := cfg.applyThreads("analyze", *f.threads); err != nil {
+		return err
+	}
 	cfg.Detectors.Dirs = append(cfg.Detectors.Dirs, f.detectorDirs...)
 	set, err := detectors.NewSet(cfg.Detectors)
 	var slowest []timedStep
@@ -172,7 +176,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 		return &inputError{err}
 	}
 	// detectors run side by side on their own connections, one per core
-	set.Workers = runtime.NumCPU()
+	set.Workers = cfg.cores()
 	files, err := ingest.Discover(fs.Args())
 	if err != nil {
 		return &inputError{err}
@@ -209,7 +213,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	// files a little slower (1.1 s against 0.9 s). A 3 GB single trace:
 	// 28.6 s instead of 32.7 s (bench/RESULTS.md, "analyze stages its
 	// rows as Parquet").
-	st, err := duck.Open(ctx, f.db, duck.Options{Threads: threads, MemoryLimit: memLimit, Staged: f.db == ""})
+	st, err := duck.Open(ctx, f.db, duck.Options{Threads: threads, MemoryLimit: memLimit, Staged: f.db == "", MaxConns: set.Workers})
 	if err != nil {
 		return err
 	}
@@ -218,10 +222,12 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	if !f.quiet {
 		progress = errOut
 	}
-	loadOpt := ingest.Options{RunID: f.run, Host: f.host, Rank: f.rank, Ranks: ranks, Workers: f.workers, Progress: progress, GPU: f.gpu, Warn: warnTo(errOut)}
+	loadOpt := ingest.Options{RunID: f.run, Host: f.host, Rank: f.rank, Ranks: ranks, Workers: cmp.Or(f.workers, cfg.cores()), Progress: progress, GPU: f.gpu, Warn: warnTo(errOut)}
 	if cfg.DuckDB.MemoryLimit == "" {
 		loadOpt.HugeTraceMemoryLimit = analyzeHugeTraceMemoryLimit
 	}
+	// one reader a core, as many as a quarter of the memory holds
+	loadOpt.MemoryBudget = machineMemory() / 4
 	stats, err := ingest.Load(ctx, st, files, loadOpt)
 	if err != nil {
 		if ingest.IsInputError(err) {
@@ -239,11 +245,14 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	debug.FreeOSMemory()
 	if cfg.DuckDB.Threads == 0 {
 		// the shared views and the detectors have the cores to themselves
-		if err := st.Exec(ctx, fmt.Sprintf("SET threads = %d", runtime.NumCPU())); err != nil {
+		if err := st.Exec(ctx, fmt.Sprintf("SET threads = %d", cfg.duckThreads())); err != nil {
 			return err
 		}
 	}
 	tLoad := time.Now()
+	if progress != nil {
+		set.Progress = detectorProgress(progress, len(set.Detectors), min(set.Workers, len(set.Detectors)), time.Now)
+	}
 	rep, err := detect(ctx, st, set, window, f.steps, errOut)
 	if err != nil {
 		return err
@@ -286,6 +295,24 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 		}
 	}
 	return nil
+}
+
+// detectorProgress says on w that the detectors start, then how many are
+// done at most once a second (now is the clock), and when all are.
+func detectorProgress(w io.Writer, n, workers int, now func() time.Time) func(done, total int) {
+	fmt.Fprintf(w, "running %d detectors, up to %d at a time\n", n, workers)
+	start := now()
+	last := start
+	return func(done, total int) {
+		t := now()
+		switch {
+		case done == total:
+			fmt.Fprintf(w, "detectors: %d of %d done in %s\n", done, total, t.Sub(start).Round(time.Millisecond))
+		case t.Sub(last) >= time.Second:
+			last = t
+			fmt.Fprintf(w, "detectors: %d of %d done\n", done, total)
+		}
+	}
 }
 
 // parseSteps reads "3-7" or "5".

@@ -41,6 +41,8 @@ func runDiff(ctx context.Context, args []string, out, errOut io.Writer) error {
 	minDelta := fs.Float64("min-delta-us", 10, "and moved at least this many microseconds per step")
 	top := fs.Int("top", 30, "rows to show")
 	quiet := fs.BoolP("quiet", "q", false, "no progress on stderr")
+	config := fs.String("config", "", "config file (YAML, TOML or JSON); also TRAINSCOPE_CONFIG")
+	threads := threadsFlag(fs)
 	if err := parseFlags(fs, args, out); err != nil {
 		return err
 	}
@@ -58,7 +60,14 @@ func runDiff(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return &usageError{"diff: --new-steps: " + err.Error()}
 	}
-	st, err := duck.Open(ctx, "", duck.Options{})
+	cfg, err := loadConfig(*config)
+	if err != nil {
+		return err
+	}
+	if err := cfg.applyThreads("diff", *threads); err != nil {
+		return err
+	}
+	st, err := duck.Open(ctx, "", duck.Options{Threads: cfg.duckThreads(), MemoryLimit: cfg.DuckDB.MemoryLimit})
 	if err != nil {
 		return err
 	}
@@ -72,7 +81,7 @@ func runDiff(ctx context.Context, args []string, out, errOut io.Writer) error {
 		if err != nil {
 			return &inputError{err}
 		}
-		if _, err := ingest.Load(ctx, st, files, ingest.Options{RunID: side.run, Rank: -1, Progress: progress, Warn: warnTo(errOut)}); err != nil {
+		if _, err := ingest.Load(ctx, st, files, ingest.Options{RunID: side.run, Rank: -1, Workers: cfg.cores(), Progress: progress, Warn: warnTo(errOut)}); err != nil {
 			if ingest.IsInputError(err) {
 				return &inputError{err}
 			}

@@ -45,6 +45,7 @@ func runProfile(ctx context.Context, args []string, out, errOut io.Writer) error
 	rank := fs.Int("rank", -1, "rank (default: from the file name, else 0)")
 	config := fs.String("config", "", "config file (YAML, TOML or JSON); also TRAINSCOPE_CONFIG")
 	quiet := fs.BoolP("quiet", "q", false, "no progress on stderr")
+	threads := threadsFlag(fs)
 	if err := parseFlags(fs, args, out); err != nil {
 		return err
 	}
@@ -61,10 +62,14 @@ func runProfile(ctx context.Context, args []string, out, errOut io.Writer) error
 	if err != nil {
 		return err
 	}
+	if err := cfg.applyThreads("profile", *threads); err != nil {
+		return err
+	}
 	set, err := detectors.NewSet(cfg.Detectors)
 	if err != nil {
 		return &inputError{err}
 	}
+	set.Workers = cfg.cores()
 	runID := *run
 	if runID == "" {
 		first := *memPath
@@ -82,7 +87,7 @@ func runProfile(ctx context.Context, args []string, out, errOut io.Writer) error
 			r = int32(n)
 		}
 	}
-	st, err := duck.Open(ctx, *db, duck.Options{Threads: cfg.DuckDB.Threads, MemoryLimit: cfg.DuckDB.MemoryLimit})
+	st, err := duck.Open(ctx, *db, duck.Options{Threads: cfg.duckThreads(), MemoryLimit: cfg.DuckDB.MemoryLimit, MaxConns: set.Workers})
 	if err != nil {
 		return err
 	}
@@ -93,7 +98,7 @@ func runProfile(ctx context.Context, args []string, out, errOut io.Writer) error
 		if !*quiet {
 			progress = errOut
 		}
-		if _, err := ingest.Load(ctx, st, []string{*tracePath}, ingest.Options{RunID: runID, Host: *host, Rank: int(r), Progress: progress, Warn: warnTo(errOut), TracesOnly: true}); err != nil {
+		if _, err := ingest.Load(ctx, st, []string{*tracePath}, ingest.Options{RunID: runID, Host: *host, Rank: int(r), Workers: cfg.cores(), Progress: progress, Warn: warnTo(errOut), TracesOnly: true}); err != nil {
 			if ingest.IsInputError(err) {
 				return &inputError{err}
 			}

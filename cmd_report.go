@@ -29,6 +29,7 @@ func runReport(ctx context.Context, args []string, out, errOut io.Writer) error 
 	outPath := fs.StringP("out", "o", "", "write the report to this file instead of stdout")
 	config := fs.String("config", "", "config file (YAML, TOML or JSON); also TRAINSCOPE_CONFIG")
 	dirs := fs.StringArray("detectors", nil, "extra folder of .sql detectors (repeatable)")
+	threads := threadsFlag(fs)
 	if err := parseFlags(fs, args, out); err != nil {
 		return err
 	}
@@ -45,19 +46,23 @@ func runReport(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if err != nil {
 		return &usageError{"report: --steps: " + err.Error()}
 	}
-	if _, err := os.Stat(*db); err != nil {
-		return &inputError{fmt.Errorf("report: %w", err)}
-	}
 	cfg, err := loadConfig(*config)
 	if err != nil {
 		return err
+	}
+	if err := cfg.applyThreads("report", *threads); err != nil {
+		return err
+	}
+	if _, err := os.Stat(*db); err != nil {
+		return &inputError{fmt.Errorf("report: %w", err)}
 	}
 	cfg.Detectors.Dirs = append(cfg.Detectors.Dirs, *dirs...)
 	set, err := detectors.NewSet(cfg.Detectors)
 	if err != nil {
 		return &inputError{err}
 	}
-	st, err := duck.Open(ctx, *db, duck.Options{Threads: cfg.DuckDB.Threads, MemoryLimit: cfg.DuckDB.MemoryLimit})
+	set.Workers = cfg.cores()
+	st, err := duck.Open(ctx, *db, duck.Options{Threads: cfg.duckThreads(), MemoryLimit: cfg.DuckDB.MemoryLimit, MaxConns: set.Workers})
 	if err != nil {
 		return err
 	}

@@ -88,6 +88,7 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) error {
 	quiet := fs.Duration("quiet", 0, "analyze a run once it has received nothing this long (default 2s)")
 	archiveDir := fs.String("archive", "", "fleet archive, a folder or s3://bucket/prefix: write every analysed run there as Parquet (serve.archive)")
 	queryOnly := fs.Bool("query-only", false, "serve Flight SQL over the --archive of every ingestor; no NATS, ingestor or detectors")
+	threads := threadsFlag(fs)
 	insecure := fs.Bool("insecure", false, "listen beyond loopback without authentication (serve.insecure): anyone who reaches the ports may publish and read")
 	if err := parseFlags(fs, args, out); err != nil {
 		return err
@@ -97,6 +98,9 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	cfg, err := loadConfig(*configPath)
 	if err != nil {
+		return err
+	}
+	if err := cfg.applyThreads("serve", *threads); err != nil {
 		return err
 	}
 	override(&cfg.Serve.DataDir, *dataDir)
@@ -283,11 +287,13 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 	}
 	memLimit := cmp.Or(cfg.DuckDB.MemoryLimit, cfg.Serve.Query.MemoryLimit, defaultMemoryLimit())
 	if s.st, err = duck.Open(ctx, filepath.Join(cfg.Serve.DataDir, "trainscope.duckdb"),
-		duck.Options{Threads: cfg.DuckDB.Threads, MemoryLimit: memLimit, CheckpointWAL: cfg.Serve.CheckpointWAL, Staged: cfg.Serve.Staged}); err != nil {
+		duck.Options{Threads: cfg.duckThreads(), MemoryLimit: memLimit, CheckpointWAL: cfg.Serve.CheckpointWAL, Staged: cfg.Serve.Staged}); err != nil {
 		return nil, err
 	}
+	// each pass runs its detectors side by side, one connection a core
+	set.Workers = cfg.cores()
 	s.sched = live.New(s.st, &s.mu, set, live.Config{DataDir: cfg.Serve.DataDir, Quiet: cfg.Serve.Quiet,
-		Timeout: cfg.Serve.Timeout, Threads: cfg.DuckDB.Threads, MemoryLimit: cfg.DuckDB.MemoryLimit,
+		Timeout: cfg.Serve.Timeout, Threads: cfg.duckThreads(), MemoryLimit: cfg.DuckDB.MemoryLimit,
 		ArchiveDir: archiveDir, Upload: upload},
 		live.Options{Logf: logf, Now: clock.now,
 			PendingWhy: pendingWhy})
@@ -296,7 +302,7 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 	}
 	newConsumer := func() *ingest.Consumer {
 		return &ingest.Consumer{St: s.st, Mu: &s.mu, Cfg: cfg.Ingest, Stats: s.stats,
-			OnCommit: s.sched.Touched, Latency: s.monitor.ObserveLatency, Logf: logf}
+			OnCommit: s.sched.Touched, Latency: s.monitor.ObserveLatency, Logf: logf, Workers: cfg.cores()}
 	}
 	s.wg.Add(2)
 	if co != nil {

@@ -21,6 +21,9 @@ import (
 // with --config, then TRAINSCOPE_* environment variables, then flags
 // override them.
 type Config struct {
+	// Threads is the core count every pool, worker count and DuckDB's
+	// threads are sized from (cores); 0 means GOMAXPROCS.
+	Threads   int                    `mapstructure:"threads"`
 	Detectors detectors.Config       `mapstructure:"detectors"`
 	DuckDB    DuckDBConfig           `mapstructure:"duckdb"`
 	NATS      stream.NATSConfig      `mapstructure:"nats"`
@@ -132,8 +135,11 @@ var memLimitRE = regexp.MustCompile(`^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|Gi
 // Validate reports every problem, each with its key path.
 func (c *Config) Validate() error {
 	var errs []error
-	if c.DuckDB.Threads < 0 {
-		errs = append(errs, fmt.Errorf("duckdb.threads: %d is negative", c.DuckDB.Threads))
+	if c.Threads < 0 || c.Threads > maxThreads {
+		errs = append(errs, fmt.Errorf("threads: %d, want 0 (GOMAXPROCS) to %d", c.Threads, maxThreads))
+	}
+	if c.DuckDB.Threads < 0 || c.DuckDB.Threads > maxThreads {
+		errs = append(errs, fmt.Errorf("duckdb.threads: %d, want 0 (the threads key) to %d", c.DuckDB.Threads, maxThreads))
 	}
 	if c.DuckDB.MemoryLimit != "" && !memLimitRE.MatchString(c.DuckDB.MemoryLimit) {
 		errs = append(errs, fmt.Errorf("duckdb.memory_limit: %q is not a size like 2GB or 512MiB", c.DuckDB.MemoryLimit))
@@ -210,6 +216,7 @@ func (c *Config) Validate() error {
 
 // knownKeys are the config leaves; "*" matches any key.
 var knownKeys = map[string]any{
+	"threads": nil,
 	"detectors": map[string]any{
 		"dirs":       nil,
 		"disable":    nil,
@@ -235,6 +242,7 @@ var knownKeys = map[string]any{
 // setDefaults gives every key its default, which also lets viper map each
 // to its TRAINSCOPE_* variable (nats.url is TRAINSCOPE_NATS_URL).
 func setDefaults(v *viper.Viper) {
+	v.SetDefault("threads", 0)
 	v.SetDefault("duckdb.threads", 0)
 	v.SetDefault("duckdb.memory_limit", "")
 	v.SetDefault("detectors.dirs", []string{})

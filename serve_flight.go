@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -133,19 +132,9 @@ func loopback(addr string) bool {
 // configured: a quarter of this machine's memory (DuckDB's own default is
 // 80%, which one query once used up to 4.3 GB of).
 func defaultMemoryLimit() string {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
+	m := machineMemory()
+	if m <= 0 {
 		return "2GB"
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err == nil && kb > 0 {
-				return strconv.FormatInt(max(kb/4/1024, 256), 10) + "MiB"
-			}
-		}
-	}
-	return "2GB"
+	return strconv.FormatInt(max(m/4>>20, 256), 10) + "MiB"
 }

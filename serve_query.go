@@ -49,7 +49,7 @@ func startQueryNode(parent context.Context, cfg *Config, logf func(string, ...an
 		return nil, &inputError{fmt.Errorf("serve --query-only: archive %s: %w", dir, err)}
 	}
 	memLimit := cmp.Or(cfg.DuckDB.MemoryLimit, cfg.Serve.Query.MemoryLimit, defaultMemoryLimit())
-	if s.st, err = duck.Open(ctx, "", duck.Options{Threads: cfg.DuckDB.Threads, MemoryLimit: memLimit}); err != nil {
+	if s.st, err = duck.Open(ctx, "", duck.Options{Threads: cfg.duckThreads(), MemoryLimit: memLimit}); err != nil {
 		return nil, err
 	}
 	att := &archive.Attacher{Dir: dir}

@@ -307,6 +307,9 @@ type Set struct {
 	// Workers is how many detectors run at once on an in-memory store
 	// (each on a connection of its own); 0 or 1 runs them one by one.
 	Workers int
+	// Progress, when set, hears after each detector of a pass how many of
+	// the pass's detectors are done; calls do not overlap.
+	Progress func(done, total int)
 }
 
 // Config selects and tunes detectors.

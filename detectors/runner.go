@@ -3,8 +3,10 @@ package detectors
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -99,6 +101,19 @@ func (s *Set) Run(ctx context.Context, st *duck.Store) ([]Result, error) {
 // input it did not foresee) must not hide every other detector's findings.
 // Only a cancelled context stops the pass.
 func (s *Set) runKinds(ctx context.Context, st *duck.Store, workers int, kinds ...string) ([]Result, error) {
+	byKind := make([][]*Detector, len(kinds))
+	most := 0
+	for k, kind := range kinds {
+		for _, d := range s.Detectors {
+			if d.Kind == kind {
+				byKind[k] = append(byKind[k], d)
+			}
+		}
+		most = max(most, len(byKind[k]))
+	}
+	// more connections than detectors of a kind would sit idle; more than
+	// the store may fork are not to be had (a fork never waits for one)
+	workers = min(workers, most, st.Forks()+1)
 	stores := []*duck.Store{st}
 	defer func() {
 		for _, f := range stores[1:] {
@@ -107,19 +122,22 @@ func (s *Set) runKinds(ctx context.Context, st *duck.Store, workers int, kinds .
 	}()
 	for len(stores) < workers {
 		f, err := st.Fork(ctx)
+		if errors.Is(err, duck.ErrNoConn) {
+			break // someone else holds the rest: run on what there is
+		}
 		if err != nil {
 			return nil, err
 		}
 		stores = append(stores, f)
 	}
 	var out []Result
-	for _, kind := range kinds {
-		var ds []*Detector
-		for _, d := range s.Detectors {
-			if d.Kind == kind {
-				ds = append(ds, d)
-			}
-		}
+	var progress sync.Mutex
+	done, total := 0, 0
+	for _, ds := range byKind {
+		total += len(ds)
+	}
+	for k := range kinds {
+		ds := byKind[k]
 		res := make([]Result, len(ds))
 		var next atomic.Int64
 		g, gctx := errgroup.WithContext(ctx)
@@ -131,6 +149,12 @@ func (s *Set) runKinds(ctx context.Context, st *duck.Store, workers int, kinds .
 						return err
 					}
 					res[i] = r
+					if s.Progress != nil {
+						progress.Lock()
+						done++
+						s.Progress(done, total)
+						progress.Unlock()
+					}
 				}
 				return nil
 			})

@@ -34,7 +34,7 @@ func (c *Consumer) commit(ctx context.Context, items []*item) (map[string]bool, 
 		if c.St.StagedDir() != "" {
 			staged = stageFiles(c.St, items)
 			done := make(chan error, 1)
-			go func() { done <- writeStaged(ctx, c.St.StagedDir(), staged) }()
+			go func() { done <- writeStaged(ctx, c.St.StagedDir(), staged, c.Workers) }()
 			written = sync.OnceValue(func() error { return <-done })
 			defer written()
 		}

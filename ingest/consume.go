@@ -124,6 +124,9 @@ type Consumer struct {
 	// publish -> queryable latency.
 	Latency func(time.Duration)
 	Logf    func(format string, args ...any)
+	// Workers bounds the staged files a commit writes at once; 0 means
+	// GOMAXPROCS.
+	Workers int
 	// Recreate, when set, makes the durable consumer again after someone
 	// deleted it (ingestion would otherwise stop for good). The new one
 	// delivers the stream from the start; batches already committed are

@@ -35,7 +35,8 @@ type Options struct {
 	Rank int
 	// Ranks keeps only these ranks (nil keeps all).
 	Ranks []int
-	// Workers reading files in parallel; 0 means GOMAXPROCS.
+	// Workers reading files in parallel, and staged files written at
+	// once; 0 means GOMAXPROCS.
 	Workers int
 	// Progress receives one line per file; nil is silent.
 	Progress io.Writer
@@ -51,6 +52,12 @@ type Options struct {
 	// limit), with the file; nil is silent. Unlike Progress it is meant to
 	// be shown even when a user asks for quiet.
 	Warn func(string)
+	// MemoryBudget, when > 0, bounds the memory the traces being read hold
+	// at once, in bytes: fewer than Workers files are read at once when
+	// Workers+1 traces of the largest file's size (traceMemory's estimate)
+	// would pass it. A 192-core server reading 128 ranks of 1 GB traces
+	// would otherwise hold ~40 GB of parsed traces.
+	MemoryBudget int64
 	// HugeTraceMemoryLimit is DuckDB's memory limit (such as "256MB")
 	// while the chunks of a trace too big for one batch go in; "" keeps
 	// the store's. Such a trace outgrows the pool anyway, and while its
@@ -153,6 +160,73 @@ var twoPassBytes int64 = 768 << 20
 // reader's 256K; a variable for tests).
 var twoPassChunkRows int
 
+// readers is how many files Read reads at once: Workers (0: GOMAXPROCS),
+// no more than there are files, and as many as MemoryBudget holds.
+func readers(files []string, opt Options) int {
+	workers := opt.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = max(1, min(workers, len(files)))
+	if opt.MemoryBudget <= 0 {
+		return workers
+	}
+	var largest int64
+	for _, f := range files {
+		largest = max(largest, traceMemory(f))
+	}
+	if largest > 0 && int64(workers+1)*largest > opt.MemoryBudget {
+		fit := max(1, int(opt.MemoryBudget/largest)-1)
+		if fit < workers && opt.Progress != nil {
+			fmt.Fprintf(opt.Progress, "reading %d files at once, not %d: each may hold ~%d MB while read, within a budget of %d MB\n",
+				fit, workers, largest>>20, opt.MemoryBudget>>20)
+		}
+		workers = min(workers, fit)
+	}
+	return workers
+}
+
+// traceMemory estimates the memory a file's trace holds while read and
+// waiting to be inserted: ~0.3 bytes per byte of JSON (syn8's 53.7 MB
+// ranks held 14 MB each, bench/RESULTS.md), the JSON size of a .gz from
+// its trailer. A trace of twoPassBytes or more is read in chunks, so no
+// more than that size's share counts. 0 when the file cannot be read.
+func traceMemory(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	size := fi.Size()
+	if strings.HasSuffix(path, ".gz") {
+		size = gzipSize(path, size)
+	}
+	return min(size, twoPassBytes) * 3 / 10
+}
+
+// gzipSize is a gzip file's uncompressed size from its trailer (ISIZE,
+// the size modulo 4 GiB); when that is less than the compressed size (a
+// wrapped size, or several members), ten times the compressed size.
+func gzipSize(path string, compressed int64) int64 {
+	guess := 10 * compressed
+	f, err := os.Open(path)
+	if err != nil {
+		return guess
+	}
+	defer f.Close()
+	var tail [4]byte
+	if compressed < 18 {
+		return guess
+	}
+	if _, err := f.ReadAt(tail[:], compressed-4); err != nil {
+		return guess
+	}
+	n := int64(tail[0]) | int64(tail[1])<<8 | int64(tail[2])<<16 | int64(tail[3])<<24
+	if n < compressed {
+		return guess
+	}
+	return n
+}
+
 // Load reads files with the Kineto reader and inserts them into st, then
 // records the run. A run of the same id already in st is replaced.
 func Load(ctx context.Context, st *duck.Store, files []string, opt Options) (*Stats, error) {
@@ -168,6 +242,7 @@ func Load(ctx context.Context, st *duck.Store, files []string, opt Options) (*St
 	}
 	sink := newBufferedSink(st, flushRows(st))
 	sink.hugeLimit = opt.HugeTraceMemoryLimit
+	sink.writers = opt.Workers
 	stats, err := Read(ctx, sink, files, opt)
 	if err != nil {
 		sink.Flush(context.WithoutCancel(ctx)) // releases what waits; the load failed anyway
@@ -190,10 +265,7 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 	if opt.RunID == "" {
 		opt.RunID = DefaultRunID(files)
 	}
-	workers := opt.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
+	workers := readers(files, opt)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := make(chan int)

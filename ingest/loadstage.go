@@ -39,7 +39,7 @@ func stageLoaded(ctx context.Context, s *bufferedSink, tables []string) error {
 		return nil
 	}
 	dir := s.st.StagedDir()
-	if err := writeStaged(ctx, dir, files); err != nil {
+	if err := writeStaged(ctx, dir, files, s.writers); err != nil {
 		settleStaged(dir, files, false)
 		return err
 	}

@@ -65,11 +65,15 @@ func stageFiles(st *duck.Store, items []*item) []*stagedFile {
 	return files
 }
 
-// writeStaged writes the files, up to one per core at a time, each synced
-// to disk before the transaction that records it commits.
-func writeStaged(ctx context.Context, dir string, files []*stagedFile) error {
+// writeStaged writes the files, up to workers at a time (0: one per
+// core), each synced to disk before the transaction that records it
+// commits.
+func writeStaged(ctx context.Context, dir string, files []*stagedFile, workers int) error {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
 	g, _ := errgroup.WithContext(ctx)
-	g.SetLimit(runtime.GOMAXPROCS(0))
+	g.SetLimit(workers)
 	for _, f := range files {
 		g.Go(func() error { return f.write(dir) })
 	}

@@ -37,7 +37,7 @@ func BenchmarkStagedWrite(b *testing.B) {
 	}
 	for b.Loop() {
 		staged := stageFiles(st, items)
-		if err := writeStaged(ctx, st.StagedDir(), staged); err != nil {
+		if err := writeStaged(ctx, st.StagedDir(), staged, 0); err != nil {
 			b.Fatal(err)
 		}
 		for _, f := range staged {

@@ -76,8 +76,10 @@ type bufferedSink struct {
 	// hugeLimit is DuckDB's memory limit while huge batches go in ("":
 	// the store's); see Options.HugeTraceMemoryLimit
 	hugeLimit string
-	order     []string
-	pending   map[string][]arrow.RecordBatch
+	// writers bounds the staged files written at once (0: GOMAXPROCS)
+	writers int
+	order   []string
+	pending map[string][]arrow.RecordBatch
 }
 
 // flushRows is the limit of a sink that loads into st. A staged store's

@@ -58,7 +58,7 @@ func main() {
 	flag.IntVar(&c.topo.perHost, "per-host", 8, "ranks per host")
 	flag.IntVar(&c.topo.tp, "tp", 4, "tensor-parallel group size (groups of consecutive ranks)")
 	flag.IntVar(&c.topo.steps, "steps", 8, "profiler steps per trace (the last one is outside the analysis window)")
-	flag.IntVar(&c.workers, "workers", runtime.NumCPU(), "scenarios analysed at once")
+	flag.IntVar(&c.workers, "workers", runtime.GOMAXPROCS(0), "scenarios analysed at once, each with one DuckDB thread and up to 512MB (default: GOMAXPROCS)")
 	out := flag.String("out", "", "write the markdown report here (e.g. bench/ACCURACY.md)")
 	verbose := flag.Bool("v", false, "log every scenario")
 	keep := flag.Bool("keep", false, "keep the generated traces (their folders are logged)")
@@ -130,7 +130,7 @@ func main() {
 		writeTable(&b, weak)
 	}
 	fmt.Print(b.String())
-	fmt.Printf("\n%d scenarios in %s (%d CPUs)\n", len(res.outs)+len(weak.outs), wall.Round(time.Second), runtime.NumCPU())
+	fmt.Printf("\n%d scenarios in %s (%d CPUs)\n", len(res.outs)+len(weak.outs), wall.Round(time.Second), runtime.GOMAXPROCS(0))
 	if *out != "" {
 		if err := writeReport(*out, c, res, weak, rr, wall); err != nil {
 			fmt.Fprintln(os.Stderr, "accuracy:", err)
@@ -224,7 +224,7 @@ func run(ctx context.Context, c config, log io.Writer, verbose, keep bool) (*res
 	next := make(chan int)
 	var wg sync.WaitGroup
 	var done atomic.Int32
-	for range max(1, c.workers) {
+	for range max(1, min(c.workers, len(fs))) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

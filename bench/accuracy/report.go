@@ -27,7 +27,7 @@ func writeReport(path string, c config, r, weak *results, rr *realResult, wall t
 	p("```\ngo run -tags duckdb_arrow ./bench/accuracy -n %d -clean %d -double %d -weak %d -real-n %d -seed %d -sizes %s -ranks %d -tp %d -steps %d -out bench/ACCURACY.md\n```\n\n",
 		c.n, c.clean, c.double, c.weak, c.realN, c.seed, sizeList(c.sizes), c.topo.ranks, c.topo.tp, c.topo.steps)
 	p("Seed %d; wall time %s for %d scenarios on %s (%s/%s, %d CPUs, %d scenario workers, one DuckDB thread each).\n\n",
-		c.seed, wall.Round(time.Second), c.n+c.clean+c.double+c.weak, cpuModel(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), c.workers)
+		c.seed, wall.Round(time.Second), c.n+c.clean+c.double+c.weak, cpuModel(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), c.workers)
 
 	p("## Results\n\n")
 	writeTable(&b, r)

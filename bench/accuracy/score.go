@@ -21,7 +21,10 @@ type finding struct {
 // detector with its default thresholds over the default window (every
 // step but the last), as `trainscope analyze` does.
 func analyze(ctx context.Context, set *detectors.Set, dir string) ([]finding, []detectors.Cause, error) {
-	st, err := duck.Open(ctx, "", duck.Options{Threads: 1})
+	// one thread and analyze's memory limit a scenario: with DuckDB's
+	// default (80% of the machine's memory for each store), one store per
+	// core on a 192-core server would overcommit memory 150 times
+	st, err := duck.Open(ctx, "", duck.Options{Threads: 1, MemoryLimit: "512MB"})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -19,7 +19,7 @@ import (
 // partial. why, when set, is what the stream still holds for it.
 func (s *Scheduler) analyze(ctx context.Context, run, why string) (bool, error) {
 	t0 := time.Now()
-	scratch, err := duck.Open(ctx, "", duck.Options{Threads: s.cfg.Threads, MemoryLimit: s.cfg.MemoryLimit})
+	scratch, err := duck.Open(ctx, "", duck.Options{Threads: s.cfg.Threads, MemoryLimit: s.cfg.MemoryLimit, MaxConns: s.set.Workers})
 	if err != nil {
 		return false, err
 	}

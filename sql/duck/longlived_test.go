@@ -2,6 +2,7 @@ package duck_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"sync"
@@ -88,4 +89,51 @@ func TestForkInsertsBesideItsStore(t *testing.T) {
 		}
 	}
 	checkRows(t, st, []string{"0|5", "1|5"}, "SELECT rank, count(*) FROM steps GROUP BY rank ORDER BY rank")
+}
+
+// A fork past Options.MaxConns fails at once with ErrNoConn instead of
+// waiting for a connection (its holder may be the goroutine that waits);
+// closing a fork hands its connection back.
+func TestForkNeverWaits(t *testing.T) {
+	ctx := context.Background()
+	for _, max := range []int{1, 3, 0} {
+		st, err := duck.Open(ctx, "", duck.Options{MaxConns: max})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := max - 1
+		if max == 0 {
+			want = duck.DefaultMaxConns - 1
+		}
+		if st.Forks() != want {
+			t.Errorf("MaxConns %d: %d forks allowed, want %d", max, st.Forks(), want)
+		}
+		var forks []*duck.Store
+		for range want {
+			f, err := st.Fork(ctx)
+			if err != nil {
+				t.Fatalf("MaxConns %d: fork %d: %v", max, len(forks)+1, err)
+			}
+			forks = append(forks, f)
+		}
+		if _, err := st.Fork(ctx); !errors.Is(err, duck.ErrNoConn) {
+			t.Fatalf("MaxConns %d: a fork past the limit: %v, want ErrNoConn", max, err)
+		}
+		if want > 0 {
+			forks[0].Close()
+			forks[0].Close() // twice hands back one connection, not two
+			f, err := st.Fork(ctx)
+			if err != nil {
+				t.Fatalf("MaxConns %d: a fork after one closed: %v", max, err)
+			}
+			if _, err := st.Fork(ctx); !errors.Is(err, duck.ErrNoConn) {
+				t.Fatalf("MaxConns %d: after a double close, a second fork: %v, want ErrNoConn", max, err)
+			}
+			forks[0] = f
+		}
+		for _, f := range forks {
+			f.Close()
+		}
+		st.Close()
+	}
 }

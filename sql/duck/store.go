@@ -40,6 +40,11 @@ type Store struct {
 	// sealed: an in-memory staged store whose views read its files alone
 	// (see Seal); shared with its forks
 	sealed *atomic.Bool
+	// forks holds a token for each open fork (Options.MaxConns - 1 of
+	// them); a fork's Close hands its token back. Nil on a fork itself.
+	forks chan struct{}
+	// release hands a fork's token back, once
+	release func()
 }
 
 // Options tune Open.
@@ -60,11 +65,26 @@ type Options struct {
 	// events) and a restart replays all of it. Empty: 64GB, that is never
 	// before Close, which suits a bulk load.
 	CheckpointWAL string
+	// MaxConns bounds the connections of the store and its forks together
+	// (Fork); 0 means DefaultMaxConns. Readers (NewReader) are not counted.
+	MaxConns int
 }
 
-// maxConns bounds the connections of one database: the store's own and
-// those of its forks.
-const maxConns = 8
+// DefaultMaxConns is Options.MaxConns when none is given: the store's own
+// connection and seven forks.
+const DefaultMaxConns = 8
+
+func (opt Options) maxConns() int {
+	if opt.MaxConns <= 0 {
+		return DefaultMaxConns
+	}
+	return opt.MaxConns
+}
+
+// ErrNoConn is Fork's answer when every connection the store may have
+// (Options.MaxConns) is taken: a fork never waits for one, because the
+// goroutine that would hand it back may be the one waiting.
+var ErrNoConn = errors.New("every connection of the database is in use")
 
 // Open opens (creating if needed) the database at path; "" is in-memory.
 func Open(ctx context.Context, path string, opt Options) (*Store, error) {
@@ -86,14 +106,18 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		return nil, fmt.Errorf("open database %s: %w", displayPath(path), err)
 	}
 	db := sql.OpenDB(connector)
-	db.SetMaxOpenConns(maxConns)
+	// database/sql's own bound would make a fork wait for a connection,
+	// forever if its holder waits on the fork: Fork's tokens bound the
+	// connections instead, and never wait.
+	db.SetMaxOpenConns(0)
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		db.Close()
 		connector.Close()
 		return nil, fmt.Errorf("open database %s: %w", displayPath(path), err)
 	}
-	s := &Store{Path: path, connector: connector, db: db, conn: conn, swap: new(sync.RWMutex), sealed: new(atomic.Bool)}
+	s := &Store{Path: path, connector: connector, db: db, conn: conn, swap: new(sync.RWMutex), sealed: new(atomic.Bool),
+		forks: make(chan struct{}, opt.maxConns()-1)}
 	err = conn.Raw(func(dc any) error {
 		a, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
 		s.arrow = a
@@ -207,26 +231,40 @@ func (s *Store) WithMemoryLimit(ctx context.Context, limit string, f func() erro
 // beside the store's own (detectors of one pass, say): it sees every table,
 // view and macro of the database, but neither the store's temporary tables
 // nor its settings made with SET for the session. Close it before the
-// store; closing it closes only its connection.
+// store; closing it closes only its connection. When Options.MaxConns
+// connections are open already, Fork fails at once with ErrNoConn rather
+// than wait for one.
 func (s *Store) Fork(ctx context.Context) (*Store, error) {
 	if s.db == nil {
 		return nil, fmt.Errorf("fork of a fork")
 	}
+	select {
+	case s.forks <- struct{}{}:
+	default:
+		return nil, fmt.Errorf("fork database %s: %w (%d)", displayPath(s.Path), ErrNoConn, cap(s.forks)+1)
+	}
+	release := sync.OnceFunc(func() { <-s.forks })
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
+		release()
 		return nil, fmt.Errorf("fork database %s: %w", displayPath(s.Path), err)
 	}
-	f := &Store{Path: s.Path, conn: conn, staged: s.staged, swap: s.swap, sealed: s.sealed}
+	f := &Store{Path: s.Path, conn: conn, staged: s.staged, swap: s.swap, sealed: s.sealed, release: release}
 	if err := conn.Raw(func(dc any) error {
 		a, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
 		f.arrow = a
 		return err
 	}); err != nil {
 		conn.Close()
+		release()
 		return nil, fmt.Errorf("fork database %s: %w", displayPath(s.Path), err)
 	}
 	return f, nil
 }
+
+// Forks is how many forks the store may have open at once
+// (Options.MaxConns - 1).
+func (s *Store) Forks() int { return cap(s.forks) }
 
 func displayPath(p string) string {
 	if p == "" {
@@ -419,6 +457,9 @@ func (s *Store) Close() error {
 	var errs []error
 	if s.conn != nil {
 		errs = append(errs, s.conn.Close())
+	}
+	if s.release != nil {
+		s.release()
 	}
 	if s.db != nil {
 		errs = append(errs, s.db.Close())

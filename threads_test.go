@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// manyCores are the core counts of GPU servers the threads knob stands in
+// for on a small machine: a typical node, a large one, and the largest.
+var manyCores = []int{16, 64, 192}
+
+// analyze, report and diff give the same output whatever core count they
+// plan for. Before the knob analyze sized its detector workers from the
+// machine's cores and the database's connections from a constant 8, so
+// on a machine of more than 8 cores the ninth connection waited forever.
+func TestThreadsSameReport(t *testing.T) {
+	dir := t.TempDir()
+	base := func(n int, args ...string) string {
+		t.Helper()
+		args = append(args, "--threads", strconv.Itoa(n))
+		code, out, errOut := trainscope(t, args...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", strings.Join(args, " "), code, errOut)
+		}
+		return out
+	}
+	analyze := func(n int) string {
+		return base(n, append([]string{"analyze", "-q", "--format", "json", "--run", "s"}, sampleRun...)...)
+	}
+	db := filepath.Join(dir, "run.duckdb")
+	base(2, append([]string{"analyze", "-q", "--run", "s", "--db", db}, sampleRun...)...)
+	report := func(n int) string { return base(n, "report", "--db", db, "--format", "json") }
+	diff := func(n int) string { return base(n, "diff", "-q", "--format", "json", sampleRun[0], sampleRun[1]) }
+	for _, c := range []struct {
+		cmd string
+		run func(int) string
+	}{{"analyze", analyze}, {"report", report}, {"diff", diff}} {
+		want := c.run(2)
+		if len(want) < 1000 {
+			t.Fatalf("%s --threads 2 wrote only %q", c.cmd, want)
+		}
+		for _, n := range manyCores {
+			if got := c.run(n); got != want {
+				t.Errorf("%s --threads %d differs from --threads 2:\n%s\n---\n%s", c.cmd, n, head(got, 15), head(want, 15))
+			}
+		}
+	}
+}
+
+// A bad --threads is a usage error that names the flag; the threads key is
+// checked the same way.
+func TestThreadsRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"analyze", "--threads", "-1", sampleRun[0]},
+		{"report", "--threads", "100000", "--db", "x.duckdb"},
+		{"diff", "--threads", "-4", sampleRun[0], sampleRun[1]},
+	} {
+		code, _, errOut := trainscope(t, args...)
+		if code != 2 || !strings.Contains(errOut, "--threads") {
+			t.Errorf("%v: exit %d, %q", args, code, errOut)
+		}
+	}
+	t.Setenv("TRAINSCOPE_THREADS", "-3")
+	if code, _, errOut := trainscope(t, "analyze", "-q", sampleRun[0]); code != 2 || !strings.Contains(errOut, "threads: -3") {
+		t.Errorf("TRAINSCOPE_THREADS=-3: exit %d, %q", code, errOut)
+	}
+	t.Setenv("TRAINSCOPE_THREADS", "192")
+	cfg, err := loadConfig("")
+	if err != nil || cfg.cores() != 192 || cfg.duckThreads() != 192 {
+		t.Errorf("TRAINSCOPE_THREADS=192: cores %d (%v)", cfg.cores(), err)
+	}
+	cfg.DuckDB.Threads = 4
+	if cfg.duckThreads() != 4 {
+		t.Errorf("duckdb.threads 4 under threads 192: DuckDB gets %d", cfg.duckThreads())
+	}
+}
+
+// serve on a GPU server's core count: the pass over a published run (its
+// detectors side by side, one connection a core, bounded by the pool)
+// gives the report analyze gives on two.
+func TestServeThreads(t *testing.T) {
+	for _, n := range []int{16, 192} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			t.Setenv("TRAINSCOPE_NATS_LISTEN", "127.0.0.1:0")
+			cfg, err := loadConfig("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Serve.DataDir, cfg.Serve.HTTP, cfg.Serve.Flight = t.TempDir(), "127.0.0.1:0", ""
+			cfg.Threads = n
+			clk := newTestClock()
+			srv, err := startServer(ctx, cfg, mustSet(t), t.Logf, withClock(clk.Now, clk.ticks))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.stop()
+			var out, errOut bytes.Buffer
+			if code := run(ctx, append([]string{"publish", "--run", "live", "-q", "--nats-url", srv.natsURL}, sampleRun...), &out, &errOut); code != 0 {
+				t.Fatalf("publish exit %d: %s", code, errOut.String())
+			}
+			m := regexp.MustCompile(`in (\d+) messages`).FindStringSubmatch(out.String())
+			if m == nil {
+				t.Fatalf("publish said %q", out.String())
+			}
+			sent, _ := strconv.Atoi(m[1])
+			waitFor(t, "every published message stored", func() bool { return srv.stats.Messages.Load() == int64(sent) })
+			clk.Advance(cfg.Serve.Quiet)
+			waitFor(t, "a report", func() bool { clk.Tick(); return srv.sched.Report("live") != nil })
+			got := get(t, "http://"+srv.httpAddr+"/runs/live/report")
+			code, want, errText := trainscope(t, append([]string{"analyze", "-q", "--run", "live", "--threads", "2"}, sampleRun...)...)
+			if code != 0 {
+				t.Fatalf("analyze: exit %d %s", code, errText)
+			}
+			if got != want {
+				t.Errorf("served with threads %d differs from analyze --threads 2:\n%s\n---\n%s", n, head(got, 20), head(want, 20))
+			}
+		})
+	}
+}
+
+// The detector phase shows progress: a line when it starts, one at most a
+// second (the clock is the test's), and one when every detector is done.
+func TestDetectorProgress(t *testing.T) {
+	var b bytes.Buffer
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := detectorProgress(&b, 63, 16, func() time.Time { return clock })
+	for done := 1; done <= 63; done++ {
+		clock = clock.Add(100 * time.Millisecond)
+		p(done, 63)
+	}
+	want := "running 63 detectors, up to 16 at a time\n" +
+		"detectors: 10 of 63 done\ndetectors: 20 of 63 done\ndetectors: 30 of 63 done\n" +
+		"detectors: 40 of 63 done\ndetectors: 50 of 63 done\ndetectors: 60 of 63 done\n" +
+		"detectors: 63 of 63 done in 6.3s\n"
+	if b.String() != want {
+		t.Errorf("progress:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
