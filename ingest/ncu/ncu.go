@@ -1,13 +1,11 @@
 package ncu
 
 import (
-	"bufio"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -44,24 +42,6 @@ var fixed = map[string]bool{
 	"Function Name": true, "Demangled Name": true, "Mangled Name": true,
 }
 
-// IsExport says whether path starts like an ncu CSV export: a header row
-// with "ID" and "Kernel Name" columns.
-func IsExport(path string) bool {
-	if !strings.EqualFold(filepath.Ext(path), ".csv") {
-		return false
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	line, err := bufio.NewReaderSize(f, 1<<16).ReadString('\n')
-	if err != nil && line == "" {
-		return false
-	}
-	return strings.Contains(line, `"Kernel Name"`) && strings.HasPrefix(strings.TrimPrefix(line, "\ufeff"), `"ID"`)
-}
-
 // ReadFile reads an ncu CSV export.
 func ReadFile(path string) (*Export, error) {
 	f, err := os.Open(path)
@@ -80,12 +60,25 @@ func ReadFile(path string) (*Export, error) {
 // the columns its layout needs, is an error naming what is missing; rows
 // that cannot be read are left out and counted in a note.
 func Read(r io.Reader, path string) (*Export, error) {
-	cr := csv.NewReader(r)
+	cf := newCaptureFilter(r)
+	cr := csv.NewReader(cf)
 	cr.FieldsPerRecord = -1
 	cr.LazyQuotes = true
 	cr.ReuseRecord = false
 	header, err := cr.Read()
+	if errors.Is(err, io.EOF) && cf.firstOther != "" {
+		// no header anywhere: judge the first line as one, for the error
+		header, err = csv.NewReader(strings.NewReader(cf.firstOther)).Read()
+		cf.skipped.before = 0
+	}
 	if err != nil {
+		if errors.Is(err, io.EOF) && cf.skipped.log > 0 {
+			why := ""
+			if w := cf.skipped.firstWarning; w != "" {
+				why = "; it says: " + w
+			}
+			return nil, fmt.Errorf("%s: %d of ncu's log lines and no CSV table (did ncu profile any kernel?)%s", path, cf.skipped.log, why)
+		}
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s: empty file, not an Nsight Compute CSV export", path)
 		}
@@ -107,6 +100,7 @@ func Read(r io.Reader, path string) (*Export, error) {
 		return nil, fmt.Errorf("%s: no \"ID\" column in the header: which launch a row measures cannot be told", path)
 	}
 	e := &Export{Path: path}
+	defer func() { e.Notes = append(cf.skipped.notes(), e.Notes...) }()
 	if _, ok := col["Metric Name"]; ok {
 		e.Layout = "details"
 		var missing []string
