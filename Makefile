@@ -4,6 +4,10 @@ TAGS      := duckdb_arrow
 BIN       := bin/trainscope
 GOFLAGS   ?=
 PKGS      := ./...
+# go-nvml's cgo bindings name every NVML call, deprecated ones included, so
+# gcc warns about each (~60 lines of "is deprecated") on a cold build; they
+# are harmless (the sampler calls none of them), so the build silences them.
+export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 DEMO_DIR  := bench/sample
 DEMO_OUT  := out/demo
 
@@ -17,7 +21,12 @@ build: ## build bin/trainscope
 
 test: ## run every test: the Go module, then the Grafana plugin (Go, frontend typecheck, Jest, ESLint, zip checker)
 	$(GO) vet -tags $(TAGS) $(PKGS)
-	$(GO) test -tags $(TAGS) -count=1 -timeout 30m $(PKGS)
+	@mkdir -p out && rm -f out/corpus-checks.log
+	TRAINSCOPE_CORPUS_LOG=$(CURDIR)/out/corpus-checks.log $(GO) test -tags $(TAGS) -count=1 -timeout 30m $(PKGS)
+	@awk '$$1 == "ran" { ran++; files[$$2] = 1 } $$1 == "skip" { skip++; gone[$$2] = 1 } \
+		END { n = 0; for (f in files) n++; m = 0; for (g in gone) { m++; list = list " " g }; \
+		printf "corpus checks: %d ran over %d real inputs; %d skipped for %d input(s) not in the repository:%s\n", ran, n, skip, m, (m ? list : " none") }' \
+		out/corpus-checks.log
 	$(MAKE) plugin-test plugin-typecheck plugin-jest plugin-eslint plugin-zip-test
 
 test-short: ## quick tests only

@@ -14,6 +14,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/trainscope/trainscope/bench/corpus"
 	"github.com/trainscope/trainscope/gpu"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/ingest/watch"
@@ -132,9 +133,9 @@ func (s *server) count(t *testing.T, q string) int64 {
 // machine (no NVIDIA driver) the default, NVML, says so once and the agent
 // goes on publishing traces.
 func TestAgentSamplesCounters(t *testing.T) {
-	raw, err := os.ReadFile("../shared/corpus/dcgm/scrape_ericsson-ccd__accelerator_metrics.prom")
+	raw, err := os.ReadFile(corpus.Path(t, "dcgm/scrape_ericsson-ccd__accelerator_metrics.prom"))
 	if err != nil {
-		t.Skip("corpus not present:", err)
+		t.Fatal(err)
 	}
 	exporter := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(raw) }))
 	defer exporter.Close()

@@ -7,23 +7,23 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/trainscope/trainscope/bench/corpus"
 )
 
-// corpusInputs are the real artifacts of ../shared/corpus that analyze
-// reads: every Kineto trace, Nsight Systems and Compute export and memory
+// corpusInputs are the real artifacts of the corpus (testdata/corpus, and
+// a full corpus's extra files when there is one) that analyze reads:
+// every Kineto trace, Nsight Systems and Compute export and memory
 // snapshot.
 func corpusInputs(t *testing.T) []string {
 	t.Helper()
 	var files []string
 	for _, pat := range []string{"kineto/*/*.json", "kineto/*/*.json.gz", "kineto/*/*.raw.gz", "nsys/*.sqlite", "memsnap/*.json.gz", "ncu/*.csv"} {
-		m, err := filepath.Glob(filepath.Join(corpus, pat))
-		if err != nil {
-			t.Fatal(err)
+		m := corpus.Glob(t, pat)
+		if len(m) == 0 {
+			t.Fatalf("no corpus files match %s", pat)
 		}
 		files = append(files, m...)
-	}
-	if len(files) == 0 {
-		t.Skip("corpus not present at " + corpus)
 	}
 	slices.Sort(files)
 	return files
@@ -66,9 +66,9 @@ func TestAnalyzeEveryCorpusArtifact(t *testing.T) {
 // run to a report in which every detector ran; its only warning is that
 // the exporter wrote no timestamps.
 func TestAnalyzeCorpusScrapes(t *testing.T) {
-	scrapes, _ := filepath.Glob(filepath.Join(corpus, "dcgm", "*.prom"))
+	scrapes := corpus.Glob(t, "dcgm/*.prom")
 	if len(scrapes) == 0 {
-		t.Skip("corpus not present at " + corpus)
+		t.Fatal("no corpus scrapes dcgm/*.prom")
 	}
 	for _, f := range scrapes {
 		t.Run(filepath.Base(f), func(t *testing.T) {

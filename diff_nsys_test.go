@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	_ "modernc.org/sqlite"
+
+	"github.com/trainscope/trainscope/bench/corpus"
 )
 
 // stretchCapture copies an Nsight Systems export and makes its job slower
@@ -23,7 +25,7 @@ func stretchCapture(t *testing.T, src string, factor float64) string {
 	t.Helper()
 	data, err := os.ReadFile(src)
 	if err != nil {
-		t.Skip("corpus not present:", err)
+		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "after.sqlite")
 	if err := os.WriteFile(dst, data, 0o644); err != nil {
@@ -59,7 +61,7 @@ func stretchCapture(t *testing.T, src string, factor float64) string {
 // fits fewer iterations and reads as "less frequent"; per iteration it is
 // 30% slower in everything.
 func TestDiffNsysCaptures(t *testing.T) {
-	before := "../shared/corpus/nsys/h100_2gpu_1s.sqlite"
+	before := corpus.Path(t, "nsys/h100_2gpu_1s.sqlite")
 	after := stretchCapture(t, before, 1.3)
 	var out, errOut bytes.Buffer
 	if code := run(context.Background(), []string{"diff", "-q", "--format", "json", before, after}, &out, &errOut); code != 0 {

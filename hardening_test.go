@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/trainscope/trainscope/bench/corpus"
 )
 
 // A kernel name and a thread name that are not UTF-8 (profilers copy C++
@@ -52,8 +54,8 @@ func TestAnalyzeRefusesOverflowingTimes(t *testing.T) {
 // The smaller holes a hostile but fair user found (issue 12, item 9).
 func TestSmallerHoles(t *testing.T) {
 	dir := t.TempDir()
-	snap := filepath.Join(corpus, "memsnap", "magma27_memory_snapshot.json.gz")
 	t.Run("a snapshot given as --trace", func(t *testing.T) {
+		snap := corpus.Path(t, "memsnap/magma27_memory_snapshot.json.gz")
 		code, _, errOut := trainscope(t, "profile", "-q", "--memory", snap, "--trace", snap)
 		if code != 2 || !strings.Contains(errOut, "is a CUDA memory snapshot, not a trace: give it as --memory") {
 			t.Errorf("exit %d: %s", code, errOut)

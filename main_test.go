@@ -11,10 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trainscope/trainscope/bench/corpus"
 	"github.com/trainscope/trainscope/sql/duck"
 )
-
-const corpus = "../shared/corpus"
 
 func trainscope(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
@@ -199,7 +198,7 @@ func TestValidate(t *testing.T) {
 	if code != 2 {
 		t.Errorf("bad config: exit %d", code)
 	}
-	for _, want := range []string{"duckdb.memroy_limit: unknown key", "extra: unknown key", "duckdb.threads: -1 is negative"} {
+	for _, want := range []string{"duckdb.memroy_limit: unknown key", "extra: unknown key", "duckdb.threads: -1, want 0"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}
@@ -338,10 +337,10 @@ func TestProfileBadInput(t *testing.T) {
 // TestProfileMagma27 checks the corpus snapshot's memory figures against
 // numbers computed here from the raw JSON.
 func TestProfileMagma27(t *testing.T) {
-	path := filepath.Join(corpus, "memsnap", "magma27_memory_snapshot.json.gz")
+	path := corpus.Path(t, "memsnap/magma27_memory_snapshot.json.gz")
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(raw))
 	if err != nil {

@@ -5,12 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
 
+	"github.com/trainscope/trainscope/bench/corpus"
 	"github.com/trainscope/trainscope/stream"
 )
 
@@ -75,10 +75,7 @@ func TestConnectWithUserPassword(t *testing.T) {
 // An Nsight Systems SQLite export analyzes like a folder of traces: one
 // rank per GPU.
 func TestAnalyzeNsysExport(t *testing.T) {
-	path := "../shared/corpus/nsys/h100_2gpu_1s.sqlite"
-	if _, err := os.Stat(path); err != nil {
-		t.Skip("corpus not present:", err)
-	}
+	path := corpus.Path(t, "nsys/h100_2gpu_1s.sqlite")
 	var out, errOut bytes.Buffer
 	if code := run(context.Background(), []string{"analyze", "-q", "--format", "json", path}, &out, &errOut); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())

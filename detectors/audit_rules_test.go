@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trainscope/trainscope/bench/corpus"
 	"github.com/trainscope/trainscope/detectors"
 	"github.com/trainscope/trainscope/ingest/script"
 	"github.com/trainscope/trainscope/sql/duck"
@@ -35,7 +36,7 @@ func runAudit(t *testing.T, cfg detectors.Config, opt detectors.AuditOptions, sc
 		if s.src != "" {
 			sc, err = script.Parse(s.name, []byte(s.src), script.Options{})
 		} else {
-			sc, err = script.ParseFile(s.name, script.Options{SearchRoot: corpusScriptsRoot})
+			sc, err = script.ParseFile(s.name, script.Options{SearchRoot: corpusScriptsRoot(t)})
 		}
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
@@ -295,14 +296,30 @@ func keys(m map[string]string) []string {
 	return out
 }
 
-// corpusScriptsRoot is the Relax scripts folder of the shared corpus.
-const corpusScriptsRoot = "../../shared/corpus/scripts/relax/scripts"
+// corpusScriptsRoot is the Relax scripts folder of the corpus, relative
+// to the working folder: the parser names a file it finds through
+// SearchRoot as the root does and one it resolves through realpath by its
+// absolute path, and the golden files keep the two apart.
+func corpusScriptsRoot(t *testing.T) string {
+	t.Helper()
+	dir := corpus.Dir(t, "scripts/relax/scripts")
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(wd, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rel
+}
 
+// corpusScript is the corpus script training/rel, under corpusScriptsRoot.
 func corpusScript(t *testing.T, rel string) string {
 	t.Helper()
-	p := filepath.Join(corpusScriptsRoot, "training", rel)
+	p := filepath.Join(corpusScriptsRoot(t), "training", rel)
 	if _, err := os.Stat(p); err != nil {
-		t.Skipf("corpus missing: %v", err)
+		t.Fatal(err)
 	}
 	return p
 }
@@ -397,9 +414,10 @@ func TestAuditCorpusRules(t *testing.T) {
 			if err := rep.WriteMarkdown(&md); err != nil {
 				t.Fatal(err)
 			}
-			out := strings.ReplaceAll(md.String(), filepath.Join(corpusScriptsRoot, "training")+"/", "")
-			out = strings.ReplaceAll(out, corpusScriptsRoot+"/", "")
-			if abs, err := filepath.Abs(corpusScriptsRoot); err == nil {
+			root := corpusScriptsRoot(t)
+			out := strings.ReplaceAll(md.String(), filepath.Join(root, "training")+"/", "")
+			out = strings.ReplaceAll(out, root+"/", "")
+			if abs, err := filepath.Abs(root); err == nil {
 				out = strings.ReplaceAll(out, abs+"/", "<scripts>/")
 			}
 			golden(t, filepath.Join("testdata", "audit", name, "want.md"), []byte(out))

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/trainscope/trainscope/bench/corpus"
 	"github.com/trainscope/trainscope/detectors"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/ingest/memsnap"
@@ -24,11 +25,11 @@ func TestGoldenReports(t *testing.T) {
 		name     string
 		dir      func(t *testing.T) string
 		cfg      detectors.Config
-		snapshot string // a memory snapshot to profile instead of traces
+		snapshot string // a corpus memory snapshot to profile instead of traces
 	}{
 		{"hand", handRun, lowThresholds, ""},
 		{"nccl_parser_config", corpusDir("hta/tests__data__nccl_parser_config__nccl_data.json.gz"), detectors.Config{}, ""},
-		{"magma27_snapshot", nil, detectors.Config{}, "../../shared/corpus/memsnap/magma27_memory_snapshot.json.gz"},
+		{"magma27_snapshot", nil, detectors.Config{}, "memsnap/magma27_memory_snapshot.json.gz"},
 		{"sampled_pair", corpusDir("hta/tests__data__trace_filter__sampled_rank-0.json.gz", "hta/tests__data__trace_filter__sampled_rank-1.json.gz"), detectors.Config{}, ""},
 		// checked by hand with an independent Python pass over the trace:
 		// GPU span 49.65 ms, busy 91.9%; 3 synchronizing calls, 16.28 ms,
@@ -41,7 +42,7 @@ func TestGoldenReports(t *testing.T) {
 			var st *duck.Store
 			var res []detectors.Result
 			if c.snapshot != "" {
-				st, res = profileSnapshot(t, c.snapshot, c.name)
+				st, res = profileSnapshot(t, corpus.Path(t, c.snapshot), c.name)
 			} else {
 				st, res = analyzeDir(t, c.dir(t), c.name, detectors.Window{}, c.cfg)
 			}
@@ -75,7 +76,7 @@ func profileSnapshot(t *testing.T, path, runID string) (*duck.Store, []detectors
 	t.Helper()
 	snap, err := memsnap.ReadFile(path)
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	ctx := context.Background()
 	st, err := duck.Open(ctx, "", duck.Options{})
@@ -136,20 +137,16 @@ func golden(t *testing.T, path string, got []byte) {
 	}
 }
 
-const corpus = "../../shared/corpus/kineto"
-
-// corpusDir links corpus files into a temporary folder (the run id comes
-// from the test case, not the folder).
+// corpusDir links corpus files (named from the corpus's kineto folder)
+// into a temporary folder under their own names (the run id comes from
+// the test case, not the folder).
 func corpusDir(files ...string) func(t *testing.T) string {
 	return func(t *testing.T) string {
 		dir := t.TempDir()
 		for _, f := range files {
-			src, err := filepath.Abs(filepath.Join(corpus, f))
+			src, err := filepath.Abs(corpus.Path(t, "kineto/"+f))
 			if err != nil {
 				t.Fatal(err)
-			}
-			if _, err := os.Stat(src); err != nil {
-				t.Skipf("corpus file missing: %v", err)
 			}
 			if err := os.Symlink(src, filepath.Join(dir, filepath.Base(f))); err != nil {
 				t.Fatal(err)

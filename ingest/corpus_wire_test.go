@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/trainscope/trainscope/bench/corpus"
 	"github.com/trainscope/trainscope/stream"
 )
 
@@ -16,11 +17,10 @@ import (
 func TestCorpusBatchesPassTheWireChecks(t *testing.T) {
 	var files []string
 	for _, pat := range []string{"kineto/*/*.json", "kineto/*/*.json.gz", "kineto/*/*.raw.gz", "nsys/*.sqlite", "memsnap/*.json.gz"} {
-		m, _ := filepath.Glob(filepath.Join("../../shared/corpus", pat))
-		files = append(files, m...)
+		files = append(files, corpus.Glob(t, pat)...)
 	}
 	// launch scripts, however deep they sit
-	filepath.WalkDir("../../shared/corpus/scripts", func(path string, d fs.DirEntry, err error) error {
+	filepath.WalkDir(corpus.Dir(t, "scripts"), func(path string, d fs.DirEntry, err error) error {
 		if err == nil && IsScript(path) {
 			files = append(files, path)
 		}
@@ -28,7 +28,7 @@ func TestCorpusBatchesPassTheWireChecks(t *testing.T) {
 	})
 	messages := 0
 	if len(files) == 0 {
-		t.Skip("corpus not present")
+		t.Fatal("no corpus artifacts")
 	}
 	for _, f := range files {
 		var c Collect

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainscope/trainscope/bench/corpus"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/stream"
 )
@@ -122,9 +123,9 @@ func pending(t *testing.T, b ingest.Backlog) string {
 // time, with every label kept (the exporter's Hostname too: the host is
 // the agent's).
 func TestExporterSource(t *testing.T) {
-	raw, err := os.ReadFile("../../shared/corpus/dcgm/scrape_kops__tests__TestObservability_AcceleratorMetrics_ViaDCGM__output.prom")
+	raw, err := os.ReadFile(corpus.Path(t, "dcgm/scrape_kops__tests__TestObservability_AcceleratorMetrics_ViaDCGM__output.prom"))
 	if err != nil {
-		t.Skip("corpus not present:", err)
+		t.Fatal(err)
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(raw) }))
 	defer srv.Close()

@@ -2,19 +2,19 @@ package ingest_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
+	"github.com/trainscope/trainscope/bench/corpus"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/ingest/memsnap"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
 func TestInsertSnapshot(t *testing.T) {
-	path := filepath.Join("../../shared/corpus/memsnap", "magma27_memory_snapshot.json.gz")
+	path := corpus.Path(t, "memsnap/magma27_memory_snapshot.json.gz")
 	snap, err := memsnap.ReadFile(path)
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	ctx := context.Background()
 	st, err := duck.Open(ctx, "", duck.Options{})

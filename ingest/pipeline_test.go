@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/trainscope/trainscope/bench/corpus"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
 	"github.com/trainscope/trainscope/stream"
@@ -131,20 +132,18 @@ func sampleFiles(t *testing.T) []string {
 		t.Fatalf("bench/sample: %v %v", files, err)
 	}
 	// a memory snapshot named for rank 2: its tables and a snapshot-only ranks row
-	snap := "../../shared/corpus/memsnap/magma27_memory_snapshot.json.gz"
-	if _, err := os.Stat(snap); err != nil {
-		t.Logf("no corpus snapshot (%v): traces only", err)
-		return files
-	}
+	snap := corpus.Path(t, "memsnap/magma27_memory_snapshot.json.gz")
 	link := filepath.Join(t.TempDir(), "rank2_memory_snapshot.json.gz")
 	if err := os.Symlink(must(filepath.Abs(snap)), link); err != nil {
 		t.Fatal(err)
 	}
 	files = append(files, link)
 	// and an Nsight Compute export: its metrics travel as kernel_metrics
-	if ncu, err := filepath.Glob("../../shared/corpus/ncu/CodeGandee*kernel_0005*.csv"); err == nil && len(ncu) == 1 {
-		files = append(files, ncu[0])
+	ncu := corpus.Glob(t, "ncu/CodeGandee*kernel_0005*.csv")
+	if len(ncu) != 1 {
+		t.Fatalf("corpus ncu/CodeGandee*kernel_0005*.csv: %d files, want 1", len(ncu))
 	}
+	files = append(files, ncu[0])
 	return files
 }
 

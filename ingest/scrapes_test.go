@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trainscope/trainscope/bench/corpus"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
 )
@@ -34,10 +35,10 @@ func loadInto(t *testing.T, opt ingest.Options, paths ...string) (*duck.Store, *
 // modification time (the exporter writes no timestamps), with a warning
 // that says so.
 func TestLoadScrapeWithTraces(t *testing.T) {
-	src := "../../shared/corpus/dcgm/scrape_ericsson-ccd__accelerator_metrics.prom"
+	src := corpus.Path(t, "dcgm/scrape_ericsson-ccd__accelerator_metrics.prom")
 	raw, err := os.ReadFile(src)
 	if err != nil {
-		t.Skip("corpus not present:", err)
+		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	scrape := filepath.Join(dir, "node.prom")
@@ -106,10 +107,7 @@ func TestLoadBadScrape(t *testing.T) {
 // On the scrape's own host, gpu 0 is the rank whose GPU work ran on device
 // 0 (rank 0 of the sample; rank 1 ran on device 1).
 func TestCountersByRank(t *testing.T) {
-	src := "../../shared/corpus/dcgm/scrape_ericsson-ccd__accelerator_metrics.prom"
-	if _, err := os.Stat(src); err != nil {
-		t.Skip("corpus not present:", err)
-	}
+	src := corpus.Path(t, "dcgm/scrape_ericsson-ccd__accelerator_metrics.prom")
 	ctx := context.Background()
 	// every rank on the scrape's host, as --host cp-bm14r7 says
 	st, _, err := loadInto(t, ingest.Options{Host: "cp-bm14r7"}, "../bench/sample", src)

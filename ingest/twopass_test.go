@@ -2,9 +2,9 @@ package ingest_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
+	"github.com/trainscope/trainscope/bench/corpus"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
 	"github.com/trainscope/trainscope/stream"
@@ -22,7 +22,10 @@ func TestLoadInTwoPasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	// a second run: a trace with NCCL collectives and their process groups
-	nccl, _ := filepath.Glob("../../shared/corpus/kineto/hta/tests__data__nccl_parser_config__*.json.gz")
+	nccl := corpus.Glob(t, "kineto/hta/tests__data__nccl_parser_config__*.json.gz")
+	if len(nccl) == 0 {
+		t.Fatal("no corpus trace kineto/hta/tests__data__nccl_parser_config__*.json.gz")
+	}
 	digest := func(twoPass int64) map[string][2]string {
 		*ingest.TwoPassBytes = twoPass
 		st := openStore(t)

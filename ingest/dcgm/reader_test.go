@@ -3,20 +3,19 @@ package dcgm
 import (
 	"bufio"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-)
 
-const corpus = "../../../shared/corpus/dcgm"
+	"github.com/trainscope/trainscope/bench/corpus"
+)
 
 // sampleLines counts a file's sample lines independently of the parser.
 func sampleLines(t *testing.T, path string) (n int, hosts map[string]bool) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
-		t.Skip("corpus not present:", err)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	hosts = map[string]bool{}
@@ -46,7 +45,7 @@ func TestCorpusScrapes(t *testing.T) {
 		{"scrape_ericsson-ccd__accelerator_metrics.prom", 1},
 		{"scrape_kops__tests__TestObservability_AcceleratorMetrics_ViaDCGM__output.prom", 2},
 	} {
-		path := filepath.Join(corpus, c.file)
+		path := corpus.Path(t, "dcgm/"+c.file)
 		want, hosts := sampleLines(t, path)
 		f, err := os.Open(path)
 		if err != nil {
@@ -122,7 +121,11 @@ func TestReadErrors(t *testing.T) {
 func FuzzRead(f *testing.F) {
 	// the smaller corpus scrape (5 KB): the mutator works on whole inputs
 	for _, name := range []string{"scrape_ericsson-ccd__accelerator_metrics.prom"} {
-		if b, err := os.ReadFile(filepath.Join(corpus, name)); err == nil {
+		rel := "dcgm/" + name
+		if !corpus.Has(rel) {
+			continue // a missing seed must not skip the fuzz target
+		}
+		if b, err := os.ReadFile(corpus.Path(f, rel)); err == nil {
 			f.Add(b)
 		}
 	}
@@ -157,9 +160,9 @@ func FuzzRead(f *testing.F) {
 }
 
 func BenchmarkReadCorpus(b *testing.B) {
-	raw, err := os.ReadFile(filepath.Join(corpus, "scrape_kops__tests__TestObservability_AcceleratorMetrics_ViaDCGM__output.prom"))
+	raw, err := os.ReadFile(corpus.Path(b, "dcgm/scrape_kops__tests__TestObservability_AcceleratorMetrics_ViaDCGM__output.prom"))
 	if err != nil {
-		b.Skip(err)
+		b.Fatal(err)
 	}
 	b.SetBytes(int64(len(raw)))
 	for b.Loop() {

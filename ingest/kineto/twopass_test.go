@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/trainscope/trainscope/bench/corpus"
 	"github.com/trainscope/trainscope/stream"
 )
 
@@ -48,7 +49,7 @@ func stackRows(tr *Trace) []string {
 func TestTwoPassReadsTheSameRows(t *testing.T) {
 	defer func(n int) { chunkRows = n }(chunkRows)
 	chunkRows = 97
-	files, _ := filepath.Glob("../../../shared/corpus/kineto/*/*.json*")
+	files := corpus.Glob(t, "kineto/*/*.json*")
 	sample, _ := filepath.Glob("../../bench/sample/*.json.gz")
 	files = append(files, sample...)
 	dir := t.TempDir()
@@ -67,7 +68,7 @@ func TestTwoPassReadsTheSameRows(t *testing.T) {
 		files = append(files, p)
 	}
 	if len(files) < 10 {
-		t.Fatalf("only %d traces to read: is ../shared/corpus there?", len(files))
+		t.Fatalf("only %d traces to read: is testdata/corpus there?", len(files))
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {

@@ -11,10 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trainscope/trainscope/bench/corpus"
 	"github.com/trainscope/trainscope/ingest/jsonscan"
 )
-
-const corpus = "../../../shared/corpus/memsnap"
 
 // raw is the independent decode the tests compare with.
 type raw struct {
@@ -68,9 +67,9 @@ func sum(v []int64) (s int64) {
 
 // TestCorpusSnapshots checks every corpus snapshot against encoding/json.
 func TestCorpusSnapshots(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(corpus, "*.json.gz"))
+	files := corpus.Glob(t, "memsnap/*.json.gz")
 	if len(files) == 0 {
-		t.Skip("no corpus snapshots")
+		t.Fatal("no corpus snapshots in memsnap/")
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
@@ -144,10 +143,7 @@ func TestCorpusSnapshots(t *testing.T) {
 
 // TestMagma27 pins the figures issue 6 names for this snapshot.
 func TestMagma27(t *testing.T) {
-	path := filepath.Join(corpus, "magma27_memory_snapshot.json.gz")
-	if _, err := os.Stat(path); err != nil {
-		t.Skip(err)
-	}
+	path := corpus.Path(t, "memsnap/magma27_memory_snapshot.json.gz")
 	snap, err := ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -276,11 +272,15 @@ func TestErrors(t *testing.T) {
 func FuzzMemsnap(f *testing.F) {
 	f.Add([]byte(small))
 	f.Add([]byte(`{"segments": [], "device_traces": [[]]}`))
-	if b, err := os.ReadFile(filepath.Join(corpus, "magma27_memory_snapshot.json.gz")); err == nil {
-		if zr, err := gzip.NewReader(bytes.NewReader(b)); err == nil {
-			head := make([]byte, 64<<10)
-			n, _ := io.ReadFull(zr, head)
-			f.Add(head[:n])
+	// the corpus snapshot's head, when the corpus has it (a missing seed
+	// must not skip the fuzz target)
+	if seed := "memsnap/magma27_memory_snapshot.json.gz"; corpus.Has(seed) {
+		if b, err := os.ReadFile(corpus.Path(f, seed)); err == nil {
+			if zr, err := gzip.NewReader(bytes.NewReader(b)); err == nil {
+				head := make([]byte, 64<<10)
+				n, _ := io.ReadFull(zr, head)
+				f.Add(head[:n])
+			}
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-const corpus = "../../../shared/corpus/ncu/"
+	"github.com/trainscope/trainscope/bench/corpus"
+)
 
 func value(t *testing.T, e *Export, launch int64, name string) (float64, string) {
 	t.Helper()
@@ -35,11 +35,7 @@ func has(e *Export, name string) bool {
 
 func readCorpus(t *testing.T, name string) *Export {
 	t.Helper()
-	path := corpus + name
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("corpus export missing: %v", err)
-	}
-	e, err := ReadFile(path)
+	e, err := ReadFile(corpus.Path(t, "ncu/"+name))
 	if err != nil {
 		t.Fatal(err)
 	}

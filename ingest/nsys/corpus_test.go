@@ -5,10 +5,10 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/trainscope/trainscope/bench/corpus"
 	"github.com/trainscope/trainscope/detectors"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/ingest/kineto"
@@ -17,18 +17,14 @@ import (
 	"github.com/trainscope/trainscope/stream"
 )
 
-// corpusDir holds real exports; CI may not have it.
-const corpusDir = "../../../shared/corpus/nsys"
-
+// corpusFiles are real exports, in the corpus's nsys folder.
 var corpusFiles = []string{"mock.sqlite", "h100_2gpu_1s.sqlite"}
 
+// corpusFile is the corpus export name, unpacked into a shared cache: a
+// test that changes it works on a copy.
 func corpusFile(t *testing.T, name string) string {
 	t.Helper()
-	p := filepath.Join(corpusDir, name)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("corpus file absent: %v", err)
-	}
-	return p
+	return corpus.Path(t, "nsys/"+name)
 }
 
 // rawDB opens an export with the same driver, for counts that do not go

@@ -11,9 +11,7 @@ import (
 // BenchmarkParse parses one launch script of each framework from the
 // corpus, sourced model configs included, and builds its records.
 func BenchmarkParse(b *testing.B) {
-	if _, err := os.Stat(corpusDir); err != nil {
-		b.Skipf("corpus not available: %v", err)
-	}
+	corpusDir := corpusRoot(b)
 	for _, p := range []string{
 		"relax/scripts/training/text/run-qwen36-35B-A3B-8xgpu.sh",
 		"slime/scripts/run-qwen3-30B-A3B.sh",
@@ -42,9 +40,7 @@ func BenchmarkParse(b *testing.B) {
 // corpus (sourced files included) and builds its records: the cost of
 // auditing the whole corpus once.
 func BenchmarkCorpus(b *testing.B) {
-	if _, err := os.Stat(corpusDir); err != nil {
-		b.Skipf("corpus not available: %v", err)
-	}
+	corpusDir := corpusRoot(b)
 	var paths []string
 	var size int64
 	err := filepath.WalkDir(corpusDir, func(p string, d fs.DirEntry, err error) error {

@@ -2,28 +2,23 @@ package script
 
 import (
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/trainscope/trainscope/bench/corpus"
 )
 
-// The corpus of real launch scripts sits beside the repository; CI may not
-// have it.
-const corpusDir = "../../../shared/corpus/scripts"
-
-func corpus(t *testing.T) string {
+// corpusRoot is the corpus of real launch scripts: testdata/corpus/scripts.
+func corpusRoot(t testing.TB) string {
 	t.Helper()
-	if _, err := os.Stat(corpusDir); err != nil {
-		t.Skipf("corpus not available: %v", err)
-	}
-	return corpusDir
+	return corpus.Dir(t, "scripts")
 }
 
 // TestCorpusParses: every script and model config in the corpus parses
 // without a fatal error, and every launch script yields flags.
 func TestCorpusParses(t *testing.T) {
-	root := corpus(t)
+	root := corpusRoot(t)
 	n := 0
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".sh") {
@@ -73,7 +68,7 @@ type ctxWant struct {
 }
 
 func TestCorpusContext(t *testing.T) {
-	root := corpus(t)
+	root := corpusRoot(t)
 	cases := []ctxWant{
 		// relax: --resource, --colocate / --fully-async / --hybrid, PERF_ARGS
 		{path: "relax/scripts/training/text/run-qwen3-4B-8xgpu.sh", framework: "relax", model: "qwen3-4B", moe: "dense", modality: "text", mode: "colocate",
@@ -218,7 +213,7 @@ func isNil(c Context, field string) bool {
 // Relax optimizer block, a commented-out flag, a flag from a sourced model
 // config, and a Megatron flag behind an if on DTYPE.
 func TestCorpusDetails(t *testing.T) {
-	root := corpus(t)
+	root := corpusRoot(t)
 	s, err := ParseFile(filepath.Join(root, "relax/scripts/training/text/run-qwen36-35B-A3B-8xgpu.sh"), Options{})
 	if err != nil {
 		t.Fatal(err)
