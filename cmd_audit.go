@@ -74,7 +74,7 @@ func runAudit(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return &inputError{err}
 	}
-	st, err := duck.Open(ctx, "", duck.Options{Threads: cfg.DuckDB.Threads, MemoryLimit: cfg.DuckDB.MemoryLimit})
+	st, err := duck.Open(ctx, "", duck.Options{Threads: cfg.duckThreads(), MemoryLimit: cfg.DuckDB.MemoryLimit})
 	if err != nil {
 		return err
 	}
@@ -109,6 +109,11 @@ func runAudit(ctx context.Context, args []string, out, errOut io.Writer) error {
 			return err
 		}
 	}
+	if parsed == 0 {
+		// nothing was judged: a report would only print an empty verdict
+		// (and rules that fire on missing settings) under a failure
+		return &inputError{fmt.Errorf("audit: no script could be parsed: %s", strings.Join(failures, "; "))}
+	}
 	if _, err := set.RunAudit(ctx, st, detectors.AuditOptions{GPU: *gpuName}); err != nil {
 		return err
 	}
@@ -116,13 +121,7 @@ func runAudit(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAudit(rep, *format, *outPath, out); err != nil {
-		return err
-	}
-	if parsed == 0 {
-		return &inputError{fmt.Errorf("audit: no script could be parsed: %s", strings.Join(failures, "; "))}
-	}
-	return nil
+	return writeAudit(rep, *format, *outPath, out)
 }
 
 func writeAudit(rep *detectors.AuditReport, format, path string, out io.Writer) error {

@@ -112,16 +112,19 @@ func TestAuditCLIErrors(t *testing.T) {
 	if code, _, _ := trainscope(t, "audit", p, "--format", "xml"); code != 2 {
 		t.Errorf("bad format: exit %d, want 2", code)
 	}
-	// Nothing parseable: a missing file and a binary file exit 2 with a
-	// report naming them.
+	// Nothing parseable (a missing file, a binary file, a file that is
+	// not a launch script): exit 2 with each file's problem, and no report
+	// (no findings, no "Top action" under a failure)
 	bin := writeAuditScript(t, "run-x.sh", "\x7fELF\x00\x00\x00\x01\x02")
-	code, out, _ := trainscope(t, "audit", filepath.Join(t.TempDir(), "missing.sh"), bin)
-	if code != 2 || !strings.Contains(out, "**Parse problems**") {
-		t.Errorf("unparseable scripts: exit %d, want 2 and problems in the report:\n%s", code, out)
+	notLaunch := writeAuditScript(t, "setup.sh", "echo hello\nls -la\n")
+	code, out, errOut := trainscope(t, "audit", filepath.Join(t.TempDir(), "missing.sh"), bin, notLaunch)
+	if code != 2 || out != "" || !strings.Contains(errOut, "missing.sh") || !strings.Contains(errOut, "run-x.sh") ||
+		!strings.Contains(errOut, "setup.sh: not a launch script") {
+		t.Errorf("unparseable scripts: exit %d, want 2, no report and each file's problem:\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
 	// A malformed script still yields a report of what was read, exit 0.
 	bad := writeAuditScript(t, "run-qwen3-30B-A3B-8xgpu.sh", auditScriptText+"\nX=\"unterminated\n")
-	code, out, errOut := trainscope(t, "audit", bad, bin)
+	code, out, errOut = trainscope(t, "audit", bad, bin)
 	if code != 0 || !strings.Contains(out, "R-P05") || !strings.Contains(out, "**Parse problems**") {
 		t.Errorf("malformed script: exit %d (%s), want 0 with findings and problems:\n%s", code, errOut, out)
 	}

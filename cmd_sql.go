@@ -54,7 +54,7 @@ or TRAINSCOPE_TOKEN) and TLS (grpc+tls://host:port, --ca, --cert/--key).
 Examples:
   trainscope sql --db run.duckdb "SELECT severity, message FROM findings"
   trainscope sql --db run.duckdb --format csv "SELECT * FROM metrics WHERE detector = 'temporal_breakdown'"
-  trainscope sql --server localhost:50051 --format json "SELECT run_id, world_size FROM runs"
+  trainscope sql --server localhost:7071 --format json "SELECT run_id, world_size FROM runs"
   trainscope sql --db fleet.duckdb "SELECT node, bad_runs, runs, score, bad_run_ids FROM node_reputation WHERE bad_runs >= 3"
 
 Flags:

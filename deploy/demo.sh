@@ -53,7 +53,11 @@ curl -fsS "http://$HTTP/runs/demo/report.json" -o "$OUT/report.json"
 curl -fsS "http://$HTTP/runs/demo/report.html" -o "$OUT/report.html"
 
 echo
-sed -n '/^## Summary/,/^## Metrics/p' "$OUT/report.md" | sed '$d'
+# the report as served: the verdict first, then findings and
+# recommendations (it fits one screen; report.json and .html hold every table)
+cat "$OUT/report.md"
+echo
+echo "The findings, as any Flight SQL client sees them:"
 "$BIN" sql --server "$FLIGHT" "SELECT severity, detector, rank, round(value, 3) AS value, threshold FROM findings WHERE run_id = 'demo' ORDER BY CASE severity WHEN 'critical' THEN 0 WHEN 'warn' THEN 1 ELSE 2 END, detector, rank"
 echo
 curl -fsS "http://$HTTP/metrics" | grep -E '^trainscope_(ingest_events_total|ingest_batches_total|ingest_rejected_total|detector_runs_total) '
