@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -178,9 +179,8 @@ func TestDeployCompose(t *testing.T) {
 		if s.Environment["AWS_ACCESS_KEY_ID"] != "${MINIO_ROOT_USER}" {
 			t.Errorf("%s: the archive keys are not MinIO's", name)
 		}
-		raw, _ := os.ReadFile(hostPath(t, dir, s, s.Command[i+1]))
-		if !strings.Contains(string(raw), "token_file: /run/secrets/flight_token") || !slices.Contains(s.Secrets, "flight_token") {
-			t.Errorf("%s: token file %s is not one of its secrets %v", name, cfg.Serve.Auth.TokenFile, s.Secrets)
+		if f := tokenFile(t, hostPath(t, dir, s, s.Command[i+1])); f != "/run/secrets/flight_token" || !slices.Contains(s.Secrets, "flight_token") {
+			t.Errorf("%s: token file %s is not its secret flight_token (%v)", name, f, s.Secrets)
 		}
 		_, httpPort, _ := net.SplitHostPort(cfg.Serve.HTTP)
 		_, flightPort, _ := net.SplitHostPort(cfg.Serve.Flight)
@@ -194,10 +194,16 @@ func TestDeployCompose(t *testing.T) {
 			if g["TRAINSCOPE_FLIGHT_ADDR"] != "query:"+flightPort {
 				t.Errorf("grafana reads Flight SQL at %s, the query node listens on %s", g["TRAINSCOPE_FLIGHT_ADDR"], flightPort)
 			}
-			if g["TRAINSCOPE_TOKEN"] != strings.TrimSpace(string(token)) {
-				t.Error("grafana's token is not flight_token's")
-			}
 		}
+	}
+
+	// Grafana's data source sends the token the servers check: read from
+	// the same secret file, never written in compose.yaml
+	if strings.Contains(string(raw), strings.TrimSpace(string(token))) {
+		t.Errorf("compose.yaml holds flight_token's token %q: read it from the secret", strings.TrimSpace(string(token)))
+	}
+	if got := grafanaToken(t, dir, c, env); got != strings.TrimSpace(string(token)) {
+		t.Errorf("grafana's TRAINSCOPE_TOKEN is %q, not the token in flight_token", got)
 	}
 	if len(members) != 2 {
 		t.Errorf("ingestor members %v: want two distinct", members)
@@ -271,4 +277,113 @@ func dotEnv(t *testing.T, path string) map[string]string {
 		}
 	}
 	return env
+}
+
+// tokenFile is serve.auth.token_file as a config file writes it.
+func tokenFile(t *testing.T, path string) string {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Serve struct {
+			Auth struct {
+				TokenFile string `json:"token_file"`
+			} `json:"auth"`
+		} `json:"serve"`
+	}
+	if err := yaml.Unmarshal(raw, &cfg); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return cfg.Serve.Auth.TokenFile
+}
+
+// grafanaToken is the TRAINSCOPE_TOKEN that Grafana's provisioned data
+// source expands: its entrypoint, as compose interpolates it, is run here
+// by sh with the flight_token secret at the path compose mounts it and
+// Grafana's own entrypoint (/run.sh) replaced by printenv.
+func grafanaToken(t *testing.T, dir string, c composeFile, env map[string]string) string {
+	t.Helper()
+	g := c.Services["grafana"]
+	prov, err := os.ReadFile(filepath.Join("deploy", "grafana", "provisioning", "datasources", "trainscope.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(prov), "${TRAINSCOPE_TOKEN") || !slices.Contains(g.Volumes, "../grafana/provisioning:/etc/grafana/provisioning:ro") {
+		t.Error("grafana: the provisioned data source should read its token from TRAINSCOPE_TOKEN")
+	}
+	if v, ok := g.Environment["TRAINSCOPE_TOKEN"]; ok {
+		t.Errorf("grafana: TRAINSCOPE_TOKEN is written in the file (%q): read it from the secret flight_token", v)
+		return v
+	}
+	if !slices.Contains(g.Secrets, "flight_token") {
+		t.Errorf("grafana: secrets %v: want flight_token, the servers' token file", g.Secrets)
+		return ""
+	}
+	if len(g.Entrypoint) != 3 || g.Entrypoint[0] != "/bin/sh" || g.Entrypoint[1] != "-c" {
+		t.Errorf("grafana: entrypoint %q: want /bin/sh -c reading the secret, then exec /run.sh", g.Entrypoint)
+		return ""
+	}
+	script, err := composeInterpolate(g.Entrypoint[2], env)
+	if err != nil {
+		t.Errorf("grafana entrypoint: %v", err)
+		return ""
+	}
+	script = strings.TrimSpace(script)
+	if !strings.HasSuffix(script, "exec /run.sh") {
+		t.Errorf("grafana: entrypoint %q does not end by starting Grafana (exec /run.sh)", script)
+		return ""
+	}
+	secret, _ := filepath.Abs(filepath.Join(dir, c.Secrets["flight_token"].File))
+	script = strings.ReplaceAll(script, "/run/secrets/flight_token", secret)
+	script = strings.TrimSuffix(script, "/run.sh") + "printenv TRAINSCOPE_TOKEN"
+	out, err := exec.Command("/bin/sh", "-c", script).Output()
+	if err != nil {
+		t.Errorf("grafana entrypoint, run here as %q: %v", script, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// composeInterpolate does to a value what compose does: $$ is a $;
+// ${NAME} and $NAME come from .env.
+func composeInterpolate(s string, env map[string]string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch rest := s[i+1:]; {
+		case strings.HasPrefix(rest, "$"):
+			b.WriteByte('$')
+			i++
+		case strings.HasPrefix(rest, "{"):
+			end := strings.IndexByte(rest, '}')
+			if end < 0 {
+				return "", fmt.Errorf("unclosed ${ in %q", s)
+			}
+			name := rest[1:end]
+			if _, ok := env[name]; !ok {
+				return "", fmt.Errorf("%q: compose would expand ${%s}, which .env does not set (write $$ for a $)", s, name)
+			}
+			b.WriteString(env[name])
+			i += end + 1
+		default:
+			n := 0
+			for n < len(rest) && (rest[n] == '_' || rest[n] >= 'A' && rest[n] <= 'Z' || rest[n] >= 'a' && rest[n] <= 'z' || n > 0 && rest[n] >= '0' && rest[n] <= '9') {
+				n++
+			}
+			if n == 0 {
+				b.WriteByte('$')
+				continue
+			}
+			if _, ok := env[rest[:n]]; !ok {
+				return "", fmt.Errorf("%q: compose would expand $%s, which .env does not set (write $$ for a $)", s, rest[:n])
+			}
+			b.WriteString(env[rest[:n]])
+			i += n
+		}
+	}
+	return b.String(), nil
 }

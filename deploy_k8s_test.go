@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -24,15 +25,79 @@ type k8sSet struct {
 	deployments  map[string]*appsv1.Deployment
 	daemonSets   map[string]*appsv1.DaemonSet
 	namespaces   []string
+	namespace    string      // kustomization's namespace:
+	images       []kustImage // kustomization's images:
+}
+
+// kustImage is one entry of a kustomization's images: transformer.
+type kustImage struct {
+	Name    string `json:"name"`
+	NewName string `json:"newName,omitempty"`
+	NewTag  string `json:"newTag,omitempty"`
+	Digest  string `json:"digest,omitempty"`
+}
+
+// splitImage cuts an image reference into its name and its ":tag" or
+// "@digest".
+func splitImage(ref string) (name, tag string) {
+	if i := strings.IndexByte(ref, '@'); i >= 0 {
+		return ref[:i], ref[i:]
+	}
+	if i := strings.LastIndexByte(ref, ':'); i > strings.LastIndexByte(ref, '/') {
+		return ref[:i], ref[i:]
+	}
+	return ref, ""
+}
+
+// image is the image a container runs once the images: transformer has
+// rewritten what the manifest names.
+func (s *k8sSet) image(ref string) string {
+	name, tag := splitImage(ref)
+	for _, im := range s.images {
+		if im.Name != name {
+			continue
+		}
+		if im.NewName != "" {
+			name = im.NewName
+		}
+		if im.NewTag != "" {
+			tag = ":" + im.NewTag
+		}
+		if im.Digest != "" {
+			tag = "@" + im.Digest
+		}
+		break
+	}
+	return name + tag
+}
+
+// pods are the pod templates of the workloads, by workload name.
+func (s *k8sSet) pods() map[string]corev1.PodSpec {
+	pods := map[string]corev1.PodSpec{}
+	for n, o := range s.statefulSets {
+		pods[n] = o.Spec.Template.Spec
+	}
+	for n, o := range s.deployments {
+		pods[n] = o.Spec.Template.Spec
+	}
+	for n, o := range s.daemonSets {
+		pods[n] = o.Spec.Template.Spec
+	}
+	return pods
 }
 
 // loadK8s reads every manifest kustomization.yaml lists, each document
-// strictly: a field the API type does not have is an error.
+// strictly: a field the API type does not have is an error. Every other
+// yaml file of dir is in its resources but nats-values.yaml (Helm's) and
+// the examples (*.example.yaml), which are not; it applies no Secret: the
+// documented kubectl create secret commands make them, and applying
+// placeholders would overwrite them.
 func loadK8s(t *testing.T, dir string) *k8sSet {
 	t.Helper()
 	var kust struct {
-		Namespace string   `json:"namespace"`
-		Resources []string `json:"resources"`
+		Namespace string      `json:"namespace"`
+		Resources []string    `json:"resources"`
+		Images    []kustImage `json:"images"`
 	}
 	raw, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 	if err != nil {
@@ -44,12 +109,17 @@ func loadK8s(t *testing.T, dir string) *k8sSet {
 	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	for _, f := range files {
 		base := filepath.Base(f)
-		if base != "kustomization.yaml" && base != "nats-values.yaml" && !slices.Contains(kust.Resources, base) {
+		example := strings.HasSuffix(base, ".example.yaml")
+		if base != "kustomization.yaml" && base != "nats-values.yaml" && !example && !slices.Contains(kust.Resources, base) {
 			t.Errorf("%s is not in kustomization.yaml's resources", base)
+		}
+		if example && slices.Contains(kust.Resources, base) {
+			t.Errorf("kustomization.yaml applies %s, an example", base)
 		}
 	}
 	s := &k8sSet{configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}, services: map[string]*corev1.Service{},
-		statefulSets: map[string]*appsv1.StatefulSet{}, deployments: map[string]*appsv1.Deployment{}, daemonSets: map[string]*appsv1.DaemonSet{}}
+		statefulSets: map[string]*appsv1.StatefulSet{}, deployments: map[string]*appsv1.Deployment{}, daemonSets: map[string]*appsv1.DaemonSet{},
+		namespace: kust.Namespace, images: kust.Images}
 	for _, r := range kust.Resources {
 		raw, err := os.ReadFile(filepath.Join(dir, r))
 		if err != nil {
@@ -75,8 +145,8 @@ func loadK8s(t *testing.T, dir string) *k8sSet {
 				o := &corev1.ConfigMap{}
 				obj, s.configMaps[head.Metadata.Name] = o, o
 			case "v1 Secret":
-				o := &corev1.Secret{}
-				obj, s.secrets[head.Metadata.Name] = o, o
+				t.Errorf("%s applies Secret %s: create it with the documented kubectl create secret instead (see secrets.example.yaml)", r, head.Metadata.Name)
+				obj = &corev1.Secret{}
 			case "v1 Service":
 				o := &corev1.Service{}
 				obj, s.services[head.Metadata.Name] = o, o
@@ -116,17 +186,29 @@ func (s *k8sSet) secretKey(name, key string) bool {
 	return ok
 }
 
-// deploy/k8s: every manifest is a valid object of its Kubernetes API type
-// (strictly decoded); every ConfigMap, Secret and key a pod refers to
-// exists; the configs the pods mount pass trainscope's validation; serve's
-// pods probe /healthz on the port serve.http listens on and request CPU
-// and memory; ingestors are a StatefulSet named by pod, with storage; the
-// agent is a DaemonSet on GPU nodes watching a mounted folder; and the
-// NATS Helm values cluster three JetStream nodes with the password from
-// the Secret.
+// deploy/k8s, as the commands in deploy/README.md apply it (see
+// runK8s: the Secrets, the image and NATS are what those commands make):
+// every manifest is a valid object of its Kubernetes API type (strictly
+// decoded); every ConfigMap a pod refers to exists; the manifests name
+// the image plainly and kustomization's images: pins it; the configs the
+// pods mount pass trainscope's validation with the documented Secrets;
+// serve's pods probe /healthz on the port serve.http listens on and
+// request CPU and memory; ingestors are a StatefulSet named by pod, with
+// storage; the agent is a DaemonSet on GPU nodes watching a mounted
+// folder; the NATS Helm values cluster three JetStream nodes with the
+// password from the Secret; and secrets.example.yaml shows the Secrets
+// and keys the commands create.
 func TestDeployK8s(t *testing.T) {
 	dir := filepath.Join("deploy", "k8s")
-	s := loadK8s(t, dir)
+	cmds, problems := shellCommands(readmeBlock(t, "kubectl apply -k"), k8sEnv())
+	docs, more := runK8s(t, cmds)
+	for _, p := range append(problems, more...) {
+		t.Error(p)
+	}
+	s := docs.applied[dir]
+	if s == nil {
+		t.Fatalf("deploy/README.md never runs kubectl apply -k %s", dir)
+	}
 	if len(s.statefulSets) != 1 || len(s.deployments) != 1 || len(s.daemonSets) != 1 {
 		t.Fatalf("%d StatefulSets, %d Deployments, %d DaemonSets: want ingest, query, agent", len(s.statefulSets), len(s.deployments), len(s.daemonSets))
 	}
@@ -154,29 +236,20 @@ func TestDeployK8s(t *testing.T) {
 		volumes := map[string]corev1.Volume{}
 		for _, v := range w.pod.Volumes {
 			volumes[v.Name] = v
-			switch {
-			case v.ConfigMap != nil && s.configMaps[v.ConfigMap.Name] == nil:
+			if v.ConfigMap != nil && s.configMaps[v.ConfigMap.Name] == nil {
 				t.Errorf("%s mounts ConfigMap %s, which does not exist", w.name, v.ConfigMap.Name)
-			case v.Secret != nil && s.secrets[v.Secret.SecretName] == nil:
-				t.Errorf("%s mounts Secret %s, which does not exist", w.name, v.Secret.SecretName)
 			}
+			// the Secrets it reads: checked by runK8s's kubectl apply -k
 		}
 		for _, c := range w.pod.Containers {
-			if !strings.Contains(c.Image, ":") || strings.HasSuffix(c.Image, ":latest") {
-				t.Errorf("%s: image %q: want a pinned tag", w.name, c.Image)
+			if name, tag := splitImage(c.Image); tag != "" || strings.Contains(name, "/") || !slices.ContainsFunc(s.images, func(im kustImage) bool { return im.Name == name }) {
+				t.Errorf("%s: image %q: want a plain name that kustomization.yaml's images: sets", w.name, c.Image)
+			}
+			if im := s.image(c.Image); !strings.Contains(im, ":") || strings.HasSuffix(im, ":latest") {
+				t.Errorf("%s: image %q: want a pinned tag", w.name, im)
 			}
 			if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
 				t.Errorf("%s: no CPU or memory request", w.name)
-			}
-			for _, e := range c.Env {
-				if r := e.ValueFrom; r != nil && r.SecretKeyRef != nil && !s.secretKey(r.SecretKeyRef.Name, r.SecretKeyRef.Key) {
-					t.Errorf("%s: env %s reads Secret %s key %s, which does not exist", w.name, e.Name, r.SecretKeyRef.Name, r.SecretKeyRef.Key)
-				}
-			}
-			for _, e := range c.EnvFrom {
-				if e.SecretRef != nil && s.secrets[e.SecretRef.Name] == nil {
-					t.Errorf("%s: envFrom Secret %s does not exist", w.name, e.SecretRef.Name)
-				}
 			}
 			mounts := map[string]string{} // mount path -> volume
 			for _, m := range c.VolumeMounts {
@@ -331,5 +404,38 @@ func TestDeployK8s(t *testing.T) {
 	}
 	if !strings.Contains(string(raw), "user: trainscope") || configs["ingest"].NATS.User != "trainscope" {
 		t.Error("NATS and the ingestors should agree on the user trainscope")
+	}
+
+	// secrets.example.yaml shows what the commands create, key for key
+	raw, err = os.ReadFile(filepath.Join(dir, "secrets.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	example := map[string][]string{}
+	for _, doc := range bytes.Split(raw, []byte("\n---\n")) {
+		var sec corev1.Secret
+		if err := yaml.UnmarshalStrict(doc, &sec); err != nil {
+			t.Fatalf("secrets.example.yaml: %v", err)
+		}
+		if sec.Namespace != s.namespace {
+			t.Errorf("secrets.example.yaml: Secret %s in namespace %q, want %q", sec.Name, sec.Namespace, s.namespace)
+		}
+		for k := range sec.StringData {
+			example[sec.Name] = append(example[sec.Name], k)
+		}
+	}
+	created := map[string][]string{}
+	for name, keys := range docs.secrets[s.namespace] {
+		for k := range keys {
+			created[name] = append(created[name], k)
+		}
+	}
+	for _, m := range []map[string][]string{example, created} {
+		for _, keys := range m {
+			slices.Sort(keys)
+		}
+	}
+	if !maps.EqualFunc(example, created, slices.Equal) {
+		t.Errorf("secrets.example.yaml shows Secrets %v; the commands in deploy/README.md create %v", example, created)
 	}
 }
