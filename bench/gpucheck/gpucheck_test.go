@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trainscope/trainscope/bench/corpus"
+	"github.com/trainscope/trainscope/detectors"
+)
+
+// The scorer end to end on a folder shaped as scenarios.py writes it:
+// every simulated trace scenario gets a row with the verdict's claim; a
+// real memory snapshot's totals are checked against totals computed here
+// from its JSON (and a wrong label is caught); an ncu stdout capture with
+// its log lines loads.
+func TestScoreFolder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("analyses nine scenarios")
+	}
+	dir := t.TempDir()
+	if err := writeSim(dir, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	labels, err := readLabels(filepath.Join(dir, "labels.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the memory scenario: a real snapshot, torch's totals from its segments
+	snap := corpus.Path(t, "memsnap/magma27_memory_snapshot.json.gz")
+	raw, err := os.ReadFile(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := io.ReadAll(zr)
+	var doc struct {
+		Segments []struct {
+			Total     int64 `json:"total_size"`
+			Allocated int64 `json:"allocated_size"`
+		} `json:"segments"`
+	}
+	if err := json.Unmarshal(plain, &doc); err != nil {
+		t.Fatal(err)
+	}
+	mem := Label{Name: "memory", Dir: "memory", Cause: "memory", What: "a real snapshot"}
+	for _, s := range doc.Segments {
+		mem.Reserved += s.Total
+		mem.Allocated += s.Allocated
+	}
+	os.MkdirAll(filepath.Join(dir, "memory"), 0o755)
+	if err := os.WriteFile(filepath.Join(dir, "memory", "rank-0.memory_snapshot.json.gz"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wrong := mem
+	wrong.Name, wrong.Reserved = "memory_wrong_label", mem.Reserved+2<<20
+	// the ncu scenario: a real export as ncu's stdout carries it
+	csv, err := os.ReadFile(corpus.Path(t, "ncu/CodeGandee__llm-perf-opt__reports__20251107-dsocr__ncu-v2__kernel_0005_e67789a8b6cb9adf2cb8d4d3745a9a79__ncu.details.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(dir, "ncu"), 0o755)
+	capture := "==PROF== Connected to process 7 (/usr/bin/python3)\nncu child: 3 GEMMs of 8192^3 done\n==PROF== Disconnected from process 7\n" + string(csv)
+	if err := os.WriteFile(filepath.Join(dir, "ncu", "rank-0.ncu.csv"), []byte(capture), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ncu := Label{Name: "ncu", Cause: "ncu", What: "one GEMM", File: "ncu/rank-0.ncu.csv", Kernels: 1}
+	labels.Scenarios = append(labels.Scenarios, mem, wrong, ncu)
+	if err := labels.write(filepath.Join(dir, "labels.json")); err != nil {
+		t.Fatal(err)
+	}
+
+	set, err := detectors.NewSet(detectors.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	res, err := score(context.Background(), set, dir, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	res.write(&table)
+	byName := map[string]row{}
+	for _, r := range res.rows {
+		byName[r.label.Name] = r
+		if r.err != nil {
+			t.Errorf("%s: %v", r.label.Name, r.err)
+		}
+	}
+	for _, l := range labels.Scenarios {
+		if !strings.Contains(table.String(), "| "+l.Name+" | ") {
+			t.Errorf("the table has no row for %s:\n%s", l.Name, table.String())
+		}
+	}
+	for _, sc := range []string{"healthy", "stall_once", "slow_input", "sync", "pageable_h2d", "fp32", "launch_bound"} {
+		if r := byName[sc]; r.claim == "" || r.said == "" {
+			t.Errorf("%s: no claim read from the verdict (%q, %q)", sc, r.claim, r.said)
+		}
+	}
+	if r := byName["memory"]; !r.right || !strings.Contains(r.detail, "reserved 13524.0 MiB (torch 13524.0 MiB)") {
+		t.Errorf("memory totals: %s (right %v)", r.detail, r.right)
+	}
+	if r := byName["memory_wrong_label"]; r.right {
+		t.Errorf("a snapshot whose totals differ from the label's passed: %s", r.detail)
+	}
+	if r := byName["ncu"]; !r.right || !strings.HasPrefix(r.detail, "1 of 1 profiled kernels loaded") {
+		t.Errorf("ncu capture: %s (right %v)", r.detail, r.right)
+	}
+	if !strings.Contains(table.String(), "scenarios right.") {
+		t.Errorf("no tally:\n%s", table.String())
+	}
+	t.Logf("the verdict on the simulated scenarios today:\n%s", table.String())
+}
+
+// What counts as naming the cause.
+func TestNames(t *testing.T) {
+	for _, c := range []struct {
+		cause, claim string
+		want         bool
+	}{
+		{"stall", "stall", true}, {"stall", "host", false}, {"input", "input", true}, {"input", "host", false},
+		{"copies", "none", false}, {"precision", "precision", true}, {"launch", "launch", true},
+		{"none", "launch", true}, {"none", "host", true}, {"none", "none", true}, {"none", "sync", false}, {"none", "copies", false},
+	} {
+		if got := names(c.cause, c.claim); got != c.want {
+			t.Errorf("names(%s, %s) = %v", c.cause, c.claim, got)
+		}
+	}
+	rep := &detectors.Report{Summary: []detectors.SummaryLine{{Detector: "bottleneck_class", Text: "launch-overhead-bound: the GPU is idle"}}}
+	if c, _ := claimOf(rep); c != "launch" {
+		t.Errorf("limiter claim %s", c)
+	}
+	rep.Causes = []detectors.Cause{{Kind: "one_off_stall", Headline: "a stall"}}
+	if c, s := claimOf(rep); c != "stall" || s != "a stall" {
+		t.Errorf("cause claim %s %q", c, s)
+	}
+}
