@@ -66,6 +66,9 @@ func TraceBatches(tr *kineto.Trace, runID, host string) []Batch {
 	if tr.Steps.Len() > 0 {
 		out = append(out, Batch{"steps", tr.Steps.Record(runID, tr.Rank)})
 	}
+	if len(tr.Account) > 0 {
+		out = append(out, Batch{"step_account", stream.AccountRecord(runID, tr.Rank, tr.Account)})
+	}
 	if tr.Counters.Len() > 0 {
 		out = append(out, Batch{"counters", tr.Counters.Record(runID, host, tr.Rank, true)})
 	}

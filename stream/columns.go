@@ -153,6 +153,12 @@ func (s *Strings) IDBytes(b []byte) int32 {
 	return s.ID(string(b))
 }
 
+// Lookup returns the id of str if the table has it, without adding it.
+func (s *Strings) Lookup(str string) (int32, bool) {
+	id, ok := s.ids[str]
+	return id, ok
+}
+
 // Get returns the string of an id.
 func (s *Strings) Get(id int32) string { return s.list[id] }
 

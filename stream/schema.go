@@ -156,6 +156,7 @@ var Tables = map[string]*arrow.Schema{
 	"script_flags":   ScriptFlagsSchema,
 	"script_context": ScriptContextSchema,
 	"kernel_metrics": KernelMetricsSchema,
+	"step_account":   AccountSchema,
 }
 
 // CheckSchema says whether s is what table's batches look like: the same

@@ -47,6 +47,9 @@ type Options struct {
 	// ms stall, 60 ms of input, 0.5 ms after each sync, 512 MB copied);
 	// 0.25 a weak one. Ignored by healthy, fp32 and launch_bound.
 	Strength float64
+	// StallStep is the stall's step among the recorded ones, counted from
+	// 1, stall_once only; 0: the third (the second when fewer than 4).
+	StallStep int
 }
 
 // Label is what was injected, as scenarios.py writes it to labels.json.
@@ -90,6 +93,9 @@ func Trace(opt Options) ([]byte, Label) {
 	stallAt := 2
 	if opt.Steps < 4 {
 		stallAt = opt.Steps / 2
+	}
+	if opt.StallStep > 0 && opt.StallStep <= opt.Steps {
+		stallAt = opt.StallStep - 1
 	}
 	for i := range opt.Steps {
 		start := s.host

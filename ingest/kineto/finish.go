@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/trainscope/trainscope/ingest/timeline"
 	"github.com/trainscope/trainscope/stream"
 )
 
@@ -75,6 +76,7 @@ func (b *builder) finish(opt Options) error {
 	b.assignOpCosts()
 	b.assignSteps(n)
 	b.assignSelfTimes(n)
+	t.Account = timeline.Account(s, &t.Steps)
 	b.nameCollectives()
 
 	t.StartNS, t.EndNS = 0, 0

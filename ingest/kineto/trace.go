@@ -61,6 +61,8 @@ type Trace struct {
 	Slices   *stream.SliceTable
 	Steps    stream.StepTable
 	Counters stream.CounterTable
+	// Account is the step-time account of the trace (ingest/timeline).
+	Account []stream.AccountRow
 
 	// Counts of events by phase and by slice kind: keys "X", "i", "C", "M",
 	// "s", "f", and "kind:<kind>".

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/trainscope/trainscope/ingest/kineto"
+	"github.com/trainscope/trainscope/ingest/timeline"
 	"github.com/trainscope/trainscope/stream"
 )
 
@@ -174,6 +175,7 @@ func (b *builder) finish() {
 	}
 	b.assignSteps(n)
 	b.assignSelfTimes(n)
+	t.Account = timeline.Account(s, &t.Steps)
 
 	for i := range n {
 		st, en := s.TS.V[i], s.TS.V[i]+s.Dur.V[i]

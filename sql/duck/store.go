@@ -412,12 +412,12 @@ func (s *Store) ExportParquet(ctx context.Context, dir string) error {
 
 // ExportTables are the tables ExportParquet writes.
 var ExportTables = []string{"runs", "ranks", "process_groups", "threads", "stacks", "slices", "steps", "counters",
-	"mem_segments", "mem_blocks", "mem_events", "mem_settings", "script_flags", "script_context", "findings", "metrics", "node_history"}
+	"mem_segments", "mem_blocks", "mem_events", "mem_settings", "script_flags", "script_context", "step_account", "findings", "metrics", "node_history"}
 
 // RunTables hold a run's events, one row set per run_id: what a run is
 // made of, as loaded or ingested.
 var RunTables = []string{"runs", "ranks", "process_groups", "threads", "stacks", "slices_core", "slices_detail", "steps", "counters",
-	"mem_segments", "mem_blocks", "mem_events", "mem_settings", "script_flags", "script_context", "kernel_metrics"}
+	"mem_segments", "mem_blocks", "mem_events", "mem_settings", "script_flags", "script_context", "kernel_metrics", "step_account"}
 
 // DeleteRun removes a run's events from every RunTables table and reports
 // whether there were any, so that loading a run into a database that

@@ -266,7 +266,7 @@ WHERE function_name IN ('covered_time', 'exposed_time', 'fmt_ns', 'interval_unio
 	// Every event table is exported.
 	exp := append([]string(nil), duck.ExportTables...)
 	sort.Strings(exp)
-	if want := []string{"counters", "findings", "mem_blocks", "mem_events", "mem_segments", "mem_settings", "metrics", "node_history", "process_groups", "ranks", "runs", "script_context", "script_flags", "slices", "stacks", "steps", "threads"}; !reflect.DeepEqual(exp, want) {
+	if want := []string{"counters", "findings", "mem_blocks", "mem_events", "mem_segments", "mem_settings", "metrics", "node_history", "process_groups", "ranks", "runs", "script_context", "script_flags", "slices", "stacks", "step_account", "steps", "threads"}; !reflect.DeepEqual(exp, want) {
 		t.Errorf("ExportTables = %q", exp)
 	}
 	// Two in-memory stores are independent.

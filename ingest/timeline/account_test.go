@@ -1,0 +1,221 @@
+package timeline_test
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/trainscope/trainscope/bench/corpus"
+	"github.com/trainscope/trainscope/bench/gpusim"
+	"github.com/trainscope/trainscope/ingest/kineto"
+	"github.com/trainscope/trainscope/stream"
+)
+
+// checkTiling: the windows of a rank tile its timeline (each starts where
+// the one before ended), and within a window the rows add up to its
+// length, every row inside it.
+func checkTiling(t *testing.T, name string, rows []stream.AccountRow) {
+	t.Helper()
+	type win struct{ start, end, sum int64 }
+	wins := map[int32]*win{}
+	var order []int32
+	for _, r := range rows {
+		w := wins[r.Step]
+		if w == nil {
+			w = &win{start: r.StartNS, end: r.EndNS}
+			wins[r.Step] = w
+			order = append(order, r.Step)
+		}
+		if r.StartNS != w.start || r.EndNS != w.end {
+			t.Fatalf("%s: step %d has two windows", name, r.Step)
+		}
+		if r.NS <= 0 || r.Count <= 0 || r.LongNS > r.NS || r.FirstNS < r.StartNS || r.FirstNS >= r.EndNS {
+			t.Errorf("%s: step %d: a bad row %+v", name, r.Step, r)
+		}
+		w.sum += r.NS
+	}
+	for i, s := range order {
+		w := wins[s]
+		if w.sum != w.end-w.start {
+			t.Errorf("%s: step %d: rows add up to %d ns, its window is %d ns", name, s, w.sum, w.end-w.start)
+		}
+		if i > 0 && w.start != wins[order[i-1]].end {
+			t.Errorf("%s: step %d starts at %d, step %d ended at %d", name, s, w.start, order[i-1], wins[order[i-1]].end)
+		}
+	}
+}
+
+func read(t *testing.T, raw []byte) *kineto.Trace {
+	t.Helper()
+	tr, err := kineto.Read(bytes.NewReader(raw), "rank-0.pt.trace.json", kineto.Options{RunID: "x", Rank: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// perStep sums a category and cause over the complete steps, per step.
+func perStep(rows []stream.AccountRow, category, cause string) (total float64, steps int, subjects map[string]int64) {
+	seen := map[int32]bool{}
+	subjects = map[string]int64{}
+	for _, r := range rows {
+		if !r.StepComplete {
+			continue
+		}
+		seen[r.Step] = true
+		if r.Category == category && r.Cause == cause {
+			total += float64(r.NS)
+			subjects[r.Subject] += r.NS
+		}
+	}
+	return total / float64(max(len(seen), 1)), len(seen), subjects
+}
+
+// Each simulated scenario's account holds its fault where it belongs: the
+// stall as host work of one step named by its frame, the loader as input,
+// the syncs as sync named aten::item, the pageable copy as exposed copies,
+// the tiny model's idle as launch; and the healthy job as compute.
+func TestScenarioAccounts(t *testing.T) {
+	for _, sc := range gpusim.Scenarios {
+		t.Run(string(sc), func(t *testing.T) {
+			raw, _ := gpusim.Trace(gpusim.Options{Scenario: sc, Seed: 3})
+			tr := read(t, raw)
+			rows := tr.Account
+			checkTiling(t, string(sc), rows)
+			compute, steps, _ := perStep(rows, stream.AccountCompute, "kernels")
+			if steps != 6 {
+				t.Fatalf("%d complete steps, want 6", steps)
+			}
+			ms := func(ns float64) float64 { return ns / 1e6 }
+			switch sc {
+			case gpusim.Healthy:
+				if compute < 10e6 {
+					t.Errorf("compute %.2f ms a step", ms(compute))
+				}
+			case gpusim.StallOnce:
+				var stall stream.AccountRow
+				for _, r := range rows {
+					if r.Category == stream.AccountIdle && r.NS > stall.NS {
+						stall = r
+					}
+				}
+				if stall.Cause != "host" || !strings.Contains(stall.Subject, "save_checkpoint_metadata") || stall.NS < 100e6 || stall.Step != 5 {
+					t.Errorf("the largest idle row: %+v", stall)
+				}
+			case gpusim.SlowInput:
+				in, _, subj := perStep(rows, stream.AccountIdle, "input")
+				if in < 40e6 || subj["enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"] == 0 {
+					t.Errorf("input %.2f ms a step, by %v", ms(in), subj)
+				}
+			case gpusim.Sync:
+				sync, _, subj := perStep(rows, stream.AccountIdle, "sync")
+				if sync < 3e6 || subj["aten::item"] < int64(0.9*sync*6) {
+					t.Errorf("sync %.2f ms a step, by %v", ms(sync), subj)
+				}
+			case gpusim.PageableH2D:
+				cp, _, _ := perStep(rows, stream.AccountCopy, "HtoD pageable")
+				if cp < 50e6 {
+					t.Errorf("pageable copies %.2f ms a step", ms(cp))
+				}
+			case gpusim.FP32:
+				if compute < 100e6 {
+					t.Errorf("FP32 compute %.2f ms a step", ms(compute))
+				}
+			case gpusim.LaunchBound:
+				launch, _, _ := perStep(rows, stream.AccountIdle, "launch")
+				if launch < 3*compute {
+					t.Errorf("launch idle %.2f ms against compute %.2f ms a step", ms(launch), ms(compute))
+				}
+			}
+		})
+	}
+}
+
+// A hand-made timeline where every idle cause is known: the GPU waits for
+// the launch of k1 (its call, then the queue until it starts: launch); for
+// the launch of k2 while the host is in an operator without launches
+// (host), then in the data loader (input), then in nothing (unrecorded);
+// k3 runs, the host blocks in cudaStreamSynchronize under aten::item until
+// the GPU drains, then does Python work before launching k4 (all sync).
+func TestIdleCauses(t *testing.T) {
+	ev := func(cat, name string, tid int, ts, dur float64, corr int) string {
+		args := ""
+		if corr > 0 {
+			args = fmt.Sprintf(`, "args": {"correlation": %d, "stream": 7, "device": 0}`, corr)
+		}
+		pid := 1
+		if cat == "kernel" {
+			pid = 0
+		}
+		return fmt.Sprintf(`{"ph": "X", "cat": %q, "name": %q, "pid": %d, "tid": %d, "ts": %g, "dur": %g%s}`, cat, name, pid, tid, ts, dur, args)
+	}
+	events := []string{
+		ev("user_annotation", "ProfilerStep#1", 1, 0, 1000, 0),
+		ev("cuda_runtime", "cudaLaunchKernel", 1, 10, 5, 1),
+		ev("kernel", "k1", 7, 20, 80, 1), // busy 20-100
+		ev("cpu_op", "aten::compute_on_host", 1, 90, 50, 0),
+		ev("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 1, 150, 100, 0),
+		// 250-300: nothing recorded
+		ev("cpu_op", "aten::add", 1, 300, 20, 0),
+		ev("cuda_runtime", "cudaLaunchKernel", 1, 310, 5, 2),
+		ev("kernel", "k2", 7, 320, 100, 2), // busy 320-420; idle 100-320 waits for k2's launch
+		ev("cuda_runtime", "cudaLaunchKernel", 1, 330, 5, 3),
+		ev("kernel", "k3", 7, 420, 100, 3), // busy 420-520
+		ev("cpu_op", "aten::item", 1, 340, 190, 0),
+		ev("cuda_runtime", "cudaStreamSynchronize", 1, 345, 180, 0), // returns at 525, 5 us after the drain
+		ev("python_function", "train.py(40): log_value", 1, 540, 300, 0),
+		ev("cuda_runtime", "cudaLaunchKernel", 1, 900, 5, 4),
+		ev("kernel", "k4", 7, 910, 50, 4), // idle 520-910: sync
+	}
+	tr := read(t, []byte(`{"traceEvents": [`+strings.Join(events, ",\n")+`]}`))
+	checkTiling(t, "hand-made", tr.Account)
+	got := map[string]int64{}
+	for _, r := range tr.Account {
+		got[r.Category+"/"+r.Cause+"/"+r.Subject] += r.NS
+	}
+	want := map[string]int64{
+		"compute/kernels/":                40_000 + 80_000 + 200_000 + 50_000 - 40_000, // k1, k2 and k3, k4
+		"idle/host/aten::compute_on_host": 40_000,                                      // 100-140: the op (90-140) while the GPU is idle
+		"idle/input/enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__": 100_000,
+		// 0-10 before k1's launch, 140-150, 250-300: inside the step's
+		// range (a container, not work) but in no event
+		"idle/unrecorded/": 70_000,
+		// 10-20: k1's launch call, in no operator, and its latency
+		"idle/launch/cudaLaunchKernel": 10_000,
+		"idle/launch/aten::add":        20_000, // 300-320, the operator that launches k2
+		"idle/sync/aten::item":         390_000,
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %d ns, want %d", k, got[k], v)
+		}
+	}
+	var total int64
+	for _, v := range got {
+		total += v
+	}
+	if total != 960_000 {
+		t.Errorf("%d ns in all, want the window 0-960 us", total)
+	}
+}
+
+// Every real trace of the corpus gives an account whose windows tile its
+// timeline and whose rows add up.
+func TestCorpusAccounts(t *testing.T) {
+	files := corpus.Glob(t, "kineto/*/*.json*")
+	n := 0
+	for _, f := range files {
+		tr, err := kineto.ReadFile(f, kineto.Options{RunID: "x", Rank: -1})
+		if err != nil {
+			continue // not a trace (an execution trace, a memory timeline): their own tests say so
+		}
+		checkTiling(t, f, tr.Account)
+		if len(tr.Account) > 0 {
+			n++
+		}
+	}
+	if n < 15 {
+		t.Errorf("only %d corpus traces have an account", n)
+	}
+}
