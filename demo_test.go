@@ -53,7 +53,7 @@ func TestDemoPrintsTheReport(t *testing.T) {
 	for _, want := range []string{
 		"serve is up",
 		"# trainscope report", "## Verdict", "Run `demo`: 2 rank(s)",
-		"- the limiter: ", "## Findings", "## Recommendations",
+		"- a typical step, ", "## Findings", "## Recommendations",
 		"The findings, as any Flight SQL client sees them:", "severity", "gpu_idle",
 		"trainscope_detector_runs_total 1",
 		"server stopped",

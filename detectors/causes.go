@@ -41,7 +41,22 @@ type Cause struct {
 	Shown    []string `json:"shown_by,omitempty"`
 	Explains []string `json:"explains,omitempty"`
 	Waiters  []Waiter `json:"waiters,omitempty"`
-	finding  string   // the finding a slow_kernel cause comes from
+	// Subject is what the time went to, for a cause from the step-time
+	// account: the operator, Python frame or call (with its call Stack),
+	// the copy kind, the kernel
+	Subject string `json:"subject,omitempty"`
+	Stack   string `json:"stack,omitempty"`
+	finding string // the finding a slow_kernel cause comes from
+	// from the account: the subject's key and stack id, what grew in a
+	// stall, and a precision cause's ms a step in FP32, at TF32, at bf16
+	subjectKey string
+	stack      int32
+	grew       float64
+	precision  [3]float64
+	share      float64
+	peerMedian float64 // a rank outlier's peers' median, ns a step
+	// rankOutlier: one rank of several losing more than its peers to it
+	rankOutlier bool
 }
 
 // Waiter is a peer and how long it waited for a late rank.
@@ -145,6 +160,10 @@ func (r *Report) buildCauses(ctx context.Context, st *duck.Store) error {
 	if err != nil {
 		return err
 	}
+	accounts, err := loadAccount(ctx, st)
+	if err != nil {
+		return err
+	}
 	for i := range r.Findings {
 		r.Findings[i].ID = fmt.Sprintf("f%d", i+1)
 	}
@@ -156,8 +175,17 @@ func (r *Report) buildCauses(ctx context.Context, st *duck.Store) error {
 		causes = append(causes, r.lateCauses(run.RunID, lates, sw, waiters)...)
 		causes = append(causes, r.findingCauses(run.RunID, sw)...)
 		causes = mergeSlowHost(r, run.RunID, causes, sw)
+		more, err := r.accountCauses(ctx, st, run.RunID, accounts[run.RunID], causes)
+		if err != nil {
+			return err
+		}
+		causes = append(causes, more...)
 		r.hardwareCauses(run.RunID, causes)
-		slices.SortStableFunc(causes, func(a, b Cause) int { return cmp.Compare(b.CostNS, a.CostNS) })
+		// costliest first; idle the trace cannot explain (unrecorded_idle)
+		// is a gap in what was recorded, not a cause to act on: after the rest
+		slices.SortStableFunc(causes, func(a, b Cause) int {
+			return cmp.Or(cmp.Compare(boolInt(a.Kind == "unrecorded_idle"), boolInt(b.Kind == "unrecorded_idle")), cmp.Compare(b.CostNS, a.CostNS))
+		})
 		for i := range causes {
 			causes[i].ID = fmt.Sprintf("c%d", len(r.Causes)+i+1)
 		}
@@ -167,6 +195,13 @@ func (r *Report) buildCauses(ctx context.Context, st *duck.Store) error {
 	return nil
 }
 
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // stepWindow is a run's analysed steps and their median duration.
 type stepWindow struct {
 	steps    int
@@ -174,9 +209,15 @@ type stepWindow struct {
 }
 
 func windowSteps(ctx context.Context, st *duck.Store) (map[string]stepWindow, error) {
+	// the steps as the account measures them on the GPU timeline, where
+	// it has them (the report's one step length), else the host's ranges
 	byRun, err := queryByKey(ctx, st, `
+		WITH acct AS (SELECT DISTINCT run_id, rank, step, start_ns, end_ns FROM step_account),
+		s AS (SELECT * FROM acct UNION ALL
+		      SELECT run_id, rank, step, start_ns, end_ns FROM steps x
+		      WHERE NOT EXISTS (SELECT 1 FROM acct a WHERE a.run_id = x.run_id AND a.rank = x.rank))
 		SELECT s.run_id, count(DISTINCT s.step)::DOUBLE, median(s.end_ns - s.start_ns)::DOUBLE
-		FROM steps s JOIN analysis_window w ON w.run_id = s.run_id AND w.rank = s.rank
+		FROM s JOIN analysis_window w ON w.run_id = s.run_id AND w.rank = s.rank
 		WHERE (w.step_lo IS NULL OR s.step >= w.step_lo) AND (w.step_hi IS NULL OR s.step <= w.step_hi)
 		GROUP BY s.run_id`, 2)
 	if err != nil {

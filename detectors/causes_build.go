@@ -351,6 +351,23 @@ func (r *Report) findingCauses(run string, sw stepWindow) []Cause {
 				Headline: fmt.Sprintf("the kernels of %s run at %.0f%% of their roofline: at the roofline each step would be up to %s shorter (%.1f%%)",
 					f.Subject, roof, Duration(cost), 100*cost/max(sw.medianNS, 1)),
 				Evidence: []string{f.Message}})
+		case "memory_bound_ops":
+			// memory-bound element-wise work: what it would save moving its
+			// bytes at the GPU's bandwidth (fusion saves more: it moves
+			// fewer), per rank and step
+			gpuNS, bytes, peak := ev["gpu_ns"], ev["gbytes"]*1e9, ev["peak_tbs"]*1e12
+			if gpuNS <= 0 || peak <= 0 {
+				continue
+			}
+			ranks := float64(max(r.rankCount(run), 1))
+			atRoof := 1e9 * bytes / peak
+			cost := (gpuNS - atRoof) / ranks / nSteps
+			out = append(out, Cause{RunID: run, Kind: "memory_bound", CostNS: cost, CostPct: 100 * cost / max(sw.medianNS, 1), Fix: f.Fix, finding: f.ID,
+				Subject: "element-wise, norm, softmax and reduction kernels",
+				Headline: fmt.Sprintf("memory-bound element-wise work (%.0f calls, %.0f shapes) takes %s a step (%.1f%% of the GPU time) at %.2f TB/s, %.0f%% of the %s's %.2f TB/s: at that bandwidth it would take %s, %s a step less (%.1f%%), and fused (torch.compile) it would move its tensors once",
+					ev["calls"]/ranks/nSteps, ev["shapes"], Duration(gpuNS/ranks/nSteps), 100*f.valueOr(0), ev["achieved_tbs"], 100*ev["achieved_tbs"]/ev["peak_tbs"],
+					evidenceString(f.Evidence, "gpu"), ev["peak_tbs"], Duration(atRoof/ranks/nSteps), Duration(cost), 100*cost/max(sw.medianNS, 1)),
+				Evidence: []string{f.Message}})
 		case "gpu_link":
 			// what NVLink would save is unknown from the counters alone:
 			// the cost is the transfer time the PCIe path slows, an upper bound
@@ -427,6 +444,8 @@ var shows = map[string][]string{
 	"gc":          {"host_exposed_ops"},
 	"checkpoint":  {"host_exposed_ops"},
 	"host":        {"host_exposed_ops", "data_stall"},
+	"input":       {"data_stall", "host_exposed_ops"},
+	"fp32":        {"below_roofline"},
 }
 
 // linkFindings marks which findings each cause shows itself in and which
@@ -460,8 +479,10 @@ func (r *Report) linkFindings(run string, causes []Cause, waiters map[waitKey][]
 				isShow = (f.Detector == "hang" || f.Detector == "gpu_xid") && own[rank]
 			case "slow_link":
 				isShow = f.Detector == "slow_link" && c.Why == "" || f.Detector == "gpu_link" && c.Why == "pcie_path" && f.Host == c.Host
-			case "slow_kernel":
+			case "slow_kernel", "memory_bound":
 				isShow = f.ID == c.finding
+			case "precision":
+				isShow = own[rank] && f.Detector == "below_roofline" && strings.Contains(f.Message, "FP32")
 			case "slow_host":
 				isShow = f.Detector == "slow_host" || own[rank] && (f.Detector == "slow_rank" || f.Detector == "straggler_rank" || f.Detector == "gpu_throttle")
 			default:
@@ -481,7 +502,7 @@ func (r *Report) linkFindings(run string, causes []Cause, waiters map[waitKey][]
 				explained = !own[rank]
 			case "slow_link":
 				explained = own[rank] && f.Detector == "comm_exposed_ratio"
-			case "slow_kernel":
+			case "slow_kernel", "memory_bound", "precision":
 				explained = false
 			default:
 				// what peers that waited for it show (not their exposed
@@ -497,6 +518,28 @@ func (r *Report) linkFindings(run string, causes []Cause, waiters map[waitKey][]
 			}
 		}
 	}
+}
+
+// evidenceString is a string value of a finding's evidence.
+func evidenceString(ev any, key string) string {
+	m, ok := ev.(map[string]any)
+	if !ok {
+		if s, ok := ev.(string); ok {
+			json.Unmarshal([]byte(s), &m)
+		}
+	}
+	if s, ok := m[key].(string); ok {
+		return s
+	}
+	return ""
+}
+
+// valueOr is the finding's value, or def when it has none.
+func (f Finding) valueOr(def float64) float64 {
+	if f.Value != nil {
+		return *f.Value
+	}
+	return def
 }
 
 func evidenceMap(ev any) map[string]float64 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -177,6 +178,48 @@ func (r *Report) rankTimes(run string) ([]RankTime, bool) {
 		}
 	}
 	slices.SortFunc(out, func(a, b RankTime) int { return a.Rank - b.Rank })
+	if acct := r.acctPerRank[run]; len(acct) > 0 {
+		// a typical step as the account measures it, so that the bars are
+		// as long as the step the verdict and step_time name; exposed
+		// communication split into transfer and wait as temporal_breakdown
+		// splits it
+		split := map[int][2]float64{}
+		for _, rt := range out {
+			split[rt.Rank] = [2]float64{rt.Transfer, rt.Wait}
+		}
+		byRank := map[int]*RankTime{}
+		for key, ranks := range acct {
+			cat, _, _ := strings.Cut(key, "/")
+			for rank, ns := range ranks {
+				rt := byRank[rank]
+				if rt == nil {
+					rt = &RankTime{Rank: rank}
+					byRank[rank] = rt
+				}
+				switch cat {
+				case "compute":
+					rt.Compute += ns
+				case "comm":
+					rt.Transfer += ns
+				case "copy":
+					rt.Other += ns
+				default:
+					rt.Idle += ns
+				}
+			}
+		}
+		out = out[:0]
+		for _, rank := range slices.Sorted(maps.Keys(byRank)) {
+			rt := byRank[rank]
+			if s := split[rank]; s[0]+s[1] > 0 {
+				comm := rt.Transfer
+				rt.Wait = comm * s[1] / (s[0] + s[1])
+				rt.Transfer = comm - rt.Wait
+			}
+			out = append(out, *rt)
+		}
+		return out, true
+	}
 	return out, perStep
 }
 
@@ -384,7 +427,15 @@ k AS (
 	args := []any{sql.Named("run", run.RunID), sql.Named("step", step)}
 	tl := &Timeline{Step: step, Why: why, Buckets: timelineBuckets, TotalRanks: total}
 	var lo, hi sql.NullInt64
-	rows, err := st.Query(ctx, base+" SELECT min(s), max(e) FROM k", args...)
+	// the step as the account has it (its window on each lane's GPU
+	// timeline), so that the timeline is as long as the step the verdict
+	// and step_time name; else the step's GPU work
+	rows, err := st.Query(ctx, base+`, w AS (
+    SELECT a.rank, min(a.start_ns) - coalesce(any_value(off.o), 0) AS s, max(a.end_ns) - coalesce(any_value(off.o), 0) AS e
+    FROM step_account a LEFT JOIN off ON off.rank = a.rank
+    WHERE a.run_id = $run AND a.step IS NOT DISTINCT FROM $step AND a.rank IN (`+strings.Join(inList, ",")+`)
+    GROUP BY a.rank)
+SELECT coalesce((SELECT min(s) FROM w), min(s)), coalesce((SELECT max(e) FROM w), max(e)) FROM k`, args...)
 	if err != nil {
 		return nil, err
 	}

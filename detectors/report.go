@@ -16,6 +16,8 @@ import (
 
 // Report is everything a rendered report shows, for one or more runs.
 type Report struct {
+	// Headline is each run's verdict, the report's first line
+	Headline        []Headline       `json:"headline"`
 	Runs            []RunInfo        `json:"runs"`
 	Summary         []SummaryLine    `json:"summary"`
 	Metrics         []MetricTable    `json:"metrics"`
@@ -35,6 +37,13 @@ type Report struct {
 	whys       map[string]map[int]string  // per run and rank: what mostly made it late (whyText's keys)
 	medianStep map[string]float64         // per run: the median step time
 	charts     map[string]*Charts         // per run: what the HTML report draws
+	// per run, from the step-time account: where a typical step goes, and
+	// the outlier steps
+	breakdowns   map[string]string
+	outlierLines map[string][]string
+	// per run, rank and account key ("idle/sync/aten::item"): ns a
+	// typical step
+	acctPerRank map[string]map[string]map[int]float64
 }
 
 // RunStatus says why a report does not cover all of a run's data.
@@ -77,6 +86,23 @@ type RunInfo struct {
 	Steps     string   `json:"steps_analysed"`
 	Events    int64    `json:"events"`
 	Sources   int      `json:"sources"`
+	// GPUActivities counts the kernels, copies and memsets its traces hold
+	// (0: a CPU-only trace, or a memory snapshot alone); TraceRanks the
+	// ranks that came from a trace, not from a snapshot alone
+	GPUActivities int64 `json:"gpu_activities"`
+	TraceRanks    int   `json:"trace_ranks"`
+}
+
+// Headline is a run's verdict in one sentence: its costliest root cause
+// (Cause names its id), or why there is none.
+type Headline struct {
+	RunID   string  `json:"run_id"`
+	Text    string  `json:"text"`
+	Kind    string  `json:"kind"` // the cause's kind; "none", "no_gpu_work" or "memory_only" without one
+	Cause   string  `json:"cause,omitempty"`
+	CostNS  float64 `json:"cost_ns_per_step,omitempty"`
+	CostPct float64 `json:"cost_pct_of_step,omitempty"`
+	Fix     string  `json:"fix,omitempty"`
 }
 
 // SummaryLine is one statement of the summary, with the detector behind it.
@@ -179,6 +205,7 @@ func BuildReport(ctx context.Context, st *duck.Store, results []Result) (*Report
 		return nil, err
 	}
 	r.buildSummary()
+	r.buildHeadlines()
 	r.buildRecommendations()
 	return r, nil
 }
@@ -188,7 +215,9 @@ func (r *Report) loadRuns(ctx context.Context, st *duck.Store) error {
 SELECT k.run_id, list(k.rank ORDER BY k.rank), max(k.world_size), list(DISTINCT k.gpu_name ORDER BY k.gpu_name) FILTER (WHERE k.gpu_name <> ''),
        sum(k.events)::BIGINT, count(*),
        (SELECT coalesce(min(step_lo)::VARCHAR || '-' || max(step_hi)::VARCHAR, 'all') FROM analysis_window w WHERE w.run_id = k.run_id),
-       (SELECT list(DISTINCT lower(flops_dtype) ORDER BY lower(flops_dtype)) FROM slices_detail d WHERE d.run_id = k.run_id AND d.flops_dtype IS NOT NULL AND d.op_class IN ('gemm', 'attention', 'conv'))
+       (SELECT list(DISTINCT lower(flops_dtype) ORDER BY lower(flops_dtype)) FROM slices_detail d WHERE d.run_id = k.run_id AND d.flops_dtype IS NOT NULL AND d.op_class IN ('gemm', 'attention', 'conv')),
+       (SELECT count(*) FROM slices_detail c WHERE c.run_id = k.run_id AND c.kind IN ('kernel', 'comm', 'memcpy', 'memset')),
+       count(*) FILTER (WHERE coalesce(k.rank_source, '') <> 'snapshot')
 FROM ranks k GROUP BY k.run_id ORDER BY k.run_id`)
 	if err != nil {
 		return err
@@ -198,7 +227,7 @@ FROM ranks k GROUP BY k.run_id ORDER BY k.run_id`)
 		var ri RunInfo
 		var ranks, gpus, dtypes any
 		var world sql.NullInt64
-		if err := rows.Scan(&ri.RunID, &ranks, &world, &gpus, &ri.Events, &ri.Sources, &ri.Steps, &dtypes); err != nil {
+		if err := rows.Scan(&ri.RunID, &ranks, &world, &gpus, &ri.Events, &ri.Sources, &ri.Steps, &dtypes, &ri.GPUActivities, &ri.TraceRanks); err != nil {
 			return err
 		}
 		for _, v := range asList(dtypes) {

@@ -86,58 +86,13 @@ func (r *Report) writeVerdict(b *strings.Builder, run RunInfo) {
 			fmt.Fprintf(b, "GPU %s: %s.\n\n", s.Key, gpuLine(s, run.Dtypes))
 		}
 	}
-	var top *Cause
-	for i := range r.Causes {
-		if r.Causes[i].RunID == run.RunID {
-			top = &r.Causes[i]
-			break
+	for _, h := range r.Headline {
+		if h.RunID == run.RunID {
+			fmt.Fprintf(b, "**%s.**\n\n", h.Text)
 		}
 	}
-	limiter := ""
-	for _, f := range r.Findings {
-		if f.RunID == run.RunID && f.Detector == "bottleneck_class" {
-			limiter = f.Message
-		}
-	}
-	switch {
-	case top != nil:
-		fmt.Fprintf(b, "**%s.**\n\n", upperFirst(top.Headline))
-		if limiter != "" {
-			fmt.Fprintf(b, "- once waits for late ranks are set aside, %s\n", limiter)
-		}
-	default:
-		if len(run.Ranks) > 1 {
-			rank, cost := r.costliest(run.RunID)
-			pct := 0.0
-			if r.medianStep[run.RunID] > 0 {
-				pct = 100 * cost / r.medianStep[run.RunID]
-			}
-			if rank >= 0 && pct >= MinCostPct {
-				fmt.Fprintf(b, "**No single rank stands out: the ranks take turns holding each other up (the most, rank %d, %s a step, %.1f%%); what holds them back is what they share.**\n\n", rank, Duration(cost), pct)
-			} else {
-				b.WriteString("**Balanced: no rank holds the others up by a noticeable share of the step")
-				if rank >= 0 {
-					fmt.Fprintf(b, " (the most, rank %d, %s a step, %.1f%%", rank, Duration(cost), pct)
-					// a lead for a small cost: what made that rank late
-					if why := r.whys[run.RunID][rank]; why != "" && why != "unknown" && whyText[why] != "" {
-						fmt.Fprintf(b, ": %s", whyText[why])
-					}
-					b.WriteString(")")
-				}
-				b.WriteString(".**\n\n")
-			}
-		}
-		if limiter != "" {
-			fmt.Fprintf(b, "- the limiter: %s\n", limiter)
-		}
-	}
-	if !r.hasCollectives(run.RunID) && len(run.Ranks) < 2 {
-		b.WriteString("- one rank only: no collective is matched with a peer, so its communication cannot be split into waiting and transfer, nor a late rank named\n")
-	}
-	for _, s := range r.Summary {
-		if s.RunID == run.RunID && s.Detector != "bottleneck_class" {
-			fmt.Fprintf(b, "- %s\n", s.Text)
-		}
+	for _, line := range r.verdictLines(run) {
+		fmt.Fprintf(b, "- %s\n", line)
 	}
 	b.WriteString("\n")
 }
@@ -168,7 +123,9 @@ func (r *Report) hasCollectives(run string) bool {
 }
 
 var causeTitle = map[string]string{"late_rank": "late rank", "one_off_stall": "one-off stall", "slow_host": "slow host",
-	"hang": "hang", "slow_link": "slow link", "slow_kernel": "slow kernel"}
+	"hang": "hang", "slow_link": "slow link", "slow_kernel": "slow kernel", "sync": "synchronization", "input_bound": "input-bound",
+	"host_bound": "host-bound", "launch_bound": "launch-bound", "unrecorded_idle": "idle outside the trace", "copies": "copies",
+	"precision": "precision", "memory_bound": "memory-bound work"}
 
 func (r *Report) writeCause(b *strings.Builder, n int, c Cause) {
 	where := ""
@@ -181,7 +138,7 @@ func (r *Report) writeCause(b *strings.Builder, n int, c Cause) {
 		where = "ranks " + RankRanges(slices.Sorted(slices.Values(c.Ranks)))
 	}
 	why := ""
-	if c.Why != "" && c.Kind != "hang" && c.Kind != "slow_link" && c.Kind != "slow_kernel" {
+	if c.Why != "" && (c.Kind == "late_rank" || c.Kind == "one_off_stall" || c.Kind == "slow_host") {
 		why = ", " + strings.ReplaceAll(c.Why, "_", " ")
 	}
 	cost := fmt.Sprintf("costs %s a step (%.1f%%)", Duration(c.CostNS), c.CostPct)

@@ -76,7 +76,9 @@ func draw(ft FaultType, t topology, rng *rand.Rand) Fault {
 		f.Group = rng.IntN(t.groups())
 		f.Factor = uniform(1.5, 4)
 	case DataStall:
-		f.Step = 1 + rng.IntN(t.steps-1)
+		// any step, the first and the last too: a stall is searched for in
+		// every complete step, not only the analysis window's
+		f.Step = rng.IntN(t.steps)
 		f.StallUs = math.Exp(uniform(math.Log(15e3), math.Log(500e3)))
 	case SyncAPI:
 		f.Rate = uniform(0.03, 0.12)

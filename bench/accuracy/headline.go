@@ -30,7 +30,7 @@ func claimOf(c detectors.Cause) FaultType {
 	switch c.Why {
 	case "compute":
 		return SlowRank
-	case "data_loader":
+	case "data_loader", "input":
 		return DataStall
 	case "sync":
 		return SyncAPI
@@ -56,6 +56,14 @@ func (f Fault) headlineClaim(t topology, causes []detectors.Cause) headline {
 		return h
 	case SlowHost:
 		h.right = c.Kind == "slow_host" && c.Host == hostName(f.Host)
+	case LaunchBound:
+		// every rank launch-bound: the run's launch overhead is the cause;
+		// one rank: that rank, late for its launches
+		if f.Rank < 0 {
+			h.right = h.claims == LaunchBound && c.Kind == "launch_bound"
+		} else {
+			h.right = h.claims == LaunchBound && c.Rank != nil && *c.Rank == f.Rank
+		}
 	case SlowLink:
 		var m []int
 		for i := range t.tp {

@@ -39,6 +39,7 @@ type config struct {
 	only     []int  // scenario numbers to run (all when empty)
 	real     string // folder of real traces to scale, "" to skip
 	realN    int
+	single   int
 	workers  int
 	seed     uint64
 	topo     topology
@@ -53,6 +54,7 @@ func main() {
 	sizes := flag.String("sizes", "8,16,32,64,128", "rank counts the scenarios cycle through; a size below 16 puts ranks/2 on a host")
 	flag.StringVar(&c.real, "real", "bench/sample", "real traces to scale to -ranks for a clean control and slow-rank injections (\"\" skips)")
 	flag.IntVar(&c.realN, "real-n", 8, "slow-rank injections into the scaled real traces")
+	flag.IntVar(&c.single, "single", 4, "single-GPU runs of each bench/gpusim scenario (healthy, stall, input, sync, copies, FP32, launch-bound)")
 	flag.Uint64Var(&c.seed, "seed", 1, "seed of every random choice")
 	flag.IntVar(&c.topo.ranks, "ranks", 16, "ranks per scenario")
 	flag.IntVar(&c.topo.perHost, "per-host", 8, "ranks per host")
@@ -124,6 +126,20 @@ func main() {
 		fmt.Fprintf(&b, "\nReal traces (%s scaled to %d ranks): clean run fault-type findings: %d\n\n", c.real, c.topo.ranks, len(rr.clean))
 		writeTable(&b, rr.res)
 	}
+	var single []singleOutcome
+	if c.single > 0 {
+		set, err := detectors.NewSet(detectors.Config{})
+		if err == nil {
+			single, err = runSingle(context.Background(), set, c.single, c.seed, os.Stderr, *keep)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "accuracy: single GPU:", err)
+			os.Exit(1)
+		}
+		wall = time.Since(start)
+		fmt.Fprintf(&b, "\nSingle-GPU runs (bench/gpusim, strengths 0.5-1.5 of bench/gpu's doses):\n\n")
+		writeSingle(&b, single)
+	}
 	if c.weak > 0 {
 		fmt.Fprintln(&b, "\nWeak faults (strengths down to the thresholds):")
 		fmt.Fprintln(&b)
@@ -132,7 +148,7 @@ func main() {
 	fmt.Print(b.String())
 	fmt.Printf("\n%d scenarios in %s (%d CPUs)\n", len(res.outs)+len(weak.outs), wall.Round(time.Second), runtime.GOMAXPROCS(0))
 	if *out != "" {
-		if err := writeReport(*out, c, res, weak, rr, wall); err != nil {
+		if err := writeReport(*out, c, res, weak, rr, single, wall); err != nil {
 			fmt.Fprintln(os.Stderr, "accuracy:", err)
 			os.Exit(1)
 		}

@@ -11,7 +11,7 @@ import (
 
 // writeReport writes ACCURACY.md: the measured table with everything
 // needed to reproduce it and to read it against published detectors.
-func writeReport(path string, c config, r, weak *results, rr *realResult, wall time.Duration) error {
+func writeReport(path string, c config, r, weak *results, rr *realResult, single []singleOutcome, wall time.Duration) error {
 	var b strings.Builder
 	all := r.overall()
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
@@ -24,8 +24,8 @@ func writeReport(path string, c config, r, weak *results, rr *realResult, wall t
 		c.double, c.weak, sizeList(c.sizes))
 	p("(eight ranks a host, four below 16 ranks), tensor-parallel groups of %d, %d profiler steps.\n\n",
 		c.topo.tp, c.topo.steps)
-	p("```\ngo run -tags duckdb_arrow ./bench/accuracy -n %d -clean %d -double %d -weak %d -real-n %d -seed %d -sizes %s -ranks %d -tp %d -steps %d -out bench/ACCURACY.md\n```\n\n",
-		c.n, c.clean, c.double, c.weak, c.realN, c.seed, sizeList(c.sizes), c.topo.ranks, c.topo.tp, c.topo.steps)
+	p("```\ngo run -tags duckdb_arrow ./bench/accuracy -n %d -clean %d -double %d -weak %d -real-n %d -single %d -seed %d -sizes %s -ranks %d -tp %d -steps %d -out bench/ACCURACY.md\n```\n\n",
+		c.n, c.clean, c.double, c.weak, c.realN, c.single, c.seed, sizeList(c.sizes), c.topo.ranks, c.topo.tp, c.topo.steps)
 	p("Seed %d; wall time %s for %d scenarios on %s (%s/%s, %d CPUs, %d scenario workers, one DuckDB thread each).\n\n",
 		c.seed, wall.Round(time.Second), c.n+c.clean+c.double+c.weak, cpuModel(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0), c.workers)
 
@@ -47,6 +47,17 @@ func writeReport(path string, c config, r, weak *results, rr *realResult, wall t
 		writeDoubles(&b, r.outs)
 	}
 	p("\n")
+	if len(single) > 0 {
+		p("## Single-GPU runs\n\n")
+		p("One rank each, as `bench/gpusim` simulates the scenarios `bench/gpu/scenarios.py` runs on a real GPU\n")
+		p("(a 166M-parameter bf16 transformer, or a tiny launch-bound MLP), %d runs of each, every fault at a\n", len(single)/len(singleKinds))
+		p("random 0.5-1.5 of the script's dose and the one-off stall in a random recorded step, first and last\n")
+		p("included. *Headline right* when the report's first root cause is of the kind the fault must\n")
+		p("produce (a healthy run: none); a simulated trace proves the account's logic, not its truth on a real\n")
+		p("GPU (`bench/gpu` and `go run ./bench/gpucheck` are for that).\n\n")
+		writeSingle(&b, single)
+		p("\n")
+	}
 
 	p("## Against published detectors\n\n")
 	p("| system | what it reports | number |\n|---|---|---|\n")

@@ -47,6 +47,13 @@ func analyze(ctx context.Context, set *detectors.Set, dir string) ([]finding, []
 	if err != nil {
 		return nil, nil, err
 	}
+	// the headline never names idle the trace cannot explain
+	var causes []detectors.Cause
+	for _, c := range rep.Causes {
+		if c.Kind != "unrecorded_idle" {
+			causes = append(causes, c)
+		}
+	}
 	rows, err := st.Query(ctx, `SELECT detector, coalesce(rank, -1), coalesce(host, ''), coalesce(subject, '') FROM findings ORDER BY ALL`)
 	if err != nil {
 		return nil, nil, err
@@ -60,7 +67,7 @@ func analyze(ctx context.Context, set *detectors.Set, dir string) ([]finding, []
 		}
 		out = append(out, f)
 	}
-	return out, rep.Causes, rows.Err()
+	return out, causes, rows.Err()
 }
 
 // scored reports whether a detector's findings count for or against a

@@ -1,27 +1,25 @@
 package main
 
 import (
-	"strings"
-
 	"github.com/trainscope/trainscope/detectors"
 )
 
 // claimOf is the cause a report's verdict names first, in the scorer's
 // words (none, stall, input, host, sync, copies, precision, launch,
-// kernels, comm, late_rank, slow_host, slow_link, hang), and the verdict's
-// own sentence for it: its first root cause where it has one, else the
-// limiter its summary gives.
+// memory_bound, kernels, late_rank, slow_host, slow_link, hang, no_gpu_work,
+// memory_only), and the verdict's own sentence: the report's headline and
+// the root cause it names.
 func claimOf(rep *detectors.Report) (claim, said string) {
-	if len(rep.Causes) > 0 {
-		c := rep.Causes[0]
-		return causeClaim(c), c.Headline
+	if len(rep.Headline) == 0 {
+		return "none", "no headline"
 	}
-	for _, l := range rep.Summary {
-		if l.Detector == "bottleneck_class" {
-			return limiterClaim(l.Text), l.Text
+	h := rep.Headline[0]
+	for _, c := range rep.Causes {
+		if c.ID == h.Cause {
+			return causeClaim(c), h.Text
 		}
 	}
-	return "none", "no cause named"
+	return h.Kind, h.Text
 }
 
 // causeClaim maps a root cause to the scorer's words.
@@ -31,7 +29,13 @@ func causeClaim(c detectors.Cause) string {
 		return "stall"
 	case "slow_kernel":
 		return "kernels"
-	case "hang", "slow_host", "slow_link":
+	case "input_bound":
+		return "input"
+	case "host_bound":
+		return "host"
+	case "launch_bound":
+		return "launch"
+	case "sync", "copies", "precision", "memory_bound", "hang", "slow_host", "slow_link":
 		return c.Kind
 	}
 	switch c.Why {
@@ -45,21 +49,4 @@ func causeClaim(c detectors.Cause) string {
 		return "stall"
 	}
 	return "late_rank"
-}
-
-// limiterClaim maps bottleneck_class's limiter ("host-bound: ...") to the
-// scorer's words; a GPU-bound run names no fault.
-func limiterClaim(text string) string {
-	class, _, _ := strings.Cut(text, ":")
-	switch strings.TrimSpace(class) {
-	case "communication-bound":
-		return "comm"
-	case "sync-bound":
-		return "sync"
-	case "launch-overhead-bound":
-		return "launch"
-	case "host-bound":
-		return "host"
-	}
-	return "none"
 }

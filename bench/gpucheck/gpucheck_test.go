@@ -102,9 +102,10 @@ func TestScoreFolder(t *testing.T) {
 			t.Errorf("the table has no row for %s:\n%s", l.Name, table.String())
 		}
 	}
+	// every simulated fault is what the verdict names first
 	for _, sc := range []string{"healthy", "stall_once", "slow_input", "sync", "pageable_h2d", "fp32", "launch_bound"} {
-		if r := byName[sc]; r.claim == "" || r.said == "" {
-			t.Errorf("%s: no claim read from the verdict (%q, %q)", sc, r.claim, r.said)
+		if r := byName[sc]; r.claim == "" || r.said == "" || !r.right {
+			t.Errorf("%s (must name %s): the verdict claims %q: %s", sc, r.label.Cause, r.claim, r.said)
 		}
 	}
 	if r := byName["memory"]; !r.right || !strings.Contains(r.detail, "reserved 13524.0 MiB (torch 13524.0 MiB)") {
@@ -119,7 +120,7 @@ func TestScoreFolder(t *testing.T) {
 	if !strings.Contains(table.String(), "scenarios right.") {
 		t.Errorf("no tally:\n%s", table.String())
 	}
-	t.Logf("the verdict on the simulated scenarios today:\n%s", table.String())
+	t.Logf("the verdict on the simulated scenarios:\n%s", table.String())
 }
 
 // What counts as naming the cause.
@@ -136,12 +137,13 @@ func TestNames(t *testing.T) {
 			t.Errorf("names(%s, %s) = %v", c.cause, c.claim, got)
 		}
 	}
-	rep := &detectors.Report{Summary: []detectors.SummaryLine{{Detector: "bottleneck_class", Text: "launch-overhead-bound: the GPU is idle"}}}
-	if c, _ := claimOf(rep); c != "launch" {
-		t.Errorf("limiter claim %s", c)
+	rep := &detectors.Report{Headline: []detectors.Headline{{Kind: "none", Text: "No cause costs 5% of a step or more"}}}
+	if c, _ := claimOf(rep); c != "none" {
+		t.Errorf("no cause: claim %s", c)
 	}
-	rep.Causes = []detectors.Cause{{Kind: "one_off_stall", Headline: "a stall"}}
-	if c, s := claimOf(rep); c != "stall" || s != "a stall" {
+	rep.Causes = []detectors.Cause{{ID: "c1", Kind: "one_off_stall"}, {ID: "c2", Kind: "launch_bound"}}
+	rep.Headline[0].Cause, rep.Headline[0].Text = "c2", "The GPU waits for kernel launches"
+	if c, s := claimOf(rep); c != "launch" || s != "The GPU waits for kernel launches" {
 		t.Errorf("cause claim %s %q", c, s)
 	}
 }

@@ -1,0 +1,385 @@
+package detectors
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/trainscope/trainscope/sql/duck"
+)
+
+// The step-time account (step_account, written by the readers from each
+// rank's timeline) as the verdict reads it: every complete step of every
+// rank, searched for outliers; the steady steps (complete, in the analysis
+// window, not outliers) averaged into what a typical step's time goes to.
+
+// acctRow is one row of step_account.
+type acctRow struct {
+	cat, cause, subject string
+	stack               int32
+	ns, intervals       int64
+	longest             int64
+}
+
+// key is what the row's time went to: "idle/host/save_checkpoint".
+func (a acctRow) key() string { return a.cat + "/" + a.cause + "/" + a.subject }
+
+// acctStep is one step of one rank.
+type acctStep struct {
+	rank, step      int
+	start, end      int64
+	complete, inWin bool
+	rows            []acctRow
+	outlier         bool
+}
+
+func (s *acctStep) len() float64 { return float64(s.end - s.start) }
+
+// byKey sums the step's rows by key (or by cat/cause when causeLevel).
+func (s *acctStep) byKey(causeLevel bool) map[string]float64 {
+	out := map[string]float64{}
+	for _, r := range s.rows {
+		k := r.key()
+		if causeLevel {
+			k = r.cat + "/" + r.cause
+		}
+		out[k] += float64(r.ns)
+	}
+	return out
+}
+
+// runAccount is one run's account, rank by rank in step order.
+type runAccount struct {
+	ranks map[int][]*acctStep
+}
+
+// steady are a rank's steps a typical step is averaged over: complete,
+// in the analysis window and not outliers; failing that complete and not
+// outliers; failing that all.
+func (ra *runAccount) steady(rank int) []*acctStep {
+	all := ra.ranks[rank]
+	for _, keep := range []func(*acctStep) bool{
+		func(s *acctStep) bool { return s.complete && s.inWin && !s.outlier },
+		func(s *acctStep) bool { return s.complete && !s.outlier },
+		func(*acctStep) bool { return true },
+	} {
+		var out []*acctStep
+		for _, s := range all {
+			if keep(s) {
+				out = append(out, s)
+			}
+		}
+		if len(out) > 0 {
+			return out
+		}
+	}
+	return nil
+}
+
+// medianStep is the median length of the run's steady steps over ranks.
+func (ra *runAccount) medianStep() float64 {
+	var lens []float64
+	for rank := range ra.ranks {
+		for _, s := range ra.steady(rank) {
+			lens = append(lens, s.len())
+		}
+	}
+	m, _ := medianMAD(lens)
+	return m
+}
+
+// loadAccount reads step_account, per run.
+func loadAccount(ctx context.Context, st *duck.Store) (map[string]*runAccount, error) {
+	rows, err := st.Query(ctx, `
+		SELECT a.run_id, a.rank, coalesce(a.step, -1), a.start_ns, a.end_ns, a.complete,
+		       coalesce((w.step_lo IS NULL OR a.step >= w.step_lo) AND (w.step_hi IS NULL OR a.step <= w.step_hi), true),
+		       a.category, a.cause, coalesce(a.subject, ''), coalesce(a.stack_id, -1), a.ns, a.intervals, a.longest_ns
+		FROM step_account a LEFT JOIN analysis_window w ON w.run_id = a.run_id AND w.rank = a.rank
+		ORDER BY a.run_id, a.rank, a.start_ns, a.category, a.cause, a.ns DESC, a.subject`)
+	if err != nil {
+		return nil, fmt.Errorf("step account: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]*runAccount{}
+	type stepKey struct {
+		run        string
+		rank, step int
+	}
+	seen := map[stepKey]*acctStep{}
+	for rows.Next() {
+		var run string
+		var s acctStep
+		var r acctRow
+		if err := rows.Scan(&run, &s.rank, &s.step, &s.start, &s.end, &s.complete, &s.inWin,
+			&r.cat, &r.cause, &r.subject, &r.stack, &r.ns, &r.intervals, &r.longest); err != nil {
+			return nil, err
+		}
+		ra := out[run]
+		if ra == nil {
+			ra = &runAccount{ranks: map[int][]*acctStep{}}
+			out[run] = ra
+		}
+		k := stepKey{run, s.rank, s.step}
+		cur := seen[k]
+		if cur == nil {
+			cur = &s
+			seen[k] = cur
+			ra.ranks[s.rank] = append(ra.ranks[s.rank], cur) // rows come in step order
+		}
+		cur.rows = append(cur.rows, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, ra := range out {
+		for rank := range ra.ranks {
+			ra.markOutliers(rank)
+		}
+	}
+	return out, nil
+}
+
+// Outlier steps: a complete step longer than the rank's median complete
+// step by OutlierPct of it, 1 ms, and three robust deviations.
+var OutlierPct = 20.0
+
+func (ra *runAccount) markOutliers(rank int) {
+	var lens []float64
+	for _, s := range ra.ranks[rank] {
+		if s.complete {
+			lens = append(lens, s.len())
+		}
+	}
+	if len(lens) < 3 {
+		return
+	}
+	med, mad := medianMAD(lens)
+	for _, s := range ra.ranks[rank] {
+		if s.complete && s.len()-med >= max(OutlierPct/100*med, 1e6, 3*1.4826*mad) {
+			s.outlier = true
+		}
+	}
+}
+
+// excess is what an outlier step spent beyond a typical step, by key:
+// its own time less the median of the rank's other complete steps.
+func (ra *runAccount) excess(s *acctStep, causeLevel bool) map[string]float64 {
+	var others []map[string]float64
+	for _, o := range ra.ranks[s.rank] {
+		if o != s && o.complete && !o.outlier {
+			others = append(others, o.byKey(causeLevel))
+		}
+	}
+	out := map[string]float64{}
+	for k, v := range s.byKey(causeLevel) {
+		var xs []float64
+		for _, o := range others {
+			xs = append(xs, o[k])
+		}
+		med, _ := medianMAD(xs)
+		if d := v - med; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// typical is the run's typical step: per key, the mean over ranks of each
+// rank's mean over its steady steps (ns a step), and per key the rank
+// where it is largest.
+type typical struct {
+	perKey map[string]float64
+	rankOf map[string]int
+	// per key and rank, ns a step: which ranks carry a cost
+	perRank map[string]map[int]float64
+	steps   int     // steady steps summed, over ranks
+	stepNS  float64 // the median steady step
+	// a key's row attributes (its stack on the rank where the key costs
+	// most: the stack of its largest row there; its intervals and ns summed)
+	stack     map[string]int32
+	stackNS   map[[2]string]int64 // key and rank -> the largest row's ns
+	intervals map[string]int64
+	ns        map[string]int64
+}
+
+func (ra *runAccount) typical() typical {
+	t := typical{perKey: map[string]float64{}, rankOf: map[string]int{}, perRank: map[string]map[int]float64{},
+		stack: map[string]int32{}, intervals: map[string]int64{}, ns: map[string]int64{}, stepNS: ra.medianStep()}
+	stacks := map[[2]string]int32{}
+	t.stackNS = map[[2]string]int64{}
+	ranks := slices.Sorted(maps.Keys(ra.ranks))
+	for _, rank := range ranks {
+		steady := ra.steady(rank)
+		t.steps += len(steady)
+		sums := map[string]float64{}
+		for _, s := range steady {
+			for _, r := range s.rows {
+				k := r.key()
+				sums[k] += float64(r.ns)
+				kr := [2]string{k, fmt.Sprint(rank)}
+				if old, ok := t.stackNS[kr]; !ok || r.ns > old {
+					t.stackNS[kr], stacks[kr] = r.ns, r.stack
+				}
+				t.intervals[k] += r.intervals
+				t.ns[k] += r.ns
+			}
+		}
+		for k, v := range sums {
+			per := v / float64(len(steady))
+			t.perKey[k] += per / float64(len(ranks))
+			if t.perRank[k] == nil {
+				t.perRank[k] = map[int]float64{}
+			}
+			t.perRank[k][rank] = per
+			if old, ok := t.rankOf[k]; !ok || per > t.perRank[k][old] {
+				t.rankOf[k] = rank
+			}
+		}
+	}
+	for k, rank := range t.rankOf {
+		t.stack[k] = stacks[[2]string{k, fmt.Sprint(rank)}]
+	}
+	return t
+}
+
+// causeSum is a typical step's time in a category and cause (subjects
+// summed), and its subjects, largest first.
+func (t typical) causeSum(cat, cause string) (float64, []string) {
+	prefix := cat + "/" + cause + "/"
+	total := 0.0
+	var subs []string
+	for k, v := range t.perKey {
+		if strings.HasPrefix(k, prefix) {
+			total += v
+			subs = append(subs, k)
+		}
+	}
+	slices.SortFunc(subs, func(a, b string) int {
+		if t.perKey[a] != t.perKey[b] {
+			if t.perKey[a] > t.perKey[b] {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	return total, subs
+}
+
+// catSum is a typical step's time in a category, every cause summed.
+func (t typical) catSum(cat string) float64 {
+	total := 0.0
+	for k, v := range t.perKey {
+		if strings.HasPrefix(k, cat+"/") {
+			total += v
+		}
+	}
+	return total
+}
+
+// catKeys are a category's keys, largest first.
+func (t typical) catKeys(cat string) []string {
+	var keys []string
+	for k := range t.perKey {
+		if strings.HasPrefix(k, cat+"/") {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if t.perKey[a] != t.perKey[b] {
+			if t.perKey[a] > t.perKey[b] {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	return keys
+}
+
+// intervalsOf and nsOf sum the steady rows' stretches and time over the
+// keys with a prefix.
+func (t typical) intervalsOf(prefix string) int64 {
+	var n int64
+	for k, v := range t.intervals {
+		if strings.HasPrefix(k, prefix) {
+			n += v
+		}
+	}
+	return n
+}
+
+func (t typical) nsOf(prefix string) int64 {
+	var n int64
+	for k, v := range t.ns {
+		if strings.HasPrefix(k, prefix) {
+			n += v
+		}
+	}
+	return n
+}
+
+// subjectOf is the subject part of a key.
+func subjectOf(key string) string {
+	parts := strings.SplitN(key, "/", 3)
+	if len(parts) < 3 {
+		return ""
+	}
+	return parts[2]
+}
+
+// stackPaths are the call stacks of (rank, stack id) pairs of a run, each
+// as its frames from the outermost, the last few.
+func stackPaths(ctx context.Context, st *duck.Store, run string, want map[[2]int]bool) (map[[2]int]string, error) {
+	out := map[[2]int]string{}
+	if len(want) == 0 {
+		return out, nil
+	}
+	var pairs []string
+	for k := range want {
+		pairs = append(pairs, fmt.Sprintf("(%d, %d)", k[0], k[1]))
+	}
+	slices.Sort(pairs)
+	rows, err := st.Query(ctx, `
+		WITH RECURSIVE chain AS (
+		    SELECT rank, stack_id AS leaf, stack_id AS id, parent_id, depth, name
+		    FROM stacks WHERE run_id = ? AND (rank, stack_id) IN (`+strings.Join(pairs, ", ")+`)
+		    UNION ALL
+		    SELECT c.rank, c.leaf, s.stack_id, s.parent_id, s.depth, s.name
+		    FROM chain c JOIN stacks s ON s.run_id = ? AND s.rank = c.rank AND s.stack_id = c.parent_id
+		)
+		SELECT rank, leaf, list(name ORDER BY depth) FROM chain GROUP BY rank, leaf`, run, run)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var rank, leaf int
+		var names any
+		if err := rows.Scan(&rank, &leaf, &names); err != nil {
+			return nil, err
+		}
+		var frames []string
+		for _, v := range asList(names) {
+			if s, ok := v.(string); ok && !strings.HasPrefix(s, "ProfilerStep#") {
+				frames = append(frames, s)
+			}
+		}
+		if len(frames) > 4 {
+			frames = append([]string{"…"}, frames[len(frames)-4:]...)
+		}
+		out[[2]int{rank, leaf}] = strings.Join(frames, " > ")
+	}
+	return out, rows.Err()
+}
+
+// pct is 100 x part / whole, 0 when whole is not positive.
+func pct(part, whole float64) float64 {
+	if whole <= 0 || math.IsNaN(part) {
+		return 0
+	}
+	return 100 * part / whole
+}

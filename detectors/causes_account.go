@@ -1,0 +1,424 @@
+package detectors
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/trainscope/trainscope/sql/duck"
+)
+
+// Causes from the step-time account: what a typical step loses to each
+// kind of cause (ms a step, from every rank's steady steps), and the
+// one-off stalls found among every complete step. They join the causes of
+// the collectives (late ranks, slow hosts and links, hangs) and of the
+// kernels (slow kernels, precision), and the costliest heads the verdict.
+
+// accountKinds are the account's idle causes as root-cause kinds, with
+// what a step loses to them and the one fix.
+var accountKinds = map[string]struct{ kind, fix string }{
+	"sync":       {"sync", "take the synchronizing calls off the step: no .item(), .cpu(), .tolist() or print of a tensor inside it, no torch.cuda.synchronize() outside timing code; keep values on the GPU and read them after the step (or every N steps), with non_blocking copies and events"},
+	"input":      {"input_bound", "make the input pipeline keep ahead of the GPU: DataLoader(num_workers >= 4, persistent_workers=True, prefetch_factor=2-4, pin_memory=True), move per-sample work (tokenising, decoding, augmentation) into the workers or offline"},
+	"host":       {"host_bound", "move the named host work off the step's critical path (a background thread or process, every N steps, or asynchronous: torch.distributed.checkpoint.async_save for checkpoints), or make it cheaper"},
+	"launch":     {"launch_bound", "cut the per-kernel host cost: capture the step in CUDA graphs (torch.compile(mode=\"reduce-overhead\")), fuse small operators (torch.compile), use foreach/fused optimizers (Adam(fused=True)), and batch more work per kernel"},
+	"unrecorded": {"unrecorded_idle", "see what the host does in those stretches: profile with with_stack=True (Python frames), record_function around your own steps, or py-spy; the profiler recorded no operator or call there"},
+}
+
+// shortGapNS: idle the profiler did not record, in stretches averaging
+// less than this, is the Python between operators (per-operator overhead),
+// counted with launch overhead.
+const shortGapNS = 50e3
+
+// accountCauses are one run's causes from its account.
+func (r *Report) accountCauses(ctx context.Context, st *duck.Store, run string, ra *runAccount, others []Cause) ([]Cause, error) {
+	if ra == nil || len(ra.ranks) == 0 {
+		return nil, nil
+	}
+	t := ra.typical()
+	step := t.stepNS
+	if step <= 0 {
+		return nil, nil
+	}
+	if r.breakdowns == nil {
+		r.breakdowns, r.outlierLines = map[string]string{}, map[string][]string{}
+	}
+	r.breakdowns[run] = t.breakdown()
+	if r.acctPerRank == nil {
+		r.acctPerRank = map[string]map[string]map[int]float64{}
+	}
+	r.acctPerRank[run] = t.perRank
+	r.outlierLines[run] = ra.outlierText(t)
+	multi := len(ra.ranks) > 1
+	var out []Cause
+	stacks := map[[2]int]bool{}
+	need := func(rank int, stack int32) {
+		if stack >= 0 {
+			stacks[[2]int{rank, int(stack)}] = true
+		}
+	}
+
+	// steady causes: idle by what the launching thread did, and copies
+	idle := map[string]float64{}
+	subjects := map[string][]string{}
+	for _, cause := range []string{"sync", "input", "host", "launch", "unrecorded"} {
+		idle[cause], subjects[cause] = t.causeSum("idle", cause)
+	}
+	// short unrecorded stretches are per-operator Python: launch overhead
+	if n := t.intervalsOf("idle/unrecorded/"); n > 0 && float64(t.nsOf("idle/unrecorded/"))/float64(n) < shortGapNS {
+		idle["launch"] += idle["unrecorded"]
+		idle["unrecorded"] = 0
+	}
+	for cause, cost := range idle {
+		if !r.costsEnough(cost, step) {
+			continue
+		}
+		spec := accountKinds[cause]
+		c := Cause{RunID: run, Kind: spec.kind, Why: cause, CostNS: cost, CostPct: pct(cost, step), Fix: spec.fix}
+		var top string
+		if subs := subjects[cause]; len(subs) > 0 {
+			top = subs[0]
+		}
+		if top != "" {
+			rank := t.rankOf[top]
+			c.Rank = ptr(rank)
+			need(rank, t.stack[top])
+		}
+		if multi && coveredByLate(others, cause, t.perRank, "idle/"+cause+"/") {
+			continue // a late rank's cause already tells it
+		}
+		c.Subject, c.subjectKey, c.stack = subjectOf(top), top, -1
+		if top != "" {
+			c.stack = t.stack[top]
+		}
+		out = append(out, c)
+	}
+	if copyNS := t.catSum("copy"); r.costsEnough(copyNS, step) {
+		kinds := t.catKeys("copy")
+		c := Cause{RunID: run, Kind: "copies", Why: "copies", CostNS: copyNS, CostPct: pct(copyNS, step),
+			Fix: "pin the host buffers (pin_memory=True in the DataLoader, tensor.pin_memory() once) and copy with non_blocking=True, ahead of use on a side stream (prefetch the next batch while this one computes); keep tensors that do not change on the GPU"}
+		if len(kinds) > 0 {
+			c.Subject = strings.SplitN(kinds[0], "/", 3)[1]
+			c.Rank = ptr(t.rankOf[kinds[0]])
+		}
+		c.stack = -1
+		if !(multi && coveredByLate(others, "copies", t.perRank, "copy/")) {
+			out = append(out, c)
+		}
+	}
+
+	// one rank of several that loses more than its peers to a cause: its
+	// peers wait for it at the collectives
+	if multi {
+		out = append(out, r.rankOutliers(run, ra, t, others)...)
+	}
+
+	// precision: FP32 matmuls on the CUDA cores
+	if c, ok := r.precisionCause(run, step); ok {
+		out = append(out, c)
+	}
+
+	// one-off stalls: outlier steps, explained by what grew in them
+	for _, rank := range slices.Sorted(maps.Keys(ra.ranks)) {
+		for _, s := range ra.ranks[rank] {
+			if !s.outlier {
+				continue
+			}
+			c, ok := r.stallCause(run, ra, s, t, others)
+			// a hiccup of a few ms is an outlier line, not a root cause
+			if ok && (c.StallNS >= OneOffNS || r.costsEnough(c.CostNS, step)) {
+				need(rank, c.stack)
+				out = append(out, c)
+			}
+		}
+	}
+
+	paths, err := stackPaths(ctx, st, run, stacks)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		c := &out[i]
+		if c.Rank != nil && c.stack >= 0 {
+			c.Stack = paths[[2]int{*c.Rank, int(c.stack)}]
+		}
+		c.Headline, c.Evidence = accountText(*c, t)
+	}
+	return out, nil
+}
+
+// rankOutliers are the ranks of a multi-rank run that lose a step's time
+// to a cause their peers do not (robust z-score over the ranks, the ranks
+// without it counting zero), unless a cause already names the rank.
+func (r *Report) rankOutliers(run string, ra *runAccount, t typical, others []Cause) []Cause {
+	named := map[int]bool{}
+	for _, c := range others {
+		if c.Rank != nil {
+			named[*c.Rank] = true
+		}
+		for _, m := range c.Ranks {
+			named[m] = true
+		}
+	}
+	ranks := r.rankCount(run)
+	var out []Cause
+	for _, cause := range []string{"sync", "input", "host", "launch", "copies"} {
+		prefix := "idle/" + cause + "/"
+		if cause == "copies" {
+			prefix = "copy/"
+		}
+		// each rank's typical cost from the step it began (a fault with an
+		// onset mid-window is not averaged away), as late ranks are costed
+		byRank := map[int]float64{}
+		for rank := range ra.ranks {
+			var series []float64
+			any := false
+			for _, s := range ra.steady(rank) {
+				v := 0.0
+				for _, row := range s.rows {
+					if strings.HasPrefix(row.key(), prefix) {
+						v += float64(row.ns)
+					}
+				}
+				any = any || v > 0
+				series = append(series, v)
+			}
+			if any {
+				byRank[rank] = onsetMean(series)
+			}
+		}
+		if len(byRank) == 0 {
+			continue
+		}
+		all := slices.Collect(maps.Values(byRank))
+		for len(all) < ranks {
+			all = append(all, 0)
+		}
+		med, mad := medianMAD(all)
+		top, topV := -1, 0.0
+		for _, rank := range slices.Sorted(maps.Keys(byRank)) {
+			if byRank[rank] > topV {
+				top, topV = rank, byRank[rank]
+			}
+		}
+		excess := topV - med
+		if top < 0 || named[top] || !r.costsEnough(excess, t.stepNS) || (excess/max(1.4826*mad, 0.005*t.stepNS, 1)) < MinCostZ {
+			continue
+		}
+		spec := accountKinds[cause]
+		kind, fix := spec.kind, spec.fix
+		if cause == "copies" {
+			kind, fix = "copies", whyFix["copies"]
+		}
+		c := Cause{RunID: run, Kind: kind, Why: cause, Rank: ptr(top), CostNS: excess, CostPct: pct(excess, t.stepNS), Fix: fix, stack: -1}
+		// its costliest subject
+		best := ""
+		for k, rs := range t.perRank {
+			if strings.HasPrefix(k, prefix) && (best == "" || rs[top] > t.perRank[best][top]) {
+				best = k
+			}
+		}
+		if best != "" {
+			c.Subject, c.subjectKey = subjectOf(best), best
+			if cause == "copies" {
+				c.Subject = strings.SplitN(best, "/", 3)[1]
+			}
+		}
+		c.peerMedian, c.rankOutlier = med, true
+		named[top] = true
+		out = append(out, c)
+	}
+	return out
+}
+
+// onsetMean is the mean of a per-step series from the first step that
+// reaches a quarter of its largest value (the outlier steps are out of the
+// series already, so a burst is a cost, not a hiccup); the whole series'
+// mean when that leaves fewer than three steps of a longer series.
+func onsetMean(series []float64) float64 {
+	top := slices.Max(series)
+	from := 0
+	for from < len(series) && series[from] < 0.25*top {
+		from++
+	}
+	per := series[from:]
+	if len(per) < 3 && len(series) >= 3 {
+		per = series
+	}
+	sum := 0.0
+	for _, v := range per {
+		sum += v
+	}
+	return sum / float64(max(len(per), 1))
+}
+
+// costsEnough says whether a cost per step makes a root cause: at least
+// MinCostNS and MinCostPct of the typical step.
+func (r *Report) costsEnough(cost, step float64) bool {
+	return cost >= MinCostNS && pct(cost, step) >= MinCostPct
+}
+
+// coveredByLate says whether a cost the account finds is mostly on a rank
+// that a late-rank cause already names for the same reason.
+func coveredByLate(others []Cause, why string, perRank map[string]map[int]float64, prefix string) bool {
+	byRank := map[int]float64{}
+	total := 0.0
+	for k, ranks := range perRank {
+		if strings.HasPrefix(k, prefix) {
+			for rank, v := range ranks {
+				byRank[rank] += v
+				total += v
+			}
+		}
+	}
+	for _, c := range others {
+		if c.Rank == nil || (c.Kind != "late_rank" && c.Kind != "one_off_stall") {
+			continue
+		}
+		if lateKind(c.Why) == why && byRank[*c.Rank] >= 0.5*total {
+			return true
+		}
+	}
+	return false
+}
+
+// lateKind maps a late rank's why to the account's cause.
+func lateKind(why string) string {
+	switch why {
+	case "data_loader":
+		return "input"
+	case "gc", "checkpoint":
+		return "host"
+	}
+	return why
+}
+
+// precisionCause is the time FP32 matmuls on the CUDA cores cost a step
+// over the same work at the TF32 peak (matmul_precision).
+func (r *Report) precisionCause(run string, step float64) (Cause, bool) {
+	for _, m := range r.Metrics {
+		if m.Detector != "matmul_precision" {
+			continue
+		}
+		col := map[string]int{}
+		for i, c := range m.Columns {
+			col[c] = i
+		}
+		var ms, atTF32, atBF16, share float64
+		var rank *int
+		var kernel string
+		ranks := map[int]bool{}
+		for _, row := range m.Rows {
+			if fmt.Sprint(row[col["run_id"]]) != run || fmt.Sprint(row[col["mode"]]) != "fp32" {
+				continue
+			}
+			rk := int(toInt(row[col["rank"]]))
+			ranks[rk] = true
+			v := toFloat(row[col["ms_per_step"]])
+			if rank == nil || v > ms {
+				rank, kernel = ptr(rk), fmt.Sprint(row[col["longest_kernel"]])
+			}
+			ms += v
+			atTF32 += toFloat(row[col["ms_per_step_at_tf32"]])
+			atBF16 += toFloat(row[col["ms_per_step_at_bf16"]])
+			share = max(share, toFloat(row[col["pct_of_gpu_span"]]))
+		}
+		if len(ranks) == 0 || atTF32 <= 0 {
+			return Cause{}, false
+		}
+		n := float64(len(ranks))
+		cost := (ms - atTF32) / n * 1e6
+		if !r.costsEnough(cost, step) {
+			return Cause{}, false
+		}
+		c := Cause{RunID: run, Kind: "precision", Why: "fp32", Rank: rank, CostNS: cost, CostPct: pct(cost, step),
+			Fix: "let matmuls use the tensor cores: torch.backends.cuda.matmul.allow_tf32 = True (or torch.set_float32_matmul_precision(\"high\")), torch.backends.cudnn.allow_tf32 = True; better, train under torch.autocast(\"cuda\", dtype=torch.bfloat16); check the loss curve against an FP32 run for a few hundred steps"}
+		c.Subject, c.stack = kernel, -1
+		c.precision = [3]float64{ms / n, atTF32 / n, atBF16 / n}
+		c.share = share
+		return c, true
+	}
+	return Cause{}, false
+}
+
+// stallCause explains an outlier step by what grew in it against the
+// rank's other complete steps.
+func (r *Report) stallCause(run string, ra *runAccount, s *acctStep, t typical, others []Cause) (Cause, bool) {
+	grew := ra.excess(s, true)
+	top := topKey(grew)
+	if top == "" {
+		return Cause{}, false
+	}
+	cat, cause, _ := strings.Cut(top, "/")
+	if cat == "comm" {
+		return Cause{}, false // it waited for a peer: the peer's stall is the cause
+	}
+	for _, c := range others {
+		if c.Kind == "one_off_stall" && c.Rank != nil && *c.Rank == s.rank && c.Step != nil && *c.Step == s.step {
+			return Cause{}, false // the collectives already name it
+		}
+	}
+	// the subject that grew most within that cause
+	bySubject := ra.excess(s, false)
+	subj, subjNS := "", 0.0
+	for k, v := range bySubject {
+		if strings.HasPrefix(k, top+"/") && (v > subjNS || v == subjNS && k < subj) {
+			subj, subjNS = k, v
+		}
+	}
+	var stack int32 = -1
+	for _, row := range s.rows {
+		if row.key() == subj && row.stack >= 0 {
+			stack = row.stack
+		}
+	}
+	median := t.stepNS
+	excess := s.len() - median
+	n := 0
+	for _, o := range ra.ranks[s.rank] {
+		if o.complete {
+			n++
+		}
+	}
+	why := cause
+	if cat == "copy" {
+		why = "copies"
+	}
+	if cat == "compute" {
+		why = "compute"
+	}
+	c := Cause{RunID: run, Kind: "one_off_stall", Rank: ptr(s.rank), Step: ptr(s.step), Why: why,
+		CostNS: excess / float64(max(n, 1)), StallNS: excess, CostPct: pct(excess/float64(max(n, 1)), median),
+		AtNS: s.start, Fix: stallFix(why, subjectOf(subj))}
+	c.Subject, c.subjectKey, c.stack, c.grew = subjectOf(subj), subj, stack, grew[top]
+	return c, true
+}
+
+func stallFix(why, subject string) string {
+	switch {
+	case checkpointRE.MatchString(subject):
+		return whyFix["checkpoint"]
+	case gcRE.MatchString(subject):
+		return whyFix["gc"]
+	case why == "input":
+		return whyFix["data_loader"]
+	case why == "sync":
+		return whyFix["sync"]
+	}
+	return "find what the host did before that step (the stack named here): move it off the step (a background thread, every N steps, asynchronous), or make it cheaper; if it recurs every N steps, that is its period"
+}
+
+func toFloat(v any) float64 {
+	switch x := v.(type) {
+	case float64:
+		return x
+	case int64:
+		return float64(x)
+	case int32:
+		return float64(x)
+	case int:
+		return float64(x)
+	}
+	return 0
+}
