@@ -300,26 +300,16 @@ func (t typical) catKeys(cat string) []string {
 	return keys
 }
 
-// intervalsOf and nsOf sum the steady rows' stretches and time over the
-// keys with a prefix.
-func (t typical) intervalsOf(prefix string) int64 {
-	var n int64
-	for k, v := range t.intervals {
-		if strings.HasPrefix(k, prefix) {
-			n += v
-		}
-	}
-	return n
-}
-
-func (t typical) nsOf(prefix string) int64 {
-	var n int64
+// sumOf sums the steady rows' time and stretches over the keys with a
+// prefix.
+func (t typical) sumOf(prefix string) (ns, intervals int64) {
 	for k, v := range t.ns {
 		if strings.HasPrefix(k, prefix) {
-			n += v
+			ns += v
+			intervals += t.intervals[k]
 		}
 	}
-	return n
+	return ns, intervals
 }
 
 // subjectOf is the subject part of a key.

@@ -57,7 +57,13 @@ type Cause struct {
 	peerMedian float64 // a rank outlier's peers' median, ns a step
 	// rankOutlier: one rank of several losing more than its peers to it
 	rankOutlier bool
+	// gaps: idle the trace cannot explain, in short stretches (between
+	// sparse events, not host work of its own): it never heads the verdict
+	gaps bool
 }
+
+// heads says whether a cause may head the verdict.
+func (c Cause) heads() bool { return !(c.Kind == "unrecorded_idle" && c.gaps) }
 
 // Waiter is a peer and how long it waited for a late rank.
 type Waiter struct {
@@ -181,8 +187,9 @@ func (r *Report) buildCauses(ctx context.Context, st *duck.Store) error {
 		}
 		causes = append(causes, more...)
 		r.hardwareCauses(run.RunID, causes)
-		// costliest first; idle the trace cannot explain (unrecorded_idle)
-		// is a gap in what was recorded, not a cause to act on: after the rest
+		// costliest first; idle the trace cannot explain comes after every
+		// cause it can (the verdict names what is known, and says when the
+		// unknown costs more), and in short stretches never heads at all
 		slices.SortStableFunc(causes, func(a, b Cause) int {
 			return cmp.Or(cmp.Compare(boolInt(a.Kind == "unrecorded_idle"), boolInt(b.Kind == "unrecorded_idle")), cmp.Compare(b.CostNS, a.CostNS))
 		})

@@ -31,6 +31,11 @@ var accountKinds = map[string]struct{ kind, fix string }{
 // counted with launch overhead.
 const shortGapNS = 50e3
 
+// longGapNS: unrecorded idle in stretches averaging this or more is host
+// work of its own (Python outside operators, without with_stack), which
+// may head the verdict.
+const longGapNS = 1e6
+
 // accountCauses are one run's causes from its account.
 func (r *Report) accountCauses(ctx context.Context, st *duck.Store, run string, ra *runAccount, others []Cause) ([]Cause, error) {
 	if ra == nil || len(ra.ranks) == 0 {
@@ -66,7 +71,7 @@ func (r *Report) accountCauses(ctx context.Context, st *duck.Store, run string, 
 		idle[cause], subjects[cause] = t.causeSum("idle", cause)
 	}
 	// short unrecorded stretches are per-operator Python: launch overhead
-	if n := t.intervalsOf("idle/unrecorded/"); n > 0 && float64(t.nsOf("idle/unrecorded/"))/float64(n) < shortGapNS {
+	if ns, n := t.sumOf("idle/unrecorded/"); n > 0 && float64(ns)/float64(n) < shortGapNS {
 		idle["launch"] += idle["unrecorded"]
 		idle["unrecorded"] = 0
 	}
@@ -87,6 +92,12 @@ func (r *Report) accountCauses(ctx context.Context, st *duck.Store, run string, 
 		}
 		if multi && coveredByLate(others, cause, t.perRank, "idle/"+cause+"/") {
 			continue // a late rank's cause already tells it
+		}
+		if cause == "unrecorded" {
+			// stretches of 1 ms and more are host work of their own the
+			// profiler did not record; shorter ones, gaps between events
+			ns, n := t.sumOf("idle/unrecorded/")
+			c.gaps = n == 0 || float64(ns)/float64(n) < longGapNS
 		}
 		c.Subject, c.subjectKey, c.stack = subjectOf(top), top, -1
 		if top != "" {

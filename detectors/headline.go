@@ -31,7 +31,7 @@ func traced(run RunInfo) string {
 func (r *Report) headlineOf(run RunInfo) Headline {
 	h := Headline{RunID: run.RunID, Kind: "none"}
 	for _, c := range r.Causes {
-		if c.RunID == run.RunID && c.Kind != "unrecorded_idle" {
+		if c.RunID == run.RunID && c.heads() {
 			h.Kind, h.Cause, h.CostNS, h.CostPct, h.Fix = c.Kind, c.ID, c.CostNS, c.CostPct, c.Fix
 			h.Text = upperFirst(c.Headline)
 			if part := traced(run); part != "" && (c.Kind == "late_rank" || c.Kind == "slow_host") {
@@ -99,9 +99,16 @@ func (r *Report) verdictLines(run RunInfo) []string {
 		out = append(out, b)
 	}
 	out = append(out, r.outlierLines[run.RunID]...)
+	for _, h := range r.Headline {
+		for _, c := range r.Causes {
+			if h.RunID == run.RunID && c.RunID == run.RunID && c.Kind == "unrecorded_idle" && h.Cause != c.ID && c.CostNS > h.CostNS {
+				out = append(out, fmt.Sprintf("more than that, %s a step (%.1f%%), the GPU is idle while the thread that launches its work is in no recorded event: profile with with_stack=True (Python frames) to see what the host does there", Duration(c.CostNS), c.CostPct))
+			}
+		}
+	}
 	var top *Cause
 	for i := range r.Causes {
-		if r.Causes[i].RunID == run.RunID && r.Causes[i].Kind != "unrecorded_idle" {
+		if r.Causes[i].RunID == run.RunID && r.Causes[i].heads() {
 			top = &r.Causes[i]
 			break
 		}

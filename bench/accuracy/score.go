@@ -47,10 +47,17 @@ func analyze(ctx context.Context, set *detectors.Set, dir string) ([]finding, []
 	if err != nil {
 		return nil, nil, err
 	}
-	// the headline never names idle the trace cannot explain
+	// the headline's cause first, then the others (idle the trace cannot
+	// explain left out unless it is the headline)
 	var causes []detectors.Cause
+	head := ""
+	if len(rep.Headline) > 0 {
+		head = rep.Headline[0].Cause
+	}
 	for _, c := range rep.Causes {
-		if c.Kind != "unrecorded_idle" {
+		if c.ID == head {
+			causes = append([]detectors.Cause{c}, causes...)
+		} else if c.Kind != "unrecorded_idle" {
 			causes = append(causes, c)
 		}
 	}

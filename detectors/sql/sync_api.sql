@@ -26,9 +26,9 @@ SELECT i.run_id, i.rank,
        'sync_api_ratio' AS metric,
        i.idle_ns / sp.span_ns AS value,
        $min_ratio AS threshold,
-       printf('rank %d: synchronizing calls leave the GPU idle %s (%.1f%% of the GPU span) over %d drains, the most after %s; the host spends %s in %d synchronize calls (idle or not)',
-              i.rank, fmt_ns(i.idle_ns), 100 * i.idle_ns / sp.span_ns, i.drains, coalesce(i.top_subject, 'a call'),
-              fmt_ns(coalesce(c.sync_ns, 0)), coalesce(c.calls, 0)) AS message,
+       printf('rank %d: synchronizing calls leave the GPU idle %s (%.1f%% of the GPU span) over %d drains, the most after %s',
+              i.rank, fmt_ns(i.idle_ns), 100 * i.idle_ns / sp.span_ns, i.drains, coalesce(i.top_subject, 'a call'))
+       || CASE WHEN c.calls > 0 THEN printf('; the host spends %s in %d synchronize calls, busy GPU or not', fmt_ns(c.sync_ns), c.calls) ELSE '' END AS message,
        printf('the GPU keeps working while the host goes on: up to %s a window', fmt_ns(i.idle_ns)) AS impact,
        json_object('drains', i.drains, 'idle_ns', i.idle_ns, 'calls', coalesce(c.calls, 0), 'sync_ns', coalesce(c.sync_ns, 0),
                    'longest_call', c.longest_call, 'longest_ns', c.longest_ns, 'top', i.top_subject)::VARCHAR AS evidence

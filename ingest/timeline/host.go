@@ -255,6 +255,19 @@ func (t *hostThread) classify(a *accounter, row int32) (string, int32) {
 // attribute adds the idle stretch [from, to) by what the thread's
 // innermost events were.
 func (t *hostThread) attribute(a *accounter, from, to int64) {
+	t.walk(from, to, func(lo, hi int64, row int32) {
+		if row < 0 {
+			a.unrecorded(t, lo, hi)
+			return
+		}
+		cause, subj := t.classify(a, row)
+		a.add(lo, hi, stream.AccountIdle, cause, a.name(subj), a.stack(subj))
+	})
+}
+
+// walk calls fn for each stretch of [from, to) in time order with the
+// thread's innermost event there (-1 where it recorded none).
+func (t *hostThread) walk(from, to int64, fn func(lo, hi int64, row int32)) {
 	cur := from
 	for i := t.at(from); i < len(t.segs) && cur < to; i++ {
 		sg := t.segs[i]
@@ -262,20 +275,15 @@ func (t *hostThread) attribute(a *accounter, from, to int64) {
 			break
 		}
 		if sg.s > cur {
-			a.unrecorded(t, cur, sg.s)
+			fn(cur, sg.s, -1)
 			cur = sg.s
 		}
 		end := min(sg.e, to)
-		if sg.row < 0 {
-			a.unrecorded(t, cur, end)
-		} else {
-			cause, subj := t.classify(a, sg.row)
-			a.add(cur, end, stream.AccountIdle, cause, a.name(subj), a.stack(subj))
-		}
+		fn(cur, end, sg.row)
 		cur = end
 	}
 	if cur < to {
-		a.unrecorded(t, cur, to)
+		fn(cur, to, -1)
 	}
 }
 
@@ -345,31 +353,15 @@ func (t *hostThread) nextBlockingStart(a *accounter, from, to int64) int64 {
 // launches nothing); its launching work does not (it launches on its own
 // thread, not the one the GPU waits for), nor does nothing: unrecorded.
 func (t *hostThread) attributeOther(a *accounter, from, to int64) {
-	cur := from
-	for i := t.at(from); i < len(t.segs) && cur < to; i++ {
-		sg := t.segs[i]
-		if sg.s >= to {
-			break
+	t.walk(from, to, func(lo, hi int64, row int32) {
+		if row >= 0 {
+			if cause, subj := t.classify(a, row); cause == "input" || cause == "host" {
+				a.add(lo, hi, stream.AccountIdle, cause, a.name(subj), a.stack(subj))
+				return
+			}
 		}
-		if sg.s > cur {
-			a.add(cur, sg.s, stream.AccountIdle, "unrecorded", "", -1)
-			cur = sg.s
-		}
-		end := min(sg.e, to)
-		cause, subj := "unrecorded", int32(-1)
-		if sg.row >= 0 {
-			cause, subj = t.classify(a, sg.row)
-		}
-		if cause == "input" || cause == "host" {
-			a.add(cur, end, stream.AccountIdle, cause, a.name(subj), a.stack(subj))
-		} else {
-			a.add(cur, end, stream.AccountIdle, "unrecorded", "", -1)
-		}
-		cur = end
-	}
-	if cur < to {
-		a.add(cur, to, stream.AccountIdle, "unrecorded", "", -1)
-	}
+		a.add(lo, hi, stream.AccountIdle, "unrecorded", "", -1)
+	})
 }
 
 func (a *accounter) stack(row int32) int32 {
