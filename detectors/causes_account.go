@@ -182,8 +182,8 @@ func (r *Report) rankOutliers(run string, ra *runAccount, t typical, others []Ca
 		// each rank's typical cost from the step it began (a fault with an
 		// onset mid-window is not averaged away), as late ranks are costed
 		byRank := map[int]float64{}
+		series := map[int][]float64{}
 		for rank := range ra.ranks {
-			var series []float64
 			any := false
 			for _, s := range ra.steady(rank) {
 				v := 0.0
@@ -193,10 +193,10 @@ func (r *Report) rankOutliers(run string, ra *runAccount, t typical, others []Ca
 					}
 				}
 				any = any || v > 0
-				series = append(series, v)
+				series[rank] = append(series[rank], v)
 			}
 			if any {
-				byRank[rank] = onsetMean(series)
+				byRank[rank] = onsetMean(series[rank])
 			}
 		}
 		if len(byRank) == 0 {
@@ -214,7 +214,8 @@ func (r *Report) rankOutliers(run string, ra *runAccount, t typical, others []Ca
 			}
 		}
 		excess := topV - med
-		if top < 0 || named[top] || !r.costsEnough(excess, t.stepNS) || (excess/max(1.4826*mad, 0.005*t.stepNS, 1)) < MinCostZ {
+		if top < 0 || named[top] || !r.costsEnough(excess, t.stepNS) || (excess/max(1.4826*mad, 0.005*t.stepNS, 1)) < MinCostZ ||
+			!persistent(series[top], med+0.5*excess) {
 			continue
 		}
 		spec := accountKinds[cause]
@@ -241,6 +242,23 @@ func (r *Report) rankOutliers(run string, ra *runAccount, t typical, others []Ca
 		out = append(out, c)
 	}
 	return out
+}
+
+// persistent says whether a cost recurs: above level in at least half the
+// steps from the first that reaches it (one hiccup is an outlier step, not
+// a rank's cause).
+func persistent(series []float64, level float64) bool {
+	from := 0
+	for from < len(series) && series[from] < level {
+		from++
+	}
+	n := 0
+	for _, v := range series[from:] {
+		if v >= level {
+			n++
+		}
+	}
+	return len(series[from:]) > 0 && 2*n >= len(series[from:]) && (n >= 2 || len(series) <= 2)
 }
 
 // onsetMean is the mean of a per-step series from the first step that

@@ -78,10 +78,10 @@ func draw(ft FaultType, t topology, rng *rand.Rand) Fault {
 	case DataStall:
 		// any step, the first and the last too: a stall is searched for in
 		// every complete step, not only the analysis window's
-		f.Step = rng.IntN(t.steps)
+		f.Step = 1 + rng.IntN(t.steps) // steps are numbered from 1
 		f.StallUs = math.Exp(uniform(math.Log(15e3), math.Log(500e3)))
 	case SyncAPI:
-		f.Rate = uniform(0.03, 0.12)
+		f.Rate = uniform(0.08, 0.2) // from ~5% of a step: the least a root cause costs (MinCostPct)
 	case PageableMemcpy:
 		f.Step = 1 + rng.IntN(t.steps-1)
 		f.Calls = 1 + rng.IntN(3)

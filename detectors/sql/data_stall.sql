@@ -2,17 +2,25 @@
 -- category: input
 -- kind: finding
 -- severity: warn
--- description: a rank whose host waits far longer than usual before it launches the first GPU work of a step (the data loader or other host work before the forward pass stalled, and every peer waits for this rank at the step's first collective): per step, the time from the ProfilerStep's start to the first runtime call that launched GPU work (a kernel, copy or memset), against the median of that time over the run's ranks and steps; names the longest host operator in the stall
+-- description: a rank whose host waits far longer than usual before it launches the first GPU work of a step (the data loader or other host work before the forward pass stalled, and every peer waits for this rank at the step's first collective): per step, the time from the ProfilerStep's start to the first runtime call that launched GPU work (a kernel, copy or memset), against the median of that time over the run's ranks and steps; names the longest host operator in the stall. Every complete step is searched (the step-time account's complete steps: the first and a last one not cut short too), not only the analysis window's
 -- threshold: min_stall_ns = 10000000  # the step's lead time exceeds the run's median lead by this much (10 ms)
 -- threshold: min_step_share = 0.20  # and by this share of the run's median step time
 -- fix: make the input pipeline keep ahead of the GPU: more DataLoader workers (num_workers), persistent_workers=True, prefetch_factor, pin_memory=True; move decoding and augmentation off the training process or onto the GPU; check the storage or network the data comes from on this rank's host, and whether this rank's shard holds larger samples
-WITH lead AS (
+WITH complete AS (
+    -- a one-off stall is looked for in every complete step, the window's
+    -- or not; without an account, in the window's
+    SELECT DISTINCT run_id, rank, step FROM step_account WHERE complete AND step IS NOT NULL
+    UNION
+    SELECT DISTINCT g.run_id, g.rank, g.step FROM gpu_window g
+    WHERE NOT EXISTS (SELECT 1 FROM step_account a WHERE a.run_id = g.run_id AND a.rank = g.rank)
+), lead AS (
     -- the first launch of each step: GPU work belongs to the step of the
     -- runtime call that launched it, and carries that call's start
     SELECT g.run_id, g.rank, g.step, s.start_ns, s.end_ns - s.start_ns AS step_ns, min(g.launch_ts) - s.start_ns AS lead_ns
-    FROM gpu_window g
+    FROM slices_detail g
+    JOIN complete c ON c.run_id = g.run_id AND c.rank = g.rank AND c.step = g.step
     JOIN steps s ON s.run_id = g.run_id AND s.rank = g.rank AND s.step = g.step
-    WHERE g.launch_ts IS NOT NULL
+    WHERE g.kind IN ('kernel', 'comm', 'memcpy', 'memset') AND g.launch_ts IS NOT NULL
     GROUP BY g.run_id, g.rank, g.step, s.start_ns, s.end_ns
 ), base AS (
     SELECT run_id, median(lead_ns) AS med_lead_ns, median(step_ns) AS med_step_ns, count(DISTINCT rank) AS ranks
@@ -27,8 +35,8 @@ WITH lead AS (
     -- collate function, a file read), ProfilerStep ranges left out
     SELECT x.run_id, x.rank, x.step, arg_max(h.name, (h.dur, h.name)) AS op, max(h.dur) AS op_ns
     FROM stalled x
-    JOIN host_window h ON h.run_id = x.run_id AND h.rank = x.rank AND h.step = x.step
-    WHERE h.kind NOT IN ('runtime', 'driver') AND h.name NOT LIKE 'ProfilerStep#%'
+    JOIN slices h ON h.run_id = x.run_id AND h.rank = x.rank AND h.step = x.step
+    WHERE h.kind IN ('cpu_op', 'python', 'annotation') AND h.name NOT LIKE 'ProfilerStep#%'
       AND h.ts >= x.start_ns AND h.ts < x.start_ns + x.lead_ns
     GROUP BY x.run_id, x.rank, x.step
 ), per_rank AS (

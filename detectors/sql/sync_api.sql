@@ -3,7 +3,7 @@
 -- kind: finding
 -- severity: warn
 -- description: ranks whose synchronizing calls cost at least the threshold share of the GPU span in GPU idle: the host blocks until the GPU drains (device, stream and event synchronize, blocking copies, .item()), and the GPU then waits for the host to launch again (the step-time account's idle/sync). Host time in a synchronizing call while the GPU is busy costs nothing and is not counted: Nsight Systems' cuda_api_sync rule flags that too
--- threshold: min_ratio = 0.03  # GPU idle after synchronizing calls / GPU span (a blocking copy a step drains the GPU for a launch or two: ~1%)
+-- threshold: min_ratio = 0.01  # GPU idle after synchronizing calls / GPU span
 -- fix: remove synchronization from the step: no .item() / .cpu() / print of tensors per step, no torch.cuda.synchronize() outside timing code; record events and check them later instead
 WITH idle AS (
     -- the GPU idle synchronizing calls caused, in the window's steps
@@ -26,11 +26,11 @@ SELECT i.run_id, i.rank,
        'sync_api_ratio' AS metric,
        i.idle_ns / sp.span_ns AS value,
        $min_ratio AS threshold,
-       printf('rank %d: synchronizing calls leave the GPU idle %s (%.1f%% of the GPU span) over %d drains, the most after %s',
+       printf('rank %d: synchronizing calls leave the GPU idle %s (%.1f%% of the GPU span) in %d stretch(es), the most after %s',
               i.rank, fmt_ns(i.idle_ns), 100 * i.idle_ns / sp.span_ns, i.drains, coalesce(i.top_subject, 'a call'))
        || CASE WHEN c.calls > 0 THEN printf('; the host spends %s in %d synchronize calls, busy GPU or not', fmt_ns(c.sync_ns), c.calls) ELSE '' END AS message,
        printf('the GPU keeps working while the host goes on: up to %s a window', fmt_ns(i.idle_ns)) AS impact,
-       json_object('drains', i.drains, 'idle_ns', i.idle_ns, 'calls', coalesce(c.calls, 0), 'sync_ns', coalesce(c.sync_ns, 0),
+       json_object('stretches', i.drains, 'idle_ns', i.idle_ns, 'calls', coalesce(c.calls, 0), 'sync_ns', coalesce(c.sync_ns, 0),
                    'longest_call', c.longest_call, 'longest_ns', c.longest_ns, 'top', i.top_subject)::VARCHAR AS evidence
 FROM idle i
 JOIN gpu_span sp ON sp.run_id = i.run_id AND sp.rank = i.rank
