@@ -138,8 +138,9 @@ var allowedTags = map[string][]string{
 
 // ourClass are the classes the page sets: the contents' levels, the
 // findings' severities, numbers in tables, the tables' scrolling box, and
-// a fenced code block's language (goldmark's, from the text: escaped).
-var ourClass = regexp.MustCompile(`^(l2|l3|critical|warn|info|num|table|language-.*)$`)
+// a fenced code block's language (goldmark's, from the text: escaped; it
+// may hold a line break, as the tokenizer turns a \r into \n: (?s)).
+var ourClass = regexp.MustCompile(`(?s)^(l2|l3|critical|warn|info|num|table|language-.*)$`)
 
 // FuzzHTMLPage: report text carries names from the traces (kernels,
 // stack frames, process groups) and scripts; whatever it holds, the page
