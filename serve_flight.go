@@ -18,7 +18,19 @@ import (
 // startFlight serves read-only Flight SQL on addr over st, with the
 // server's query limits, token and TLS; each query runs on a reader
 // connection of its own, beside the ingestor's writes.
+//
+// Beside an ingestor, the database is first shut off from every file but
+// its own and its staged files (flightsrv.Lockdown), which DuckDB then
+// refuses to any query that got past the read-only checks. Its settings
+// stay unlocked: the ingestor raises memory_limit for large batches, and
+// DuckDB's lock binds every connection. A query node (serve.query_only)
+// locks its database, settings included, where it opens it.
 func startFlight(ctx context.Context, cfg ServeConfig, sec *serveSecurity, st *duck.Store, logf func(string, ...any)) (string, func() error, error) {
+	if !cfg.QueryOnly {
+		if err := (flightsrv.Lockdown{Dirs: []string{st.StagedDir()}}).Apply(ctx, st); err != nil {
+			return "", nil, err
+		}
+	}
 	a, stop, err := flightsrv.Serve(ctx, cfg.Flight, st, flightsrv.Options{Logf: logf,
 		Timeout: cfg.Query.Timeout, MaxRows: cfg.Query.MaxRows, Token: sec.token, TLS: sec.tls})
 	if err != nil {

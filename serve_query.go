@@ -13,6 +13,7 @@ import (
 	"github.com/trainscope/trainscope/detectors/live"
 	"github.com/trainscope/trainscope/sql/archive"
 	"github.com/trainscope/trainscope/sql/duck"
+	"github.com/trainscope/trainscope/sql/flightsrv"
 )
 
 // startQueryNode starts 'serve --query-only': Flight SQL and HTTP over the
@@ -50,6 +51,11 @@ func startQueryNode(parent context.Context, cfg *Config, logf func(string, ...an
 	}
 	memLimit := cmp.Or(cfg.DuckDB.MemoryLimit, cfg.Serve.Query.MemoryLimit, defaultMemoryLimit())
 	if s.st, err = duck.Open(ctx, "", duck.Options{Threads: cfg.duckThreads(), MemoryLimit: memLimit}); err != nil {
+		return nil, err
+	}
+	// Nothing here writes: the database reads the archive's folder and
+	// nothing else, and its settings (memory_limit above) are locked.
+	if err := (flightsrv.Lockdown{Dirs: []string{dir}, Lock: true}).Apply(ctx, s.st); err != nil {
 		return nil, err
 	}
 	att := &archive.Attacher{Dir: dir}

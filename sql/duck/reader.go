@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	duckdb "github.com/duckdb/duckdb-go/v2"
+	"github.com/duckdb/duckdb-go/v2/mapping"
 )
 
 // Reader is a second connection to a Store's database. The Store's own
@@ -23,7 +24,9 @@ import (
 type Reader struct {
 	conn   driver.Conn
 	arrow  *duckdb.Arrow
-	unlock func() // a staged store's: lets merges of its files go on
+	raw    mapping.Connection // conn's C handle (see rawConn)
+	unlock func()             // a staged store's: lets merges of its files go on
+	open   *streamResult      // the result Stream returned last, until released
 }
 
 // NewReader opens a connection on the store's database, in memory or on
@@ -47,7 +50,10 @@ func (s *Store) NewReader(ctx context.Context) (*Reader, error) {
 		return nil, fmt.Errorf("new reader on %s: %w", displayPath(s.Path), err)
 	}
 	r.conn = conn
-	if r.arrow, err = duckdb.NewArrowFromConn(conn); err != nil {
+	if r.arrow, err = duckdb.NewArrowFromConn(conn); err == nil {
+		r.raw, err = rawConn(conn)
+	}
+	if err != nil {
 		r.Close()
 		return nil, fmt.Errorf("new reader on %s: %w", displayPath(s.Path), err)
 	}
@@ -55,8 +61,9 @@ func (s *Store) NewReader(ctx context.Context) (*Reader, error) {
 }
 
 // QueryArrow runs a query and returns its result as Arrow records, exactly
-// as DuckDB converts them. The caller releases the reader before the next
-// call. DuckDB runs every statement of a multi-statement string and keeps
+// as DuckDB converts them. The driver builds the whole result before the
+// first record, outside DuckDB's memory_limit: for results of unknown size
+// use Stream. The caller releases the reader before the next call. DuckDB runs every statement of a multi-statement string and keeps
 // the last result: callers that take queries from outside must check them
 // first.
 func (r *Reader) QueryArrow(ctx context.Context, query string, args ...any) (array.RecordReader, error) {
@@ -68,7 +75,9 @@ func (r *Reader) QueryArrow(ctx context.Context, query string, args ...any) (arr
 // refuses more than one statement instead of running the first ones, as
 // PrepareContext would. Preparing binds the query, and binding can touch
 // the outside world (read_csv sniffs its file), so only prepare queries
-// that are already known to be harmless.
+// that are already known to be harmless. Preparing also plans the query,
+// which can take as long as running it (DuckDB folds constant expressions
+// then): StatementTypeContext bounds that by a context.
 func (r *Reader) StatementType(query string) (duckdb.StmtType, error) {
 	// driver.Conn.Prepare, unlike PrepareContext, refuses multi-statement
 	// strings instead of executing all but the last statement.
@@ -94,6 +103,11 @@ func (r *Reader) Close() error {
 	}
 	if r.conn == nil {
 		return nil
+	}
+	if r.open != nil {
+		// a result left unreleased: end its query (and its interrupter,
+		// which must not outlive the connection) before disconnecting
+		r.open.close()
 	}
 	err := r.conn.Close()
 	r.conn = nil

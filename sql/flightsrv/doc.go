@@ -48,12 +48,29 @@
 //
 // # Limits and credentials
 //
-// Options bound each query (a time limit that interrupts DuckDB, a row
-// limit that ends the stream with ResourceExhausted after that many rows)
-// and can require a bearer token on every call (gRPC metadata
+// Options bound each query and can require a bearer token on every call
+// (gRPC metadata
 // "authorization: Bearer <token>", what ADBC, JDBC and Grafana send) and
 // TLS, with client certificates for mTLS. The zero Options serve anyone
 // without limits: fine on loopback in a test, never on a network ('serve'
 // refuses that without credentials). Dialer is the client side: token,
 // TLS files, and Stream, which hands batches over as they arrive.
+//
+// The bounds: DuckDB streams each result (duck.Reader.Stream), computing
+// rows as they are sent, a small buffer ahead. The time limit covers a
+// query from planning (when the client asks for it, and again before it
+// runs) to its last batch; at the limit DuckDB is interrupted, between
+// steps of planning or chunks of execution (one expression's evaluation,
+// such as a constant folded while planning, runs to its end first), and
+// the client gets DeadlineExceeded naming the limit. The row limit sends
+// that many rows, then ResourceExhausted, and the query stops there: the
+// rest is never built. Memory is DuckDB's memory_limit, for the whole
+// database: sorts, joins and aggregates spill to disk under it or fail
+// with ResourceExhausted; what DuckDB allocates outside its buffer manager
+// (a single huge string value, say) only the time limit bounds.
+//
+// Lockdown has DuckDB itself refuse files outside the database's own
+// folders, extensions and (on a database no writer shares) every setting
+// change, so that a query that got past the checks above still cannot
+// read the machine's files or lift a limit.
 package flightsrv

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,11 +41,13 @@ type Server struct {
 type Options struct {
 	// Logf hears about refused and failed queries; nil is silent.
 	Logf func(string, ...any)
-	// Timeout ends a query that runs longer (0: no limit); the client gets
-	// DeadlineExceeded with the limit named.
+	// Timeout ends a query that runs longer, planning included (0: no
+	// limit): DuckDB is interrupted, and the client gets DeadlineExceeded
+	// with the limit named.
 	Timeout time.Duration
 	// MaxRows ends a result that grows past this many rows (0: no limit):
-	// the rows sent so far, then ResourceExhausted naming the limit.
+	// the rows sent so far, then ResourceExhausted naming the limit; the
+	// query stops there.
 	MaxRows int64
 	// Token, when set, must come with every call as the gRPC metadata
 	// "authorization: Bearer <token>" (what ADBC, JDBC and Grafana send).
@@ -258,54 +261,76 @@ func (s *Server) BeginTransaction(context.Context, flightsql.ActionBeginTransact
 // validate checks q without running it: the read-only check, then DuckDB
 // prepares it on a fresh connection, which reports syntax and binding
 // errors (unknown table, wrong column) before the client asks for data.
+// Preparing plans the query, which can cost as much as running it (DuckDB
+// folds constant expressions then), so it runs within the query timeout.
 func (s *Server) validate(ctx context.Context, q string) error {
-	r, _, err := s.checkedReader(ctx, q)
+	run, err := s.check(q)
 	if err != nil {
 		return err
 	}
-	r.Close()
+	r, err := s.st.NewReader(ctx)
+	if err != nil {
+		return status.Errorf(codes.Unavailable, "%v", err)
+	}
+	defer r.Close()
+	vctx, cancel := s.limit(ctx)
+	defer cancel()
+	typ, err := r.StatementTypeContext(vctx, run)
+	if err == nil {
+		err = allowType(typ)
+	}
+	if err != nil {
+		s.logf("flight sql: %q: %v", abbrev(q), err)
+		return s.limitStatus(vctx, toStatus(err))
+	}
 	return nil
 }
 
-// checkedReader runs both checks and returns the Reader and the text to
-// run (see runnable).
-func (s *Server) checkedReader(ctx context.Context, q string) (*duck.Reader, string, error) {
+// check runs the first, parser-level check and returns the text to run
+// (see runnable).
+func (s *Server) check(q string) (string, error) {
 	run, err := runnable(q, 0)
 	if err != nil {
 		s.logf("flight sql: refused %q: %v", abbrev(q), err)
-		return nil, "", toStatus(err)
+		return "", toStatus(err)
 	}
-	r, err := s.st.NewReader(ctx)
-	if err != nil {
-		return nil, "", status.Errorf(codes.Unavailable, "%v", err)
+	return run, nil
+}
+
+// allowType is the second, independent check: DuckDB's own classification
+// of the prepared statement. Preparing binds, which is harmless once the
+// query passed the first check.
+func allowType(typ duckdb.StmtType) error {
+	if typ != duckdb.STATEMENT_TYPE_SELECT && typ != duckdb.STATEMENT_TYPE_EXPLAIN {
+		return refuse("DuckDB classifies this statement as type %d, not a SELECT", typ)
 	}
-	// Second, independent check: DuckDB's own classification of the
-	// prepared statement. Preparing binds, which is harmless now that the
-	// query passed the first check.
-	typ, err := r.StatementType(run)
-	if err == nil && typ != duckdb.STATEMENT_TYPE_SELECT && typ != duckdb.STATEMENT_TYPE_EXPLAIN {
-		err = refuse("DuckDB classifies this statement as type %d, not a SELECT", typ)
+	return nil
+}
+
+// limit is ctx within the server's query timeout.
+func (s *Server) limit(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.opts.Timeout > 0 {
+		return context.WithTimeout(ctx, s.opts.Timeout)
 	}
-	if err != nil {
-		r.Close()
-		s.logf("flight sql: %q: %v", abbrev(q), err)
-		return nil, "", toStatus(err)
-	}
-	return r, run, nil
+	return context.WithCancel(ctx)
 }
 
 // run executes a checked query on its own Reader and streams DuckDB's
 // Arrow records unchanged, within the server's time and row limits.
+// DuckDB computes the result as it is sent (a streaming result), so
+// neither the time limit nor the row limit waits for the whole result to
+// be built: the query stops when either is reached, or the client goes.
 func (s *Server) run(ctx context.Context, q string) (*arrow.Schema, <-chan flight.StreamChunk, error) {
-	r, run, err := s.checkedReader(ctx, q)
+	run, err := s.check(q)
 	if err != nil {
 		return nil, nil, err
 	}
-	qctx, cancel := ctx, context.CancelFunc(func() {})
-	if s.opts.Timeout > 0 {
-		qctx, cancel = context.WithTimeout(ctx, s.opts.Timeout)
+	r, err := s.st.NewReader(ctx)
+	if err != nil {
+		return nil, nil, status.Errorf(codes.Unavailable, "%v", err)
 	}
-	rdr, err := r.QueryArrow(qctx, run)
+	qctx, cancel := s.limit(ctx)
+	rdr, err := r.Stream(qctx, run, allowType)
 	if err != nil {
 		cancel()
 		r.Close()
@@ -379,13 +404,16 @@ func send(ctx context.Context, ch chan<- flight.StreamChunk, c flight.StreamChun
 }
 
 // toStatus maps errors to gRPC codes the client turns back into messages:
-// refusals are PermissionDenied, anything DuckDB says about the query
-// (syntax, unknown table) InvalidArgument.
+// refusals (ours, or DuckDB's: a file outside the allowed folders) are
+// PermissionDenied, DuckDB running out of memory ResourceExhausted,
+// anything else DuckDB says about the query (syntax, unknown table)
+// InvalidArgument.
 func toStatus(err error) error {
 	if _, ok := status.FromError(err); ok {
 		return err
 	}
 	var ref *RefusedError
+	var de *duckdb.Error
 	switch {
 	case errors.As(err, &ref):
 		return status.Error(codes.PermissionDenied, ref.Reason)
@@ -393,6 +421,13 @@ func toStatus(err error) error {
 		return status.Error(codes.Canceled, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, err.Error())
+	case errors.As(err, &de) && de.Type == duckdb.ErrorTypeOutOfMemory:
+		// DuckDB's message goes on with SET commands to try, which a
+		// client cannot run here
+		msg, _, _ := strings.Cut(de.Msg, "\n")
+		return status.Errorf(codes.ResourceExhausted, "%s: the query needs more memory than this server's limit (serve.query.memory_limit, or duckdb.memory_limit): aggregate, narrow it, or raise the limit", msg)
+	case errors.As(err, &de) && de.Type == duckdb.ErrorTypePermission:
+		return status.Error(codes.PermissionDenied, err.Error())
 	}
 	return status.Error(codes.InvalidArgument, err.Error())
 }
