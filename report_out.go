@@ -81,7 +81,7 @@ func archiveRuns(ctx context.Context, cfg *Config, st *duck.Store, errOut io.Wri
 		}
 		if !quiet {
 			fmt.Fprintf(errOut, "archive: run %s, %d files (%.1f MB) in %s\n", r, w.Files, float64(w.Bytes)/1e6,
-				strings.TrimRight(cfg.Serve.Archive, "/")+"/*/day="+w.Day+"/run="+stream.RunToken(r))
+				strings.TrimRight(cfg.Serve.Archive, "/")+"/*/day="+w.Day+"/run="+stream.RunPathToken(r))
 		}
 	}
 	return nil

@@ -55,7 +55,7 @@ func stageFiles(st *duck.Store, items []*item) []*stagedFile {
 				sum := sha256.Sum256([]byte(it.id))
 				name = "id-" + hex.EncodeToString(sum[:12])
 			}
-			f = &stagedFile{rel: filepath.Join(it.table, "run="+stream.RunToken(it.run), name+".parquet"), table: it.table, run: it.run}
+			f = &stagedFile{rel: filepath.Join(it.table, "run="+stream.RunPathToken(it.run), name+".parquet"), table: it.table, run: it.run}
 			byKey[key] = f
 			files = append(files, f)
 		}

@@ -20,6 +20,13 @@ const (
 	MaxDurNS  = int64(1) << 60
 )
 
+// MaxMemBytes bounds a memory snapshot's sizes (a segment's, a block's,
+// an allocator event's, free device memory): 1 PiB, thousands of times
+// the memory of any GPU, and 8192 of them sum inside int64. A size below
+// zero or above it is a corrupt snapshot; the reader refuses it with the
+// file and offset.
+const MaxMemBytes = int64(1) << 50
+
 // MaxRunIDBytes bounds a run id: it names files and folders (reports,
 // Parquet partitions), which most file systems cap at 255 bytes.
 const MaxRunIDBytes = 200
@@ -59,6 +66,13 @@ var columnRanges = map[string]valueRange{
 	"step":         {0, 1<<31 - 1},
 	"world_size":   {0, MaxRank},
 	"bytes":        {0, 1<<63 - 1},
+	// the memory tables' sizes (mem_segments, mem_blocks, mem_events)
+	"total_size":     {0, MaxMemBytes},
+	"allocated_size": {0, MaxMemBytes},
+	"active_size":    {0, MaxMemBytes},
+	"requested_size": {0, MaxMemBytes},
+	"size":           {0, MaxMemBytes},
+	"device_free":    {0, MaxMemBytes},
 }
 
 // CheckBatch verifies a decoded batch of table: the table's columns in
@@ -66,8 +80,8 @@ var columnRanges = map[string]valueRange{
 // dictionary indices inside their dictionary, valid UTF-8, no nulls where
 // the schema has none, one run per batch, and values in the ranges the
 // readers produce (timestamps and durations within MinTimeNS, MaxTimeNS and
-// MaxDurNS, ranks and
-// steps not negative). A batch that fails would fail in DuckDB or in a
+// MaxDurNS, ranks, steps and durations not negative, memory sizes from 0
+// to MaxMemBytes). A batch that fails would fail in DuckDB or in a
 // detector later, or be stored as nonsense; the consumer rejects it.
 func CheckBatch(table string, rec arrow.RecordBatch) error {
 	if err := CheckSchema(table, rec.Schema()); err != nil {
@@ -98,7 +112,7 @@ func CheckBatch(table string, rec arrow.RecordBatch) error {
 // CheckRanges verifies only that rec's values are in the ranges trainscope
 // stores (times, durations, ranks, steps): what a reader checks before it
 // hands a batch on, so that a value no detector can compute with is an
-// error naming the file rather than an overflow later.
+// error naming the file rather than an overflow later (memory sizes too).
 func CheckRanges(table string, rec arrow.RecordBatch) error {
 	for i, col := range rec.Columns() {
 		name := rec.ColumnName(i)

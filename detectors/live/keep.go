@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/stream"
 )
 
 // save writes the report under data_dir/reports, replacing the last one
@@ -41,10 +43,16 @@ func (s *Scheduler) reportPath(run, ext string) string {
 	return filepath.Join(s.reportsDir(), FileToken(run)+ext)
 }
 
-// FileToken names a run's report files. A long run id (one published by
-// another build, say) is cut and made unique with a hash of it, so that
-// every run gets its report: a 250-byte id once met "file name too long".
-func FileToken(s string) string {
+// FileToken names a run's report files: stream.RunPathToken, which no
+// two runs share (x/y is x%2Fy, x_y stays x_y) and which a long run id (one
+// published by another build, say) gets cut and made unique with a hash
+// of, so that every run gets its report: a 250-byte id once met "file name
+// too long".
+func FileToken(s string) string { return stream.RunPathToken(s) }
+
+// legacyFileToken is the name a build before FileToken was injective gave
+// run's report files: x/y and x_y shared one.
+func legacyFileToken(s string) string {
 	t := strings.Map(func(r rune) rune {
 		if r == '/' || r == '\\' || r == 0 || r == ':' {
 			return '_'
@@ -60,6 +68,53 @@ func FileToken(s string) string {
 	}
 	sum := sha256.Sum256([]byte(s))
 	return t[:cut] + "-" + hex.EncodeToString(sum[:8])
+}
+
+// kept reads run's report files: those FileToken names, else those an
+// earlier build named (legacyFileToken), which it moves to their new
+// names. Files whose JSON is another run's report are not run's: before
+// names were injective, x_y's report replaced x/y's.
+func (s *Scheduler) kept(run string) (md, js, page []byte, ok bool) {
+	read := func(name string) bool {
+		dir := s.reportsDir()
+		var err1, err2 error
+		md, err1 = os.ReadFile(filepath.Join(dir, name+".md"))
+		js, err2 = os.ReadFile(filepath.Join(dir, name+".json"))
+		page, _ = os.ReadFile(filepath.Join(dir, name+".html"))
+		return err1 == nil && err2 == nil && reportOf(js, run)
+	}
+	if read(FileToken(run)) {
+		return md, js, page, true
+	}
+	old := legacyFileToken(run)
+	if old == FileToken(run) || !read(old) {
+		return nil, nil, nil, false
+	}
+	if s.save(&Report{Run: run, MD: md, JSON: js, HTML: page}) == nil {
+		for _, ext := range []string{".md", ".json", ".html"} {
+			os.Remove(filepath.Join(s.reportsDir(), old+ext))
+		}
+	}
+	return md, js, page, true
+}
+
+// reportOf says whether js, a report's JSON, may be run's: false only
+// when it names its runs and run is not one of them.
+func reportOf(js []byte, run string) bool {
+	var rep struct {
+		Runs []struct {
+			RunID string `json:"run_id"`
+		} `json:"runs"`
+	}
+	if json.Unmarshal(js, &rep) != nil || len(rep.Runs) == 0 {
+		return true
+	}
+	for _, r := range rep.Runs {
+		if r.RunID == run {
+			return true
+		}
+	}
+	return false
 }
 
 // Recover picks up where a previous process stopped: reports on disk are
@@ -99,10 +154,7 @@ func (s *Scheduler) Recover(ctx context.Context) error {
 		if at == nil {
 			continue
 		}
-		md, err1 := os.ReadFile(s.reportPath(run, ".md"))
-		js, err2 := os.ReadFile(s.reportPath(run, ".json"))
-		page, _ := os.ReadFile(s.reportPath(run, ".html"))
-		if err1 == nil && err2 == nil {
+		if md, js, page, ok := s.kept(run); ok {
 			rr := &Report{Run: run, At: time.Unix(0, *at).UTC(), StepLo: lo, StepHi: hi,
 				Findings: deref(findings), Partial: wasPartial, MD: md, JSON: js, HTML: page}
 			if wasPartial && status != nil {

@@ -253,7 +253,7 @@ func TestFileToken(t *testing.T) {
 	if len(a) > 120 || a == b || !strings.HasPrefix(a, "job-job-") {
 		t.Errorf("report file names %q and %q", a, b)
 	}
-	for in, want := range map[string]string{"run/1": "run_1", `a\b:c`: "a_b_c", "plain": "plain"} {
+	for in, want := range map[string]string{"run/1": "run%2F1", `a\b:c`: "a%5Cb%3Ac", "plain": "plain", "run_1": "run_1"} {
 		if got := FileToken(in); got != want {
 			t.Errorf("FileToken(%q) = %q, want %q", in, got, want)
 		}

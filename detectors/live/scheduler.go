@@ -16,7 +16,7 @@ import (
 
 // Config is what a scheduler needs of the server's configuration.
 type Config struct {
-	// DataDir holds the reports (DataDir/reports/<run>.{md,json,html}).
+	// DataDir holds the reports (DataDir/reports/<FileToken(run)>.{md,json,html}).
 	DataDir string
 	// Quiet is how long a run must receive nothing before its complete
 	// steps are analysed; Timeout analyses it anyway this long after its

@@ -44,6 +44,9 @@ type builder struct {
 	longNames   int   // distinct names cut to MaxNameBytes
 	longNamesAt int64 // where the first of them is
 
+	negDur   int   // slices whose duration was negative, kept as 0
+	negDurAt int64 // where the first of them ends
+
 	opColl     map[int64]opColl // external id -> the collective its host operator issued
 	kernelColl []collRef        // communication kernels named only by NCCL
 
@@ -375,7 +378,21 @@ func (b *builder) slice(e *event, ts, dur int64) {
 
 func (b *builder) sliceIDs(e *event, catID, nameID int32, ts, dur int64) {
 	s := b.s
-	dur = max(dur, 0) // also for the step ranges below
+	first := b.again == nil // the first (or only) pass: what finish needs
+	if dur < 0 {
+		// Kineto's clock skew: an 'X' event's dur, or an 'E' before its
+		// 'B', below zero by a little. Kept, at 0 (also for the step
+		// ranges below), and counted for a note: a reader that drops or
+		// refuses them loses real events, one that keeps them silently
+		// hides a broken trace.
+		if first {
+			if b.negDur == 0 {
+				b.negDurAt = b.at
+			}
+			b.negDur++
+		}
+		dur = 0
+	}
 	kindID, ok := b.kindByCat[catID]
 	if !ok {
 		kindID = b.kinds[kindForCat(b.str.Get(catID))]
@@ -383,7 +400,6 @@ func (b *builder) sliceIDs(e *event, catID, nameID int32, ts, dur int64) {
 	}
 	kind := b.str.Get(kindID)
 	ni := nameInfo{stepNo: -1}
-	first := b.again == nil // the first (or only) pass: what finish needs
 	switch kind {
 	case stream.KindKernel, stream.KindMemcpy, stream.KindMemset, stream.KindAnnotation, stream.KindGPUAnnotation, stream.KindCPUOp:
 		ni = b.nameInfo(nameID, kind)

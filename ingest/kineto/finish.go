@@ -18,6 +18,9 @@ func (b *builder) finish(opt Options) error {
 	if b.badText > 0 {
 		t.Notes = append(t.Notes, fmt.Sprintf("%d distinct name(s) were not valid UTF-8; bad bytes replaced by U+FFFD (the first in the event ending at byte %d)", b.badText, b.badTextAt))
 	}
+	if b.negDur > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("%d event(s) had a negative duration (clock skew in the profiler) and were kept with a duration of 0 (the first in the event ending at byte %d)", b.negDur, b.negDurAt))
+	}
 	b.resolveRank(opt)
 	if b.flowsSkipped && b.uncorrelated > 0 {
 		if err := b.readFlows(t.Path, opt); err != nil {

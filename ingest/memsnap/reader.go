@@ -3,6 +3,7 @@ package memsnap
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -54,6 +55,7 @@ const (
 type reader struct {
 	snap   *Snapshot
 	name   string
+	s      *jsonscan.Stream // for the offsets of refused values
 	state  state
 	device int32
 	seq    int64
@@ -78,6 +80,7 @@ func Read(r io.Reader, name string) (*Snapshot, error) {
 	snap.Segments.Str, snap.Blocks.Str, snap.Events.Str = str, str, str
 	rd := &reader{snap: snap, name: name, device: -1}
 	s := jsonscan.NewStream(in.R, 1<<20)
+	rd.s = s
 	err = s.Run(rd.unit)
 	if rd.fatal != nil {
 		return nil, rd.fatal
@@ -218,13 +221,13 @@ func (rd *reader) segment(c *jsonscan.Cursor) {
 		case "address":
 			address = c.Int()
 		case "total_size":
-			total = c.Int()
+			total = rd.size(c, "segment total_size")
 		case "allocated_size":
-			allocated = c.Int()
+			allocated = rd.size(c, "segment allocated_size")
 		case "active_size":
-			active = c.Int()
+			active = rd.size(c, "segment active_size")
 		case "requested_size":
-			requested = c.Int()
+			requested = rd.size(c, "segment requested_size")
 		case "stream":
 			strm = c.Int()
 		case "segment_type":
@@ -278,9 +281,9 @@ func (rd *reader) block(c *jsonscan.Cursor) {
 		case "address":
 			bl.address = c.Int()
 		case "size":
-			bl.size = c.Int()
+			bl.size = rd.size(c, "block size")
 		case "requested_size":
-			bl.requested = c.Int()
+			bl.requested = rd.size(c, "block requested_size")
 		case "state":
 			st = c.Str()
 		case "frames":
@@ -305,13 +308,13 @@ func (rd *reader) event(c *jsonscan.Cursor) {
 		case "addr":
 			addr, has = c.Int(), has|1
 		case "size":
-			size, has = c.Int(), has|2
+			size, has = rd.size(c, "trace entry size"), has|2
 		case "stream":
 			strm, has = c.Int(), has|4
 		case "time_us":
-			timeUS, has = c.Int(), has|8
+			timeUS, has = rd.timeUS(c), has|8
 		case "device_free":
-			free, has = c.Int(), has|16
+			free, has = rd.size(c, "trace entry device_free"), has|16
 		case "frames":
 			frame = rd.frames(c)
 		default:
@@ -329,6 +332,77 @@ func (rd *reader) event(c *jsonscan.Cursor) {
 	t.TS.AppendOpt(timeUS*1000, has&8 != 0)
 	t.DeviceFree.AppendOpt(free, has&16 != 0)
 	t.Frame.AppendOpt(frame, frame >= 0)
+}
+
+// size reads a size in bytes (what names it in errors): a JSON number, or
+// a string holding one, from 0 to stream.MaxMemBytes. Anything else
+// stops the read with the file and the offset of the value: a negative
+// size, or one beyond int64 (1e30, 99999999999999999999), is a corrupt
+// snapshot, and clamping it would report memory that was never there.
+func (rd *reader) size(c *jsonscan.Cursor, what string) int64 {
+	c.WS()
+	at := c.I
+	raw := c.Raw()
+	v, ok := sizeOf(raw)
+	if !ok {
+		panic(&jsonscan.FileError{Path: rd.name, Offset: rd.s.At(at),
+			Msg: fmt.Sprintf("%s %s is not a size in bytes (0 to %d): the snapshot is corrupt", what, clip(raw), stream.MaxMemBytes)})
+	}
+	return v
+}
+
+// clip is a raw value as an error shows it.
+func clip(raw []byte) string {
+	if len(raw) > 40 {
+		return string(raw[:40]) + "..."
+	}
+	return string(raw)
+}
+
+// sizeOf is the size a raw JSON value holds, and whether it is one from 0
+// to stream.MaxMemBytes. A string that holds no number reads as 0, as
+// ParseIntString reads it; a fraction is cut off.
+func sizeOf(raw []byte) (int64, bool) {
+	if len(raw) > 0 && raw[0] == '"' {
+		body := bytes.TrimSpace(bytes.Trim(raw, `"`))
+		if len(body) > 2 && body[0] == '0' && (body[1] == 'x' || body[1] == 'X') {
+			v, err := strconv.ParseUint(string(body[2:]), 16, 64)
+			if err != nil {
+				return 0, !errors.Is(err, strconv.ErrRange)
+			}
+			return int64(v), v <= uint64(stream.MaxMemBytes)
+		}
+		if _, ok := jsonscan.ParseInt(body); !ok {
+			return 0, true
+		}
+		raw = body
+	}
+	if v, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+		return v, v >= 0 && v <= stream.MaxMemBytes
+	} else if errors.Is(err, strconv.ErrRange) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil {
+		// ErrRange: beyond float64 (1e400); else not a number at all,
+		// which Int would have refused too
+		return 0, false
+	}
+	return int64(f), f >= 0 && f <= float64(stream.MaxMemBytes)
+}
+
+// timeUS reads an allocator event's time_us, refusing a time that does not
+// fit the ts column in ns (stream.MinTimeNS to stream.MaxTimeNS): times a
+// thousand, it would wrap around.
+func (rd *reader) timeUS(c *jsonscan.Cursor) int64 {
+	c.WS()
+	at := c.I
+	v := c.Int()
+	if v < stream.MinTimeNS/1000 || v > stream.MaxTimeNS/1000 {
+		panic(&jsonscan.FileError{Path: rd.name, Offset: rd.s.At(at),
+			Msg: fmt.Sprintf("trace entry time_us %s is not a time this reader can store (%d to %d): the snapshot is corrupt", clip(c.B[at:c.I]), stream.MinTimeNS/1000, stream.MaxTimeNS/1000)})
+	}
+	return v
 }
 
 // frames reads a stack and returns the string id of its allocation site:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/trainscope/trainscope/sql/duck"
@@ -36,7 +37,7 @@ func tables() []string {
 // Partition columns every archived file's path adds to its rows.
 const (
 	DayColumn = "day" // the run's day (UTC): its first event, or when it was analysed
-	RunColumn = "run" // the run's subject token (stream.RunToken)
+	RunColumn = "run" // the run's path token (stream.RunPathToken)
 )
 
 // Written says what WriteRun wrote.
@@ -67,17 +68,45 @@ func WriteRun(ctx context.Context, st *duck.Store, dir, run string, at time.Time
 		return w, err
 	}
 	defer st.Exec(context.WithoutCancel(ctx), "RESET preserve_insertion_order")
-	tok := stream.RunToken(run)
+	tok := stream.RunPathToken(run)
+	cut := strings.Contains(tok, "~")
+	// before this version a run's folder was named by its subject token,
+	// which x/y, x.y and x_y share
+	legacy := stream.RunToken(run)
 	for _, t := range Tables {
 		final := filepath.Join(dir, t, DayColumn+"="+day, RunColumn+"="+tok, "data_0.parquet")
-		// an earlier analysis may have placed the run on another day
+		// an earlier analysis may have placed the run on another day, or
+		// in its folder of old
 		old, _ := filepath.Glob(filepath.Join(dir, t, DayColumn+"=*", RunColumn+"="+tok))
+		if legacy != tok {
+			more, _ := filepath.Glob(filepath.Join(dir, t, DayColumn+"=*", RunColumn+"="+legacy))
+			old = append(old, more...)
+		}
 		for _, o := range old {
-			if filepath.Dir(final) != o {
-				if err := os.RemoveAll(o); err != nil {
-					return w, fmt.Errorf("archive %s: %w", t, err)
-				}
-				w.Removed = append(w.Removed, rel(dir, o))
+			if filepath.Dir(final) == o {
+				continue
+			}
+			// a folder of another run's rows is that run's: one named by
+			// the old token (x_y's, when this is x/y), or a cut token's
+			// twin (refused below when it is this day's)
+			other, err := otherRun(ctx, st, o, run)
+			if err != nil {
+				return w, fmt.Errorf("archive %s: %w", t, err)
+			}
+			if other {
+				continue
+			}
+			if err := os.RemoveAll(o); err != nil {
+				return w, fmt.Errorf("archive %s: %w", t, err)
+			}
+			w.Removed = append(w.Removed, rel(dir, o))
+		}
+		if cut {
+			// a cut token is a hash: never replace another run's files
+			if other, err := otherRun(ctx, st, filepath.Dir(final), run); err != nil {
+				return w, fmt.Errorf("archive %s: %w", t, err)
+			} else if other {
+				return w, fmt.Errorf("archive %s: the folder %s holds another run's rows; run %q's id hashes as theirs, so it is not archived", t, rel(dir, filepath.Dir(final)), run)
 			}
 		}
 		var n int64
@@ -114,6 +143,22 @@ func WriteRun(ctx context.Context, st *duck.Store, dir, run string, at time.Time
 		w.Paths = append(w.Paths, rel(dir, final))
 	}
 	return w, nil
+}
+
+// otherRun says whether the archive folder dir holds rows of a run other
+// than run (false when it holds no files).
+func otherRun(ctx context.Context, st *duck.Store, dir, run string) (bool, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.parquet"))
+	if err != nil || len(files) == 0 {
+		return false, err
+	}
+	var n int64
+	q := fmt.Sprintf("SELECT count(*) FROM (SELECT 1 FROM read_parquet(%s, hive_partitioning = false) WHERE run_id IS DISTINCT FROM ? LIMIT 1)",
+		duck.Literal(filepath.Join(dir, "*.parquet")))
+	if err := st.Conn().QueryRowContext(ctx, q, run).Scan(&n); err != nil {
+		return false, fmt.Errorf("the runs in %s: %w", dir, err)
+	}
+	return n > 0, nil
 }
 
 // rel is path relative to dir, with forward slashes (an object key).

@@ -121,7 +121,7 @@ func TestArchiveRoundTrip(t *testing.T) {
 	if w.Day != wantDay {
 		t.Errorf("day %s, want %s (run start %d)", w.Day, wantDay, startNS)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "slices_detail", "day="+wantDay, "run=job_7__a_", "data_0.parquet")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "slices_detail", "day="+wantDay, "run=job%2F7%20%27a%27", "data_0.parquet")); err != nil {
 		t.Errorf("hive layout: %v", err)
 	}
 

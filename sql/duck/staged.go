@@ -365,10 +365,20 @@ func (s *Store) RunRows(table, run string) string {
 	if !s.Staged(table) {
 		return q
 	}
-	folder := filepath.Join(s.staged, table, "run="+stream.RunToken(run))
-	if files, _ := filepath.Glob(filepath.Join(folder, "*.parquet")); len(files) == 0 {
+	// the run's folder is named by stream.RunPathToken, which no other
+	// run shares; files staged before were in the folder of its subject
+	// token (stream.RunToken), which x/y and x_y share: read both, rows
+	// of other runs are filtered out
+	var globs []string
+	for _, tok := range []string{stream.RunPathToken(run), stream.RunToken(run)} {
+		glob := filepath.Join(s.staged, table, "run="+tok, "*.parquet")
+		if files, _ := filepath.Glob(glob); len(files) > 0 && !slices.Contains(globs, Literal(glob)) {
+			globs = append(globs, Literal(glob))
+		}
+	}
+	if len(globs) == 0 {
 		return "SELECT * FROM " + quoteIdent(stagedRows(table)) + " WHERE run_id = $1"
 	}
-	return fmt.Sprintf("SELECT * FROM %s WHERE run_id = $1 UNION ALL BY NAME SELECT * FROM read_parquet(%s, union_by_name = true, hive_partitioning = false) WHERE run_id = $1",
-		quoteIdent(stagedRows(table)), Literal(filepath.Join(folder, "*.parquet")))
+	return fmt.Sprintf("SELECT * FROM %s WHERE run_id = $1 UNION ALL BY NAME SELECT * FROM read_parquet([%s], union_by_name = true, hive_partitioning = false) WHERE run_id = $1",
+		quoteIdent(stagedRows(table)), strings.Join(globs, ", "))
 }
