@@ -22,7 +22,10 @@ For a training node: watches the folder torch.profiler writes into
 (tensorboard_trace_handler) and publishes each trace, and each JSON memory
 snapshot, once it is complete: its size and modification time have not
 changed for agent.settle (5s) and it reads to the end. A file that turns out
-to be cut short is tried again later.
+to be cut short is tried again later. One that cannot be read (cut short
+for good, corrupt, not a trace) is logged and retried until agent.give_up
+(10m), then recorded as failed and skipped: the agent goes on with the
+other files (with --once it exits 2 at the end, naming them).
 
 What was published is recorded in a state file (default DIR/.trainscope-watch.json),
 so a restarted agent publishes nothing twice; a file published again anyway
@@ -119,7 +122,7 @@ func runAgent(ctx context.Context, args []string, out, errOut io.Writer) error {
 		rf := &runFolders{root: *runsIn, base: wcfg, publishFor: publishRun, logf: logf, started: map[string]bool{}}
 		logf("agent: watching each run folder in %s, publishing to %s", *runsIn, nc.ConnectedUrlRedacted())
 		if *once {
-			return rf.scan(ctx, true)
+			return onceError(rf.scan(ctx, true))
 		}
 		n.run = ""
 		stop := startCounters(ctx, nc, cfg, n, *counters, *period, *flushAfter, logf, rf.Latest)
@@ -131,11 +134,21 @@ func runAgent(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	logf("agent for run %s: watching %s, publishing to %s", n.run, *dir, nc.ConnectedUrlRedacted())
 	if *once {
-		return watch.Once(ctx, wcfg, publishRun(n.run), logf)
+		return onceError(watch.Once(ctx, wcfg, publishRun(n.run), logf))
 	}
 	stop := startCounters(ctx, nc, cfg, n, *counters, *period, *flushAfter, logf, nil)
 	defer stop()
 	return watch.Run(ctx, wcfg, publishRun(n.run), logf)
+}
+
+// onceError is what agent --once returns for the files it recorded as
+// failed, after publishing every other one: bad input (exit 2) when a
+// file could not be read.
+func onceError(err error) error {
+	if err != nil && ingest.IsInputError(err) {
+		return &inputError{err}
+	}
+	return err
 }
 
 // publishTrace publishes one trace file of run (only steps wait to
@@ -154,7 +167,10 @@ func publishTrace(ctx context.Context, pub *stream.Publisher, run string, n nats
 	}
 	switch {
 	case jsonscan.IsTruncated(err):
-		return fmt.Errorf("%w: %v", watch.ErrIncomplete, err)
+		return fmt.Errorf("%w: %w", watch.ErrIncomplete, err)
 	}
+	// Any other error is logged and the file tried again with backoff
+	// until agent.give_up, then recorded as failed and skipped: one bad
+	// file never stops the agent, which goes on with the others.
 	return err // the watcher logs what was published
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -30,7 +32,9 @@ type runFolders struct {
 }
 
 // scan starts a watcher on each new run folder (Once instead when once),
-// and notes the folder that changed last.
+// and notes the folder that changed last. With once, a folder whose files
+// failed (a corrupt trace, recorded as failed) does not stop the folders
+// after it: the error names every folder's failures at the end.
 func (r *runFolders) scan(ctx context.Context, once bool) error {
 	entries, err := os.ReadDir(r.root)
 	if err != nil {
@@ -61,6 +65,7 @@ func (r *runFolders) scan(ctx context.Context, once bool) error {
 		r.latest = runs[len(runs)-1].name
 	}
 	r.mu.Unlock()
+	var failed []error
 	for _, f := range runs {
 		r.mu.Lock()
 		seen := r.started[f.name]
@@ -74,7 +79,11 @@ func (r *runFolders) scan(ctx context.Context, once bool) error {
 		pub := r.publishFor(f.name)
 		if once {
 			if err := watch.Once(ctx, cfg, pub, r.logf); err != nil {
-				return err
+				if ctx.Err() != nil {
+					return err
+				}
+				r.logf("run %s: %v", f.name, err)
+				failed = append(failed, fmt.Errorf("run %s: %w", f.name, err))
 			}
 			continue
 		}
@@ -87,7 +96,7 @@ func (r *runFolders) scan(ctx context.Context, once bool) error {
 			}
 		}()
 	}
-	return nil
+	return errors.Join(failed...)
 }
 
 // Latest is the run whose folder changed last: the one a node running one

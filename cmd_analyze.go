@@ -35,6 +35,12 @@ evidence), the root causes, the findings one line per detector in
 PerfTracker's sections, and the top recommendations. --full adds every
 metric table; the JSON and HTML reports (with charts) always hold them.
 
+A file that cannot be read (a truncated or corrupt trace) ends the command
+with exit status 2, naming it; --skip-bad instead leaves it out, and the
+report says which files were skipped and why. Named pipes, sockets and
+devices in a folder are skipped with a warning (never opened); given by
+name, they are refused.
+
 By default every ProfilerStep but the last is analysed (the last one is often
 cut short), as Holistic Trace Analysis does. Hosts come from --host or from
 a trace's own host_name metadata, never from a file name (tensorboard's
@@ -58,6 +64,7 @@ Examples:
   trainscope analyze traces/ --format html -o report.html   # one page to share
   trainscope analyze traces/ -q --timing           # where the time goes, peak memory, slowest detectors
   trainscope analyze traces/ --archive /mnt/archive   # add the run to the fleet archive
+  trainscope analyze traces/ --skip-bad            # a truncated rank is named in the report, the rest analysed
 
 Flags:
 `
@@ -92,7 +99,7 @@ type analyzeFlags struct {
 	format, db, parquet, archive, steps, ranks, run, host, out, config, gpu string
 	rank, workers                                                           int
 	threads                                                                 *int
-	quiet, timing, full                                                     bool
+	quiet, timing, full, skipBad                                            bool
 	detectorDirs                                                            []string
 }
 
@@ -130,6 +137,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	fs.StringVar(&f.config, "config", "", "config file (YAML, TOML or JSON); also TRAINSCOPE_CONFIG")
 	fs.StringArrayVar(&f.detectorDirs, "detectors", nil, "extra folder of .sql detectors (repeatable)")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress on stderr")
+	fs.BoolVar(&f.skipBad, "skip-bad", false, "go on past a file that cannot be read (truncated, not a trace): the report names each one skipped and why")
 	f.threads = threadsFlag(fs)
 	fs.BoolVar(&f.timing, "timing", false, "print a per-phase timing line with the peak memory, and the slowest detectors and shared views, on stderr")
 	if err := parseFlags(fs, args, out); err != nil {
@@ -177,7 +185,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	}
 	// detectors run side by side on their own connections, one per core
 	set.Workers = cfg.cores()
-	files, err := ingest.Discover(fs.Args())
+	files, err := ingest.DiscoverWith(fs.Args(), warnTo(errOut))
 	if err != nil {
 		return &inputError{err}
 	}
@@ -222,7 +230,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	if !f.quiet {
 		progress = errOut
 	}
-	loadOpt := ingest.Options{RunID: f.run, Host: f.host, Rank: f.rank, Ranks: ranks, Workers: cmp.Or(f.workers, cfg.cores()), Progress: progress, GPU: f.gpu, Warn: warnTo(errOut)}
+	loadOpt := ingest.Options{RunID: f.run, Host: f.host, Rank: f.rank, Ranks: ranks, Workers: cmp.Or(f.workers, cfg.cores()), Progress: progress, GPU: f.gpu, Warn: warnTo(errOut), SkipBad: f.skipBad}
 	if cfg.DuckDB.MemoryLimit == "" {
 		loadOpt.HugeTraceMemoryLimit = analyzeHugeTraceMemoryLimit
 	}
@@ -257,6 +265,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	if err != nil {
 		return err
 	}
+	noteSkipped(rep, stats)
 	tDetect := time.Now()
 	if f.parquet != "" {
 		if err := st.ExportParquet(ctx, f.parquet); err != nil {
@@ -295,6 +304,21 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 		}
 	}
 	return nil
+}
+
+// noteSkipped says in the report which files --skip-bad left out and why:
+// data that will never be in it.
+func noteSkipped(rep *detectors.Report, stats *ingest.Stats) {
+	bad := stats.Bad()
+	if len(bad) == 0 {
+		return
+	}
+	if rep.Status == nil {
+		rep.Status = &detectors.RunStatus{}
+	}
+	for _, f := range bad {
+		rep.Status.Missing = append(rep.Status.Missing, fmt.Sprintf("skipped %s (%s)", f.Path, f.Skipped))
+	}
 }
 
 // detectorProgress says on w that the detectors start, then how many are

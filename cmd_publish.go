@@ -24,6 +24,10 @@ Reads PyTorch profiler traces (.json, .json.gz) and memory snapshots with the
 same readers as 'analyze' and publishes them to JetStream as Arrow batches,
 for a 'trainscope serve' (or an ingestor on a NATS cluster) to ingest.
 
+A file that cannot be read (a truncated or corrupt trace) ends the command
+with exit status 2, naming it (what was published before it stays); --skip-bad
+publishes the others and lists the files skipped and why.
+
 Publishing a file again is harmless: its messages carry the same ids (run,
 file, size, modification time and sequence), which JetStream and the
 ingestor drop.
@@ -99,13 +103,14 @@ func runPublish(ctx context.Context, args []string, out, errOut io.Writer) error
 	n.register(fs)
 	rank := fs.Int("rank", -1, "rank for a trace that names none in distributedInfo or its file name")
 	quiet := fs.BoolP("quiet", "q", false, "no progress on stderr")
+	skipBad := fs.Bool("skip-bad", false, "go on past a file that cannot be read (truncated, not a trace), naming each one skipped")
 	if err := parseFlags(fs, args, out); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
 		return &usageError{"publish: give trace files or folders (see 'trainscope publish --help')"}
 	}
-	files, err := ingest.Discover(fs.Args())
+	files, err := ingest.DiscoverWith(fs.Args(), warnTo(errOut))
 	if err != nil {
 		return &inputError{err}
 	}
@@ -124,7 +129,7 @@ func runPublish(ctx context.Context, args []string, out, errOut io.Writer) error
 		progress = errOut
 	}
 	sink := &ingest.PublishSink{P: pub, RunID: n.run, Host: n.host}
-	stats, err := ingest.Read(ctx, sink, files, ingest.Options{RunID: n.run, Host: n.host, Rank: *rank, Progress: progress, GPU: n.gpu, Warn: warnTo(errOut)})
+	stats, err := ingest.Read(ctx, sink, files, ingest.Options{RunID: n.run, Host: n.host, Rank: *rank, Progress: progress, GPU: n.gpu, Warn: warnTo(errOut), SkipBad: *skipBad})
 	if cerr := pub.Close(ctx); err == nil {
 		err = cerr
 	}
@@ -136,8 +141,15 @@ func runPublish(ctx context.Context, args []string, out, errOut io.Writer) error
 	}
 	took := time.Since(t0)
 	rows := pub.Stats.Rows.Load()
+	bad := stats.Bad()
 	fmt.Fprintf(out, "published run %s: %d files, %d rows in %d messages (%.1f MB) to %s in %s (%.0f rows/s)\n",
-		n.run, len(stats.Files), rows, pub.Stats.Messages.Load(), float64(pub.Stats.Bytes.Load())/1e6,
+		n.run, len(stats.Files)-len(bad), rows, pub.Stats.Messages.Load(), float64(pub.Stats.Bytes.Load())/1e6,
 		nc.ConnectedUrlRedacted(), took.Round(time.Millisecond), float64(rows)/took.Seconds())
+	if len(bad) > 0 {
+		fmt.Fprintf(out, "skipped %d file(s) that could not be read (--skip-bad):\n", len(bad))
+		for _, f := range bad {
+			fmt.Fprintf(out, "  %s: %s\n", f.Path, f.Skipped)
+		}
+	}
 	return nil
 }

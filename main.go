@@ -12,7 +12,9 @@ import (
 	"runtime/pprof"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -78,10 +80,123 @@ func main() {
 	os.Exit(code)
 }
 
-// signalContext is cancelled by SIGINT or SIGTERM: long-running commands
-// (serve, agent) stop cleanly on either.
+// signalContext is cancelled by SIGINT or SIGTERM (its cause an
+// *interrupted): long-running commands (serve, agent) stop cleanly on
+// either, the others stop what they read and exit 128+signal. A second
+// signal ends the process at once; so does the first when the command has
+// not returned signalGrace after it (one stuck in a read that ignores the
+// context). serve and agent, which take the time a clean stop needs, are
+// ended only by a second signal. TRAINSCOPE_SIGNAL_GRACE (a duration; 0:
+// wait for a second signal) changes the grace. stop releases the signals.
 func signalContext() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	grace := signalGrace
+	if v := os.Getenv("TRAINSCOPE_SIGNAL_GRACE"); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			grace = max(d, 0)
+		}
+	}
+	sw := &signalWatch{grace: grace, errOut: os.Stderr, exit: os.Exit, after: time.After}
+	ctx, cancel := context.WithCancelCause(context.WithValue(context.Background(), signalKey{}, sw))
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go sw.watch(ch, done, cancel)
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			signal.Stop(ch)
+			close(done)
+			cancel(context.Canceled)
+		})
+	}
+}
+
+// signalGrace is how long a command other than serve and agent has, after
+// the first SIGINT or SIGTERM, to stop on its own.
+const signalGrace = 3 * time.Second
+
+// stopsOnItsOwn are the commands a first signal only asks to stop: they
+// drain and save what they hold, however long that takes.
+var stopsOnItsOwn = map[string]bool{"serve": true, "agent": true}
+
+type signalKey struct{}
+
+// signalWatch ends the process on the signals that its command did not
+// stop on.
+type signalWatch struct {
+	mu      sync.Mutex
+	command string
+	grace   time.Duration // 0: only a second signal forces the exit
+	errOut  io.Writer
+	exit    func(code int)
+	after   func(time.Duration) <-chan time.Time
+}
+
+// running says which command runs now, and so how long it has to stop.
+func (w *signalWatch) running(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.command = name
+	if stopsOnItsOwn[name] {
+		w.grace = 0
+	}
+}
+
+// watch cancels the context on the first signal, then exits on a second
+// one or when the grace is over, unless done closes first.
+func (w *signalWatch) watch(ch <-chan os.Signal, done <-chan struct{}, cancel context.CancelCauseFunc) {
+	var sig os.Signal
+	select {
+	case sig = <-ch:
+	case <-done:
+		return
+	}
+	cause := &interrupted{sig}
+	cancel(cause)
+	w.mu.Lock()
+	name, grace := w.command, w.grace
+	w.mu.Unlock()
+	if name == "" {
+		name = "trainscope"
+	}
+	fmt.Fprintf(w.errOut, "trainscope: %s: stopping (a second signal exits at once)\n", cause)
+	var timeout <-chan time.Time
+	if grace > 0 {
+		timeout = w.after(grace)
+	}
+	select {
+	case again := <-ch:
+		fmt.Fprintf(w.errOut, "trainscope: %s again (%s): exiting now\n", cause, signalName(again))
+	case <-timeout:
+		fmt.Fprintf(w.errOut, "trainscope: %s: %s did not stop within %s; exiting\n", cause, name, grace)
+	case <-done:
+		return
+	}
+	w.exit(cause.code())
+}
+
+// interrupted is the cause of a context a signal cancelled.
+type interrupted struct{ sig os.Signal }
+
+func (e *interrupted) Error() string { return "interrupted by " + signalName(e.sig) }
+
+// code is the exit status of a process the signal ended: 128+signal, as a
+// shell reports one (130 for SIGINT, 143 for SIGTERM).
+func (e *interrupted) code() int {
+	if s, ok := e.sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return 130
+}
+
+func signalName(sig os.Signal) string {
+	switch sig {
+	case os.Interrupt:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return sig.String()
 }
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) int {
@@ -108,7 +223,17 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 		usage(errOut)
 		return 2
 	}
-	return exitCode(c.run(ctx, args[1:], out, errOut), errOut)
+	if sw, ok := ctx.Value(signalKey{}).(*signalWatch); ok {
+		sw.running(name)
+	}
+	err := c.run(ctx, args[1:], out, errOut)
+	var in *interrupted
+	if err != nil && !errors.Is(err, errHelp) && errors.As(context.Cause(ctx), &in) {
+		// what the command says is the cancellation, not its cause
+		fmt.Fprintf(errOut, "trainscope: %s: %s\n", in, strings.TrimSpace(err.Error()))
+		return in.code()
+	}
+	return exitCode(err, errOut)
 }
 
 // exitCode prints err as one line and maps it to the exit status: 0 ok,

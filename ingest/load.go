@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -64,6 +64,12 @@ type Options struct {
 	// chunks go in, the Go records still waiting sit beside the pool: a
 	// smaller pool keeps the two from adding up.
 	HugeTraceMemoryLimit string
+	// SkipBad goes on past a file that cannot be read (truncated, not a
+	// trace, unreadable): Read records it in Stats.Files (Skipped says
+	// why, Err is the error), tells Warn, and reads the rest. Without it
+	// the first such file ends the read with its error. A load that is
+	// left with nothing is still an InputError.
+	SkipBad bool
 }
 
 func (opt Options) warn(line string) {
@@ -93,6 +99,20 @@ type FileStat struct {
 	JSONBytes int64
 	Read      time.Duration
 	Skipped   string // why the file was not loaded, when it was not
+	// Err is the error reading the file, when Options.SkipBad skipped it
+	// (Skipped is its text, without the path).
+	Err error
+}
+
+// Bad are the files Options.SkipBad skipped: those that could not be read.
+func (s *Stats) Bad() []FileStat {
+	var bad []FileStat
+	for _, f := range s.Files {
+		if f.Err != nil {
+			bad = append(bad, f)
+		}
+	}
+	return bad
 }
 
 // DefaultRunID derives a run id from the paths a user gave: the name of the
@@ -156,76 +176,14 @@ type readResult struct {
 // detectors' DuckDB is its peak), its load 0.3-1.2 s slower in two.
 var twoPassBytes int64 = 768 << 20
 
+// checkFile is what Read checks of a file before a reader opens it:
+// checkRegular (a variable for tests, where one that blocks stands for a
+// read stuck on a hung mount).
+var checkFile = checkRegular
+
 // twoPassChunkRows is the rows of each chunk of such a read (0: the
 // reader's 256K; a variable for tests).
 var twoPassChunkRows int
-
-// readers is how many files Read reads at once: Workers (0: GOMAXPROCS),
-// no more than there are files, and as many as MemoryBudget holds.
-func readers(files []string, opt Options) int {
-	workers := opt.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = max(1, min(workers, len(files)))
-	if opt.MemoryBudget <= 0 {
-		return workers
-	}
-	var largest int64
-	for _, f := range files {
-		largest = max(largest, traceMemory(f))
-	}
-	if largest > 0 && int64(workers+1)*largest > opt.MemoryBudget {
-		fit := max(1, int(opt.MemoryBudget/largest)-1)
-		if fit < workers && opt.Progress != nil {
-			fmt.Fprintf(opt.Progress, "reading %d files at once, not %d: each may hold ~%d MB while read, within a budget of %d MB\n",
-				fit, workers, largest>>20, opt.MemoryBudget>>20)
-		}
-		workers = min(workers, fit)
-	}
-	return workers
-}
-
-// traceMemory estimates the memory a file's trace holds while read and
-// waiting to be inserted: ~0.3 bytes per byte of JSON (syn8's 53.7 MB
-// ranks held 14 MB each, bench/RESULTS.md), the JSON size of a .gz from
-// its trailer. A trace of twoPassBytes or more is read in chunks, so no
-// more than that size's share counts. 0 when the file cannot be read.
-func traceMemory(path string) int64 {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return 0
-	}
-	size := fi.Size()
-	if strings.HasSuffix(path, ".gz") {
-		size = gzipSize(path, size)
-	}
-	return min(size, twoPassBytes) * 3 / 10
-}
-
-// gzipSize is a gzip file's uncompressed size from its trailer (ISIZE,
-// the size modulo 4 GiB); when that is less than the compressed size (a
-// wrapped size, or several members), ten times the compressed size.
-func gzipSize(path string, compressed int64) int64 {
-	guess := 10 * compressed
-	f, err := os.Open(path)
-	if err != nil {
-		return guess
-	}
-	defer f.Close()
-	var tail [4]byte
-	if compressed < 18 {
-		return guess
-	}
-	if _, err := f.ReadAt(tail[:], compressed-4); err != nil {
-		return guess
-	}
-	n := int64(tail[0]) | int64(tail[1])<<8 | int64(tail[2])<<16 | int64(tail[3])<<24
-	if n < compressed {
-		return guess
-	}
-	return n
-}
 
 // Load reads files with the Kineto reader and inserts them into st, then
 // records the run. A run of the same id already in st is replaced.
@@ -285,19 +243,21 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 				var sc *script.Script
 				var scr *scrapeFile
 				var nc *ncu.Export
-				var err error
-				if IsScript(files[i]) {
+				err := checkFile(files[i]) // a pipe is never opened: it would block
+				switch {
+				case err != nil:
+				case IsScript(files[i]):
 					sc, err = ReadScript(files[i])
-				} else if IsNCU(files[i]) {
+				case IsNCU(files[i]):
 					nc, err = readNCU(files[i])
-				} else if IsScrape(files[i]) {
+				case IsScrape(files[i]):
 					scr, err = readScrapes(files[i])
-				} else if nsys.IsSQLite(files[i]) {
+				case nsys.IsSQLite(files[i]):
 					var trs []*kineto.Trace
 					if trs, err = nsys.ReadFile(files[i], nsys.Options{}); err == nil {
 						tr, more = trs[0], trs[1:]
 					}
-				} else {
+				default:
 					tr, err = kineto.ReadFile(files[i], kineto.Options{RunID: opt.RunID, Host: opt.Host, Rank: -1,
 						NoPrefetch: len(files) >= 2*workers, TwoPassBytes: twoPassBytes, ChunkRows: twoPassChunkRows})
 					if kineto.IsMemorySnapshot(err) {
@@ -337,9 +297,29 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 	snapRanks := map[int32]*memsnap.Snapshot{}
 	var unranked []*kineto.Trace
 	done, sideFiles := 0, 0 // launch scripts and scrapes: a run of only these still loads
-	for res := range results {
+	for {
+		var res readResult
+		var more bool
+		// A reader stuck in a read that ignores ctx (a file on a hung
+		// mount) must not keep a cancelled Read waiting.
+		select {
+		case res, more = <-results:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if !more {
+			break
+		}
 		if res.err != nil {
-			return nil, res.err
+			if !opt.SkipBad || ctx.Err() != nil {
+				return nil, res.err
+			}
+			done++
+			fs := &stats.Files[res.idx]
+			*fs = FileStat{Path: files[res.idx], Rank: -1, Read: res.took, Skipped: badReason(files[res.idx], res.err), Err: res.err}
+			stats.ReadCPU += res.took
+			opt.warn(fmt.Sprintf("skipping %s: %s", fs.Path, fs.Skipped))
+			continue
 		}
 		done++
 		// side files: launch scripts, scrapes and ncu exports join the run
@@ -478,6 +458,20 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 	}
 	stats.Wall = time.Since(start)
 	return stats, nil
+}
+
+// badReason is why a file could not be read: err's text without the
+// path it starts with (a reader's errors name their file).
+func badReason(path string, err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == path {
+		return pe.Op + ": " + pe.Err.Error()
+	}
+	msg := strings.TrimSpace(err.Error())
+	if cut, ok := strings.CutPrefix(msg, path+": "); ok {
+		return cut
+	}
+	return msg
 }
 
 func skippedSummary(s *Stats) string {
