@@ -47,7 +47,7 @@ ingestor must come back under its name to keep its runs.
 The fleet archive: with serve.archive (--archive DIR) every ingestor
 writes each run it analyses, its events and findings, as Parquet under
 DIR/<table>/day=YYYY-MM-DD/run=<run>/ (hive partitions Trino and Spark
-read). DIR may be s3://bucket/prefix, reached as serve.archive_s3 says
+read; bytes of the run id outside [A-Za-z0-9_-] written %XX). DIR may be s3://bucket/prefix, reached as serve.archive_s3 says
 (endpoint, region, insecure; keys from AWS_ACCESS_KEY_ID and
 AWS_SECRET_ACCESS_KEY). 'trainscope serve --query-only --archive DIR' is
 the query node: Flight SQL over every ingestor's runs, no NATS and no
@@ -227,16 +227,20 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 	if err := os.MkdirAll(cfg.Serve.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
+	// serve's replies (its pull consumers' deliveries: every batch of
+	// every run; JetStream and key-value answers) come on an inbox prefix
+	// of its own, which the publishers' _INBOX.> does not cover
+	inbox := nats.CustomInboxPrefix(stream.ServeInboxPrefix)
 	if cfg.NATS.URL == "" {
 		s.embedded, err = stream.StartEmbeddedAuth(filepath.Join(cfg.Serve.DataDir, "jetstream"), cfg.NATS.Listen, cfg.NATS.Server)
 		if err != nil {
 			return nil, err
 		}
 		s.natsURL = s.embedded.URL()
-		s.nc, err = stream.ConnectEmbedded(s.embedded, "trainscope-serve")
+		s.nc, err = stream.ConnectEmbedded(s.embedded, "trainscope-serve", inbox)
 	} else {
 		s.natsURL = cfg.NATS.URL
-		s.nc, err = stream.Connect(cfg.NATS, "trainscope-serve")
+		s.nc, err = stream.Connect(cfg.NATS, "trainscope-serve", inbox)
 	}
 	if err != nil {
 		return nil, err
@@ -252,6 +256,10 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 	})
 	if err != nil {
 		return nil, err
+	}
+	if info := jstream.CachedInfo(); info != nil && info.Config.Discard == jetstream.DiscardOld {
+		logf("stream %s drops its oldest batches when full (stream.discard: old), read or not: batches the ingestor has not reached are lost; "+
+			"it counts them (trainscope_ingest_missing_batches_total) and the reports of their runs say so", cfg.Stream.Name)
 	}
 	// one ingestor consumes everything, or (stream.partitions > 1) this
 	// one shares the partitions with the others and owns the runs it
@@ -301,7 +309,7 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 		return nil, err
 	}
 	newConsumer := func() *ingest.Consumer {
-		return &ingest.Consumer{St: s.st, Mu: &s.mu, Cfg: cfg.Ingest, Stats: s.stats,
+		return &ingest.Consumer{St: s.st, Mu: &s.mu, Cfg: cfg.Ingest, Stats: s.stats, Stream: jstream,
 			OnCommit: s.sched.Touched, Latency: s.monitor.ObserveLatency, Logf: logf, Workers: cfg.cores()}
 	}
 	s.wg.Add(2)

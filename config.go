@@ -227,7 +227,7 @@ var knownKeys = map[string]any{
 		"tls": map[string]any{"ca": nil, "cert": nil, "key": nil},
 		"server": map[string]any{"user": nil, "password": nil, "nkeys": nil,
 			"tls": map[string]any{"cert": nil, "key": nil, "client_ca": nil}}},
-	"stream":  map[string]any{"name": nil, "cluster": nil, "max_age": nil, "max_bytes": nil, "duplicates": nil, "replicas": nil, "partitions": nil},
+	"stream":  map[string]any{"name": nil, "cluster": nil, "max_age": nil, "max_bytes": nil, "duplicates": nil, "replicas": nil, "partitions": nil, "discard": nil},
 	"publish": map[string]any{"max_inflight": nil, "message_bytes": nil, "retry_for": nil},
 	"ingest":  map[string]any{"durable": nil, "fetch_bytes": nil, "max_wait": nil, "ack_wait": nil, "member": nil, "lease": nil},
 	"serve": map[string]any{"data_dir": nil, "http": nil, "flight": nil, "quiet": nil, "timeout": nil, "insecure": nil,
@@ -256,7 +256,7 @@ func setDefaults(v *viper.Viper) {
 	}
 	sc := stream.DefaultStream
 	for k, val := range map[string]any{"name": sc.Name, "cluster": sc.Cluster, "max_age": sc.MaxAge, "max_bytes": sc.MaxBytes,
-		"duplicates": sc.Duplicates, "replicas": sc.Replicas, "partitions": sc.Partitions} {
+		"duplicates": sc.Duplicates, "replicas": sc.Replicas, "partitions": sc.Partitions, "discard": sc.Discard} {
 		v.SetDefault("stream."+k, val)
 	}
 	p := stream.DefaultPublisher

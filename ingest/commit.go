@@ -23,6 +23,7 @@ import (
 func (c *Consumer) commit(ctx context.Context, items []*item) (map[string]bool, error) {
 	runs := map[string]bool{}
 	var staged []*stagedFile
+	c.found = c.found[:0]
 	err := c.St.Tx(ctx, func() error {
 		if err := c.markSeen(ctx, items); err != nil {
 			return err
@@ -88,7 +89,15 @@ func (c *Consumer) commit(ctx context.Context, items []*item) (map[string]bool, 
 		if err := recordStaged(ctx, c.St, staged); err != nil {
 			return err
 		}
-		return c.record(ctx, items)
+		if err := c.record(ctx, items); err != nil {
+			return err
+		}
+		// what arrived is no longer missing; what an artifact declared
+		// and never came is recorded missing
+		if err := c.clearArrived(ctx, items); err != nil {
+			return err
+		}
+		return c.checkDeclared(ctx, items)
 	})
 	if len(staged) > 0 {
 		if serr := c.settleStaged(ctx, staged, err == nil); serr != nil {

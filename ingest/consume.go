@@ -62,17 +62,25 @@ func (c ConsumerConfig) Validate(prefix string) error {
 
 // IngestStats count what the consumer did; /metrics exports them.
 type IngestStats struct {
-	Messages    atomic.Int64 // committed batches
-	Rows        atomic.Int64
-	Bytes       atomic.Int64
-	Commits     atomic.Int64 // transactions
-	Duplicates  atomic.Int64 // redelivered or resent batches skipped
-	Rejected    atomic.Int64 // poison messages terminated
-	Failures    atomic.Int64 // transactions rolled back and retried
-	Decode      atomic.Int64 // ns spent decoding
-	Insert      atomic.Int64 // ns spent in transactions
-	Recreated   atomic.Int64 // times the durable consumer was made again after it vanished
-	Forwarded   atomic.Int64 // batches of runs another ingestor owns, forwarded to it
+	Messages   atomic.Int64 // committed batches
+	Rows       atomic.Int64
+	Bytes      atomic.Int64
+	Commits    atomic.Int64 // transactions
+	Duplicates atomic.Int64 // redelivered or resent batches skipped
+	Rejected   atomic.Int64 // poison messages terminated
+	Failures   atomic.Int64 // transactions rolled back and retried
+	Decode     atomic.Int64 // ns spent decoding
+	Insert     atomic.Int64 // ns spent in transactions
+	Recreated  atomic.Int64 // times the durable consumer was made again after it vanished
+	Forwarded  atomic.Int64 // batches of runs another ingestor owns, forwarded to it
+	// Missing counts batches an artifact declared (stream.HeaderBatches)
+	// that never reached the ingestor: the stream discarded or lost them.
+	// Each is in rejected_batches, and its run's report says so.
+	Missing atomic.Int64
+	// Skipped counts stream sequences an unfiltered consumer never got:
+	// messages the stream dropped (discard old, max_age) or someone
+	// deleted before they were delivered, whatever their run.
+	Skipped     atomic.Int64
 	Compactions atomic.Int64 // merges of a run's small staged files
 	// CompactionsDeferred counts merges put off because a Reader of the
 	// store was open
@@ -80,7 +88,10 @@ type IngestStats struct {
 	// CompactionsWaited counts merges that, put off maxMergeDeferrals
 	// times, held new queries back until the open ones were done
 	CompactionsWaited atomic.Int64
-	LastCommit        atomic.Int64 // unix ns of the last committed transaction
+	// Trimmed counts the times the ingestor removed from the stream what
+	// it had settled (Consumer.Stream).
+	Trimmed    atomic.Int64
+	LastCommit atomic.Int64 // unix ns of the last committed transaction
 
 	failingSince atomic.Int64 // unix ns of the first failed commit in a row; 0 while commits succeed
 	lastErr      atomic.Pointer[string]
@@ -139,10 +150,29 @@ type Consumer struct {
 	// Route, when set, owns runs across ingestors (Coordinator): a batch
 	// of a run another ingestor owns is forwarded to it, not committed.
 	Route router
+	// Stream, when set, is the stream Cons reads: after each commit the
+	// ingestor removes from it the messages of its consumer's subjects at
+	// or below the ack floor (settled: committed or rejected). The stream
+	// is then a buffer, not an archive: with discard new, stream.max_bytes
+	// bounds how far ingest may fall behind before publishers are refused.
+	Stream jetstream.Stream
 
 	wait   time.Duration        // current fetch backoff
 	small  map[stagedKey]int    // a staged store's small files per table and run; nil: not counted yet
 	merges map[stagedKey]*merge // merged files written, their swap put off
+
+	// lastSeq is the highest stream sequence first delivered to an
+	// unfiltered consumer (0: unknown, or the consumer is filtered)
+	lastSeq    uint64
+	contiguous bool
+	consMu     sync.Mutex    // over Cons while Run's fetch loop may replace it
+	trimMu     sync.Mutex    // over trimmed and trimOff: commits and idle fetches trim
+	trimmed    uint64        // the ack floor the stream was last trimmed to
+	trimOff    bool          // the stream refused a trim: not tried again
+	settledSeq atomic.Uint64 // the highest stream sequence settled
+	gapRows    int           // rejected_batches rows of missing batches at the first commit
+	gapsKnown  bool          // gapRows was counted
+	found      []gapNote
 }
 
 // NewConsumer creates (or finds) the durable pull consumer on s.
@@ -166,12 +196,14 @@ func NewConsumer(ctx context.Context, s jetstream.Stream, cfg ConsumerConfig) (j
 // decoding overlap the current transaction: at most two fetches are held
 // decoded, bounding memory to about three times FetchBytes.
 func (c *Consumer) Run(ctx context.Context) error {
+	c.watchSequence()
 	fetched := make(chan []*item, 1)
 	go func() {
 		defer close(fetched)
 		for ctx.Err() == nil && !c.stopped() {
 			msgs := c.fetch(ctx)
 			if len(msgs) == 0 {
+				c.trimIdle(ctx) // the last commit's acks may have come after its trim
 				continue
 			}
 			t0 := time.Now()
@@ -179,6 +211,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 			for i, m := range msgs {
 				items[i] = decodeItem(m)
 			}
+			c.noteSequence(items)
 			c.Stats.Decode.Add(int64(time.Since(t0)))
 			select {
 			case fetched <- items:
@@ -239,7 +272,10 @@ func (c *Consumer) fetch(ctx context.Context) []jetstream.Msg {
 			return nil
 		}
 		if cons, rerr := c.Recreate(ctx); rerr == nil {
+			c.consMu.Lock()
 			c.Cons = cons
+			c.consMu.Unlock()
+			c.watchSequence()
 			c.Stats.Recreated.Add(1)
 			c.logf("ingest consumer %s was gone (%v): made it again; it delivers the stream again, and committed batches are skipped by their ids", c.Cfg.Durable, err)
 			return nil
@@ -284,15 +320,16 @@ func (c *Consumer) logf(format string, args ...any) {
 
 // item is one fetched message and what became of it.
 type item struct {
-	msg     jetstream.Msg
-	id      string
-	seq     uint64
-	table   string
-	run     string
-	rec     arrow.RecordBatch
-	sentNS  int64
-	poison  error
-	skipped bool
+	msg       jetstream.Msg
+	id        string
+	seq       uint64
+	delivered uint64 // times the server delivered it, this one included
+	table     string
+	run       string
+	rec       arrow.RecordBatch
+	sentNS    int64
+	poison    error
+	skipped   bool
 }
 
 // process commits a fetch and acknowledges it. When the transaction
@@ -312,6 +349,7 @@ func (c *Consumer) process(ctx context.Context, items []*item) {
 		c.Stats.failingSince.Store(0)
 		c.settle(items, runs)
 		c.compactStaged(ctx)
+		c.trim(ctx)
 		return
 	}
 	if ctx.Err() != nil {
@@ -374,6 +412,7 @@ func (c *Consumer) commitLocked(ctx context.Context, items []*item) (map[string]
 // waits for the count and then moves the scheduler's clock cannot move it
 // before the scheduler marked the run.
 func (c *Consumer) settle(items []*item, runs map[string]bool) {
+	c.reportGaps()
 	if c.OnCommit != nil && len(runs) > 0 {
 		c.OnCommit(runs)
 	}
@@ -381,6 +420,9 @@ func (c *Consumer) settle(items []*item, runs map[string]bool) {
 	c.Stats.Commits.Add(1)
 	c.Stats.LastCommit.Store(now)
 	for _, it := range items {
+		if it.seq > c.settledSeq.Load() {
+			c.settledSeq.Store(it.seq)
+		}
 		switch {
 		case it.poison != nil:
 			c.Stats.Rejected.Add(1)
@@ -407,7 +449,7 @@ func decodeItem(m jetstream.Msg) *item {
 		it.id = orig // forwarded by another ingestor: recorded under its own id
 	}
 	if md, err := m.Metadata(); err == nil {
-		it.seq = md.Sequence.Stream
+		it.seq, it.delivered = md.Sequence.Stream, md.NumDelivered
 	}
 	if it.id == "" {
 		it.id = "stream:" + strconv.FormatUint(it.seq, 10)

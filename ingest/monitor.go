@@ -168,6 +168,11 @@ func (m *Monitor) Collectors() []prometheus.Collector {
 		counter("trainscope_ingest_staged_merges_deferred_total", "Merges of staged files put off to a later commit because a query was reading the store.", n(&st.CompactionsDeferred)),
 		counter("trainscope_ingest_staged_merges_waited_total", "Merges of staged files that, put off too often, held new queries back until the open ones were done.", n(&st.CompactionsWaited)),
 		counter("trainscope_ingest_consumer_recreated_total", "Times the ingest consumer was made again after it vanished.", n(&st.Recreated)),
+		counter("trainscope_ingest_missing_batches_total", "Batches a trace declared (its ranks row) that never reached the ingestor: the stream dropped or lost them. "+
+			"Each is in rejected_batches and its run's report says the data is incomplete.", n(&st.Missing)),
+		counter("trainscope_ingest_stream_skipped_total", "Stream messages the ingest consumer never received: the stream dropped them at its limits "+
+			"(stream.discard: old with stream.max_bytes, or stream.max_age) or they were deleted (one unpartitioned ingestor).", n(&st.Skipped)),
+		counter("trainscope_ingest_stream_trims_total", "Times the ingestor removed the batches it had settled from the stream.", n(&st.Trimmed)),
 		lagCollector{m},
 	}
 }

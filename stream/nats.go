@@ -36,11 +36,14 @@ type NATSConfig struct {
 }
 
 // ServerAuth is who may connect to the embedded NATS server. With a user
-// or NKeys set, every client must authenticate, and these identities may
-// only publish batches (trainscope.>) and read the stream's info: they
-// cannot read other runs' batches or manage consumers. serve's own
-// connection uses a user of its own, made at each start. TLS encrypts;
-// with ClientCA it also requires client certificates.
+// or NKeys set, every client must authenticate, and these identities have
+// PublisherPermissions: publish batches, read the stream's info, receive
+// their own publish acknowledgements; they cannot read batches, make or
+// pull from consumers, or subscribe to the inboxes serve receives on
+// (ServeInboxPrefix). serve's own connection uses a user of its own, made
+// at each start. TLS encrypts; with ClientCA it also requires client
+// certificates, and a client that proves itself with one alone gets
+// PublisherPermissions too.
 type ServerAuth struct {
 	User     string   `mapstructure:"user"`
 	Password string   `mapstructure:"password"`
@@ -76,14 +79,27 @@ type StreamConfig struct {
 	// each, for several ingestors (see partition.go); 0 or 1: one
 	// ingestor consumes everything.
 	Partitions int `mapstructure:"partitions"`
+	// Discard is what the stream does when it is full (MaxBytes): "new"
+	// (the default) refuses the publish, so that the publisher retries and
+	// then fails, and nothing unread is lost; "old" drops the oldest
+	// messages, read or not, and the ingestor can only count what went
+	// missing (see HeaderBatches). serve removes from the stream what it
+	// has settled, so MaxBytes bounds how far ingest may fall behind.
+	Discard string `mapstructure:"discard"`
 }
+
+// The values of StreamConfig.Discard.
+const (
+	DiscardNew = "new"
+	DiscardOld = "old"
+)
 
 // DefaultNATS and DefaultStream need no file: an embedded server on the
 // loopback port NATS clients expect, three days or 10 GiB of batches.
 var (
 	DefaultNATS   = NATSConfig{Listen: "127.0.0.1:4222"}
 	DefaultStream = StreamConfig{Name: "TRAINSCOPE", Cluster: "default", MaxAge: 72 * time.Hour,
-		MaxBytes: 10 << 30, Duplicates: 10 * time.Minute, Replicas: 1}
+		MaxBytes: 10 << 30, Duplicates: 10 * time.Minute, Replicas: 1, Discard: DiscardNew}
 )
 
 // Validate reports every problem with its key path under prefix.
@@ -173,6 +189,9 @@ func (c StreamConfig) Validate(prefix string) error {
 	if c.Partitions < 0 || c.Partitions > 1024 {
 		errs = append(errs, fmt.Errorf("%s.partitions: %d, want 0 to 1024 (0 or 1: not partitioned)", prefix, c.Partitions))
 	}
+	if c.Discard != "" && c.Discard != DiscardNew && c.Discard != DiscardOld {
+		errs = append(errs, fmt.Errorf("%s.discard: %q, want %q (refuse publishes when full) or %q (drop the oldest batches)", prefix, c.Discard, DiscardNew, DiscardOld))
+	}
 	return errors.Join(errs...)
 }
 
@@ -256,18 +275,28 @@ func StartEmbeddedAuth(dir, listen string, auth ServerAuth) (*Embedded, error) {
 		MaxPayload: 4 << 20,
 	}
 	e := &Embedded{}
-	if auth.User != "" || len(auth.NKeys) > 0 {
-		internal := make([]byte, 24)
-		if _, err := rand.Read(internal); err != nil {
+	if auth.Authenticates() {
+		internal, err := secret()
+		if err != nil {
 			return nil, err
 		}
-		e.Internal = NATSConfig{User: "trainscope-serve", Password: hex.EncodeToString(internal)}
+		e.Internal = NATSConfig{User: InternalUser, Password: internal}
 		opts.Users = []*server.User{{Username: e.Internal.User, Password: e.Internal.Password}}
 		if auth.User != "" {
 			opts.Users = append(opts.Users, &server.User{Username: auth.User, Password: auth.Password, Permissions: PublisherPermissions()})
 		}
 		for _, k := range auth.NKeys {
 			opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: k, Permissions: PublisherPermissions()})
+		}
+		if auth.User == "" && len(auth.NKeys) == 0 {
+			// client certificates alone: a client that proves itself with
+			// one and gives no user is a publisher, not serve's equal
+			pw, err := secret()
+			if err != nil {
+				return nil, err
+			}
+			opts.Users = append(opts.Users, &server.User{Username: CertUser, Password: pw, Permissions: PublisherPermissions()})
+			opts.NoAuthUser = CertUser
 		}
 	}
 	if auth.TLS.Cert != "" {
@@ -291,12 +320,42 @@ func StartEmbeddedAuth(dir, listen string, auth ServerAuth) (*Embedded, error) {
 	return e, nil
 }
 
+// The embedded server's own users: serve's (every permission, a password
+// made at each start) and, with client certificates as the only proof,
+// the user a client that gives none becomes (PublisherPermissions).
+const (
+	InternalUser = "trainscope-serve"
+	CertUser     = "trainscope-cert"
+)
+
+func secret() (string, error) {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// ServeInboxPrefix is the inbox prefix of serve's own connection: its
+// pull consumers' deliveries (every batch of every run), its JetStream
+// API answers and its key-value reads arrive on subjects under it.
+// Publishers may subscribe to _INBOX.> (their acknowledgements arrive
+// there) but not to this.
+const ServeInboxPrefix = "_INBOX_TRAINSCOPE_SERVE"
+
 // PublisherPermissions are what an agent or publish needs and nothing
-// more: publish batches, read the stream's info, receive the acks.
+// more: publish batches on the five-token subjects Subject makes (not the
+// sixth-token forms an ingestor stores or forwards), ask JetStream's
+// account and stream info (publish checks the stream is there), and
+// receive the acknowledgements on their own inboxes (_INBOX.>). No other
+// subject: no consumer create, next or delete, no message get or direct
+// get, no key-value bucket, no purge; and no subscription to the batches
+// or to serve's inboxes.
 func PublisherPermissions() *server.Permissions {
 	return &server.Permissions{
-		Publish:   &server.SubjectPermission{Allow: []string{"trainscope.>", "$JS.API.INFO", "$JS.API.STREAM.INFO.*"}},
-		Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>"}},
+		Publish: &server.SubjectPermission{Allow: []string{"trainscope.*.*.*.*", "$JS.API.INFO", "$JS.API.STREAM.INFO.*"}},
+		Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>"},
+			Deny: []string{ServeInboxPrefix + ".>"}},
 	}
 }
 
@@ -311,8 +370,9 @@ func (e *Embedded) Stop() {
 
 // Connect opens a client connection that reconnects forever once it is
 // up. The first connection is not retried: a server that is not there is
-// an error now, naming the URL, rather than a hang.
-func Connect(cfg NATSConfig, name string) (*nats.Conn, error) {
+// an error now, naming the URL, rather than a hang. extra options come
+// after the defaults (serve gives its inbox prefix, ServeInboxPrefix).
+func Connect(cfg NATSConfig, name string, extra ...nats.Option) (*nats.Conn, error) {
 	target := cfg.URL
 	if target == "" {
 		target = "nats://" + cfg.Listen
@@ -342,7 +402,7 @@ func Connect(cfg NATSConfig, name string) (*nats.Conn, error) {
 	if cfg.TLS.Cert != "" {
 		opts = append(opts, nats.ClientCert(cfg.TLS.Cert, cfg.TLS.Key))
 	}
-	nc, err := nats.Connect(target, opts...)
+	nc, err := nats.Connect(target, append(opts, extra...)...)
 	if err != nil {
 		hint := "start 'trainscope serve' there, or set nats.url / TRAINSCOPE_NATS_URL / --nats-url"
 		return nil, fmt.Errorf("cannot reach NATS at %s: %w (%s)", target, err, hint)
@@ -351,24 +411,32 @@ func Connect(cfg NATSConfig, name string) (*nats.Conn, error) {
 }
 
 // ConnectEmbedded connects this process to its own embedded server, in
-// process (no socket, no TLS), with the server's internal credentials.
-func ConnectEmbedded(e *Embedded, name string) (*nats.Conn, error) {
+// process (no socket, no TLS), with the server's internal credentials;
+// extra options come after the defaults.
+func ConnectEmbedded(e *Embedded, name string, extra ...nats.Option) (*nats.Conn, error) {
 	opts := []nats.Option{nats.Name(name), nats.InProcessServer(e.Server), nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond), nats.ReconnectBufSize(64 << 20), nats.Timeout(5 * time.Second)}
 	if e.Internal.User != "" {
 		opts = append(opts, nats.UserInfo(e.Internal.User, e.Internal.Password))
 	}
-	nc, err := nats.Connect("", opts...)
+	nc, err := nats.Connect("", append(opts, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to the embedded NATS server: %w", err)
 	}
 	return nc, nil
 }
 
-// EnsureStream creates the stream, or updates its limits, and returns it.
-// It captures every subject under trainscope.<cluster>; partitioned, it
-// stores each batch with its run's partition as a sixth token.
+// EnsureStream creates the stream, or updates its limits and discard
+// policy (a stream made before stream.discard existed drops its oldest
+// batches when full: it is switched to refusing new ones unless discard
+// is "old"), and returns it. It captures every subject under
+// trainscope.<cluster>; partitioned, it stores each batch with its run's
+// partition as a sixth token.
 func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg StreamConfig) (jetstream.Stream, error) {
+	discard := jetstream.DiscardNew
+	if cfg.Discard == DiscardOld {
+		discard = jetstream.DiscardOld
+	}
 	sc := jetstream.StreamConfig{
 		Name:        cfg.Name,
 		Description: "trainscope event batches (Arrow IPC)",
@@ -379,7 +447,7 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg StreamConfig)
 		Duplicates:  cfg.Duplicates,
 		Storage:     jetstream.FileStorage,
 		Replicas:    max(cfg.Replicas, 1),
-		Discard:     jetstream.DiscardOld,
+		Discard:     discard,
 	}
 	if cfg.Partitioned() {
 		src, dst := cfg.subjectTransform()

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -60,11 +61,20 @@ type PublishStats struct {
 // current producer id and a sequence number, so that publishing the same
 // artifact again (a restart, a retry) yields the same ids: JetStream drops
 // the copies inside its dedup window, the ingestor's batch ledger after.
-// Not safe for concurrent use.
+// The last message of a ranks batch declares how many the producer sent
+// (HeaderBatches), so that the ingestor can tell when some never arrived.
+//
+// A message the server refuses (a full stream, one that is down) is
+// retried with backoff for RetryFor, holding the messages behind it: the
+// publisher blocks. Then it fails: Publish or Flush reports the failure
+// once (an agent that retries the artifact later can succeed), and Close
+// reports the first failure of the publisher's life, so that a publish
+// that lost anything never ends in success. Not safe for concurrent use.
 type Publisher struct {
 	js      jetstream.JetStream
 	cfg     PublisherConfig
 	cluster string
+	stream  string
 
 	producer string
 	seq      int
@@ -72,7 +82,8 @@ type Publisher struct {
 	acks   chan pending
 	wg     sync.WaitGroup
 	mu     sync.Mutex
-	err    error
+	err    error // not yet reported by Publish or Flush
+	failed error // the first failure ever, for Close
 	Stats  PublishStats
 	closed bool
 }
@@ -93,7 +104,7 @@ func NewPublisher(nc *nats.Conn, sc StreamConfig, cfg PublisherConfig) (*Publish
 	if err != nil {
 		return nil, err
 	}
-	p := &Publisher{js: js, cfg: cfg, cluster: sc.Cluster, acks: make(chan pending, cfg.MaxInflight)}
+	p := &Publisher{js: js, cfg: cfg, cluster: sc.Cluster, stream: sc.Name, acks: make(chan pending, cfg.MaxInflight)}
 	p.wg.Add(1)
 	go p.ackLoop()
 	return p, nil
@@ -108,7 +119,7 @@ func (p *Publisher) Begin(producer string) {
 // Publish sends rec, cut into messages, to the subject of run, host and
 // table. It returns once the messages are in flight; Flush waits for them.
 func (p *Publisher) Publish(ctx context.Context, run, host, table string, rec arrow.RecordBatch) error {
-	if err := p.firstErr(); err != nil {
+	if err := p.takeErr(); err != nil {
 		return err
 	}
 	if p.producer == "" {
@@ -121,12 +132,16 @@ func (p *Publisher) Publish(ctx context.Context, run, host, table string, rec ar
 		return err
 	}
 	subject := Subject(p.cluster, run, host, table)
-	for _, b := range msgs {
+	for i, b := range msgs {
 		p.seq++
 		m := nats.NewMsg(subject)
 		m.Data = b
 		m.Header.Set(nats.MsgIdHdr, p.producer+"-"+strconv.Itoa(p.seq))
 		m.Header.Set(HeaderTable, table)
+		if table == "ranks" && i == len(msgs)-1 {
+			// the artifact is complete: its producer sent this many
+			m.Header.Set(HeaderBatches, strconv.Itoa(p.seq))
+		}
 		m.Header.Set(HeaderSentNS, strconv.FormatInt(time.Now().UnixNano(), 10))
 		fut, err := p.js.PublishMsgAsync(m)
 		select {
@@ -142,11 +157,16 @@ func (p *Publisher) Publish(ctx context.Context, run, host, table string, rec ar
 }
 
 // ackLoop waits for acknowledgements in order and republishes, with
-// backoff, what failed; the message id makes a republish safe.
+// backoff, what failed; the message id makes a republish safe. Once a
+// message has given up, the failures after it until the next Flush (or a
+// message that gets through) fail at once: a stream that stayed full for
+// RetryFor does not hold every message in flight for RetryFor more.
 func (p *Publisher) ackLoop() {
 	defer p.wg.Done()
+	gaveUp := false
 	for pm := range p.acks {
 		if pm.flushed != nil {
+			gaveUp = false
 			close(pm.flushed)
 			continue
 		}
@@ -154,14 +174,32 @@ func (p *Publisher) ackLoop() {
 		if err == nil {
 			select {
 			case <-pm.fut.Ok():
+				gaveUp = false
 				continue
 			case err = <-pm.fut.Err():
 			}
 		}
+		if gaveUp {
+			p.setErr(p.failure(pm.msg, err))
+			continue
+		}
 		if err := p.retry(pm.msg, err); err != nil {
+			gaveUp = true
 			p.setErr(err)
 		}
 	}
+}
+
+// failure is the error of a message that was not stored: for a stream at
+// its limits, what that means and what to do.
+func (p *Publisher) failure(m *nats.Msg, cause error) error {
+	if StreamFull(cause) {
+		return fmt.Errorf("publish %s (%s): stream %s is full: it refuses new batches at its limit (stream.max_bytes, stream.discard: new) "+
+			"until the ingestor has settled what it holds, and this batch was not stored (retried for %s): is 'trainscope serve' running and keeping up "+
+			"(trainscope_ingest_lag_messages)? publish again once it has caught up: %w",
+			m.Subject, m.Header.Get(nats.MsgIdHdr), cmp.Or(p.stream, "(unnamed)"), p.cfg.RetryFor, cause)
+	}
+	return fmt.Errorf("publish %s (%s): gave up after %s: %w", m.Subject, m.Header.Get(nats.MsgIdHdr), p.cfg.RetryFor, cause)
 }
 
 func (p *Publisher) retry(m *nats.Msg, cause error) error {
@@ -177,7 +215,7 @@ func (p *Publisher) retry(m *nats.Msg, cause error) error {
 		}
 		cause = err
 		if time.Now().After(deadline) {
-			return fmt.Errorf("publish %s (%s): gave up after %s: %w", m.Subject, m.Header.Get(nats.MsgIdHdr), p.cfg.RetryFor, cause)
+			return p.failure(m, cause)
 		}
 		time.Sleep(wait)
 		wait = min(wait*2, 5*time.Second)
@@ -190,19 +228,32 @@ func (p *Publisher) setErr(err error) {
 	if p.err == nil {
 		p.err = err
 	}
+	if p.failed == nil {
+		p.failed = err
+	}
 }
 
-func (p *Publisher) firstErr() error {
+// takeErr returns the failure not yet reported, and forgets it.
+func (p *Publisher) takeErr() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.err
+	err := p.err
+	p.err = nil
+	return err
+}
+
+func (p *Publisher) firstFailure() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.failed
 }
 
 // Flush waits until every message sent so far is acknowledged (or has
-// failed for good) and returns the first failure.
+// failed for good) and returns the first failure since the last one
+// Publish or Flush reported.
 func (p *Publisher) Flush(ctx context.Context) error {
 	if p.closed {
-		return p.firstErr()
+		return p.takeErr()
 	}
 	done := make(chan struct{})
 	select {
@@ -215,16 +266,20 @@ func (p *Publisher) Flush(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return p.firstErr()
+	return p.takeErr()
 }
 
-// Close flushes and stops the ack loop.
+// Close flushes and stops the ack loop. It returns the first failure of
+// the publisher's life, reported before or not.
 func (p *Publisher) Close(ctx context.Context) error {
 	err := p.Flush(ctx)
 	if !p.closed {
 		p.closed = true
 		close(p.acks)
 		p.wg.Wait()
+	}
+	if first := p.firstFailure(); first != nil {
+		return first
 	}
 	return err
 }

@@ -157,7 +157,8 @@ const insertAnalysis = `INSERT INTO analyses (run_id, analyzed_ns, step_lo, step
 // runStatus is the status of the run copied into scratch: partial while
 // something is on its way (why), or while a rank has rows but no ranks row
 // (a trace's ranks row is published last, after all its batches); missing
-// lists rejected batches. Nil when the data is all in.
+// lists rejected batches and those that never arrived. Nil when the data
+// is all in.
 func runStatus(ctx context.Context, scratch *duck.Store, why string, missing []string) (*detectors.RunStatus, error) {
 	var st detectors.RunStatus
 	if why != "" {
@@ -193,14 +194,43 @@ func runStatus(ctx context.Context, scratch *duck.Store, why string, missing []s
 	return &st, nil
 }
 
-// rejectedOf describes the batches of run that were rejected.
+// rejectedOf describes the batches of run that are not in the store:
+// those rejected, and those its traces declared that never arrived (the
+// ingestor records them in rejected_batches too, stream.MissingReason).
 func rejectedOf(ctx context.Context, st *duck.Store, run string) ([]string, error) {
+	var out []string
+	rows, err := st.Query(ctx, `SELECT headers, count(*) FROM rejected_batches WHERE run_token = ? AND starts_with(reason, ?)
+		GROUP BY headers ORDER BY headers`, stream.RunToken(run), stream.MissingReason)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var hdr *string
+		var n int
+		if err := rows.Scan(&hdr, &n); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		what := "its traces"
+		declared := ""
+		if hdr != nil {
+			if g, err := stream.ParseGap(*hdr); err == nil {
+				what, declared = g.Artifact, fmt.Sprintf(" of %d", g.Declared)
+			}
+		}
+		out = append(out, fmt.Sprintf("%d%s batches of %s never arrived: the stream no longer held them when the ingestor got there "+
+			"(dropped at its limits, stream.discard: old with stream.max_bytes or stream.max_age, or deleted; see rejected_batches)", n, declared, what))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
 	var n int
 	var first *string
-	err := st.Conn().QueryRowContext(ctx, "SELECT count(*), arg_min(reason, rejected_ns) FROM rejected_batches WHERE run_token = ?",
-		stream.RunToken(run)).Scan(&n, &first)
+	err = st.Conn().QueryRowContext(ctx, "SELECT count(*), arg_min(reason, rejected_ns) FROM rejected_batches WHERE run_token = ? AND NOT starts_with(reason, ?)",
+		stream.RunToken(run), stream.MissingReason).Scan(&n, &first)
 	if err != nil || n == 0 {
-		return nil, err
+		return out, err
 	}
 	reason := ""
 	if first != nil {
@@ -209,7 +239,7 @@ func rejectedOf(ctx context.Context, st *duck.Store, run string) ([]string, erro
 			reason = reason[:160] + "..."
 		}
 	}
-	return []string{fmt.Sprintf("%d batch(es) of this run were rejected and are not in it (the first: %s; see rejected_batches)", n, reason)}, nil
+	return append([]string{fmt.Sprintf("%d batch(es) of this run were rejected and are not in it (the first: %s; see rejected_batches)", n, reason)}, out...), nil
 }
 
 // copyRun copies the rows of run in tables from src to dst through Arrow.
