@@ -111,11 +111,13 @@ func (w *composeWorld) need(step, path string) []string {
 			return nil
 		}
 	}
-	if _, err := os.Stat(path); err != nil {
-		return []string{fmt.Sprintf("%s: needs %s, which no earlier step makes", step, path)}
-	}
+	// a build output is judged the same whether or not this checkout has
+	// built it (a fresh clone has no bin/)
 	if gitIgnored(path) {
 		return []string{fmt.Sprintf("%s: needs %s, a build output (.gitignore) that no earlier step makes", step, path)}
+	}
+	if _, err := os.Stat(path); err != nil {
+		return []string{fmt.Sprintf("%s: needs %s, which no earlier step makes", step, path)}
 	}
 	return nil
 }
@@ -296,7 +298,7 @@ func TestDeployComposeCommands(t *testing.T) {
 		}
 	}
 	for _, m := range [][3]string{
-		{"docker compose", "make plugin", "needs grafana-plugin/dist, which no earlier step makes"},
+		{"docker compose", "make plugin", "needs grafana-plugin/dist, a build output (.gitignore) that no earlier step makes"},
 		{"bin/trainscope publish", "make build", "needs bin/trainscope, a build output (.gitignore) that no earlier step makes"},
 		{"bin/trainscope publish", "docker compose", "nothing is up to publish to"},
 	} {
