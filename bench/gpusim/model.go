@@ -71,8 +71,15 @@ func (s *sim) mmBackward(in, out int) {
 	if s.opt.Scenario == FP32 {
 		t, name = "float", kGemmFP32
 	}
-	s.op("autograd::engine::evaluate_function: AddmmBackward0", [][]int{{tokens, out}, {out, in}}, []string{t, t}, 30, autogradTID,
-		kern{name, s.gemmUS(tokens, in, out)}, kern{name, s.gemmUS(in, out, tokens)})
+	// as PyTorch records it: the backward node, and inside it the two
+	// aten::mm calls with their shapes
+	t0 := s.host
+	s.host += 6
+	s.op("aten::mm", [][]int{{tokens, out}, {out, in}}, []string{t, t}, 14, autogradTID, kern{name, s.gemmUS(tokens, in, out)})
+	s.op("aten::mm", [][]int{{in, tokens}, {tokens, out}}, []string{t, t}, 14, autogradTID, kern{name, s.gemmUS(in, out, tokens)})
+	s.host += 4
+	s.ext++
+	s.cpu("cpu_op", "autograd::engine::evaluate_function: AddmmBackward0", t0, s.host-t0, autogradTID, map[string]any{"External id": s.ext})
 }
 
 func (s *sim) attention(backward bool) {

@@ -1,13 +1,18 @@
 -- name: matmul_precision
 -- category: compute
 -- kind: metric
--- description: per rank, the GPU time of matmul, attention and convolution kernels by math mode: bf16, fp16, fp8 (tensor cores), tf32 (FP32 inputs on tensor cores), fp32 (FP32 on the CUDA cores: TF32 off), or fp32? (FP32 inputs, kernel not telling), from the launching operator's input dtype (record_shapes) and the kernel's name (tf32, ffma, sgemm, simt); per step and as a share of the GPU span, with what FP32 on the CUDA cores would take at the TF32 peak and at the bf16 peak of the GPU (gpu_specs): the gain of torch.backends.cuda.matmul.allow_tf32 = True, or of bf16 autocast
+-- description: per rank, the GPU time of matmul, attention and convolution kernels by math mode: bf16, fp16, fp8 (tensor cores), tf32 (FP32 inputs on tensor cores), fp32 (FP32 on the CUDA cores: TF32 off), or fp32? (FP32 inputs, neither the kernel nor its speed telling), from the launching operator's input dtype (record_shapes), the kernel's name (tf32, ffma, sgemm, simt) and, where the name does not say, the operator's achieved TFLOP/s (no faster than the GPU's FP32 peak: the CUDA cores; well above it: tensor cores); per step and as a share of the GPU span, with what FP32 on the CUDA cores would take at the TF32 peak and at the bf16 peak of the GPU (gpu_specs): the gain of torch.backends.cuda.matmul.allow_tf32 = True, or of bf16 autocast
 WITH ops AS (
-    -- the operators that launch matmul work, with their inputs' dtype
-    SELECT run_id, rank, external_id, any_value(lower(flops_dtype)) AS dtype
-    FROM host_window
-    WHERE op_class IN ('gemm', 'attention', 'conv') AND external_id IS NOT NULL
-    GROUP BY run_id, rank, external_id
+    -- the operators that launch matmul work, with their inputs' dtype and
+    -- how fast their kernels ran (FLOPs from their shapes over their
+    -- kernels' time)
+    SELECT h.run_id, h.rank, h.external_id, any_value(lower(h.flops_dtype)) AS dtype,
+           sum(h.flops) / nullif(sum(h.op_gpu_dur), 0) * 1e9 / 1e12 AS achieved_tflops
+    FROM host_window h
+    WHERE h.op_class IN ('gemm', 'attention', 'conv') AND h.external_id IS NOT NULL
+    GROUP BY h.run_id, h.rank, h.external_id
+), peaks AS (
+    SELECT r.run_id, r.rank, g.fp32_tflops FROM ranks r JOIN gpu_specs g ON g.gpu_name = r.gpu_name
 ), k AS (
     SELECT g.run_id, g.rank, g.name, g.dur, g.step, o.dtype,
            CASE
@@ -17,10 +22,15 @@ WITH ops AS (
                WHEN regexp_matches(g.name, '(?i)f16|fp16|half|h884|h1688|h16816') THEN 'fp16'
                WHEN regexp_matches(g.name, '(?i)sgemm|ffma|simt_s|f32f32_f32f32|fmha_cutlass[fb]_f32|_f32_') THEN 'fp32'
                WHEN o.dtype IN ('bf16', 'fp16', 'fp8') THEN o.dtype
+               -- FP32 inputs, the kernel's name not telling (nvjet ...): its
+               -- speed does; no faster than the FP32 peak is the CUDA cores
+               WHEN o.dtype = 'fp32' AND o.achieved_tflops <= 1.1 * p.fp32_tflops THEN 'fp32'
+               WHEN o.dtype = 'fp32' AND o.achieved_tflops > 1.5 * p.fp32_tflops THEN 'tf32'
                WHEN o.dtype = 'fp32' THEN 'fp32?'
            END AS mode
     FROM gpu_window g
     LEFT JOIN ops o ON o.run_id = g.run_id AND o.rank = g.rank AND o.external_id = g.external_id
+    LEFT JOIN peaks p ON p.run_id = g.run_id AND p.rank = g.rank
     WHERE g.class = 'COMP'
       AND (o.external_id IS NOT NULL
            OR regexp_matches(g.name, '(?i)gemm|nvjet|xmma|cutlass|flash|fmha|attention|conv|wgrad|dgrad'))
