@@ -28,6 +28,11 @@ const esModules = [
 
 /** @type {import('jest').Config} */
 module.exports = {
+  // A test types into and clicks through an editor; on a loaded 2-core CI
+  // machine one such test took over jest's default 5 s, and a timed-out
+  // test's pending clicks then land in the next test's editor. Time is not
+  // what these tests check.
+  testTimeout: 120000,
   testEnvironment: 'jest-environment-jsdom',
   testMatch: ['<rootDir>/src/**/*.test.{ts,tsx}'],
   setupFilesAfterEnv: ['<rootDir>/jest/setup.js'],
