@@ -322,6 +322,19 @@ type Config struct {
 	Thresholds map[string]map[string]float64 `mapstructure:"thresholds"`
 }
 
+// Validate reports the problems a config file can have before any
+// detector is loaded (each extra folder must be one), with key paths under
+// prefix; NewSet reports the rest (unknown detectors and thresholds).
+func (c Config) Validate(prefix string) error {
+	var errs []error
+	for i, d := range c.Dirs {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			errs = append(errs, fmt.Errorf("%s.dirs[%d]: %q is not a readable folder", prefix, i, d))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // NewSet loads the built-ins and cfg.Dirs and applies cfg. Every problem is
 // reported, each with its file:line or config key path.
 func NewSet(cfg Config) (*Set, error) {
