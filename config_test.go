@@ -1,10 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/spf13/viper"
 )
 
 // serve.checkpoint_wal defaults to 256MB and must be a size.
@@ -64,5 +68,84 @@ func TestServeStagedConfig(t *testing.T) {
 				t.Errorf("serve.staged %v, want %v", cfg.Serve.Staged, tc.want)
 			}
 		})
+	}
+}
+
+// With no file and no environment, the loaded config is defaultConfig:
+// every leaf has its default registered (a leaf missing from viper's
+// defaults would load as its zero value).
+func TestLoadedDefaultsAreDefaultConfig(t *testing.T) {
+	clearConfigEnv(t)
+	cfg, err := loadConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// printed, as nil and empty slices and maps print alike
+	if got, want := fmt.Sprintf("%+v", *cfg), fmt.Sprintf("%+v", defaultConfig()); got != want {
+		t.Errorf("loaded defaults\n%s\nwant defaultConfig()\n%s", got, want)
+	}
+}
+
+// Every leaf key of the config reaches its TRAINSCOPE_* variable, and a
+// key the types do not have is refused, naming its neighbours.
+func TestEveryKeyHasItsVariable(t *testing.T) {
+	var leaves []string
+	var walk func(prefix string, keys any)
+	walk = func(prefix string, keys any) {
+		tables, ok := keys.(map[string]any)
+		if !ok {
+			leaves = append(leaves, prefix)
+			return
+		}
+		for k, sub := range tables {
+			if k == "*" {
+				continue // keys the user names (detectors.thresholds)
+			}
+			p := k
+			if prefix != "" {
+				p = prefix + "." + k
+			}
+			walk(p, sub)
+		}
+	}
+	walk("", configKeys(reflect.TypeOf(defaultConfig())))
+	if len(leaves) < 60 {
+		t.Fatalf("only %d config keys: %v", len(leaves), leaves)
+	}
+	for _, key := range leaves {
+		t.Run(key, func(t *testing.T) {
+			clearConfigEnv(t)
+			env := "TRAINSCOPE_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+			// a value no key accepts: a string for numbers and durations,
+			// checked files that do not exist, addresses that are none
+			t.Setenv(env, "\x01not-a-value")
+			_, err := loadConfig("")
+			v := viper.New()
+			v.SetEnvPrefix("TRAINSCOPE")
+			v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+			v.AutomaticEnv()
+			setDefaults(v, reflect.ValueOf(defaultConfig()), "")
+			if got := v.GetString(key); got != "\x01not-a-value" {
+				t.Errorf("%s: %s does not set it (got %q)", key, env, got)
+			}
+			_ = err // many string keys accept any text; the point is that the variable arrives
+		})
+	}
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte("serve:\n  quite: 1s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadConfig(path); err == nil || !strings.Contains(err.Error(), "serve.quite: unknown key (known here: agent") && !strings.Contains(err.Error(), "serve.quite: unknown key (known here: archive, archive_refresh") {
+		t.Errorf("unknown key: %v", err)
+	}
+}
+
+// clearConfigEnv unsets every TRAINSCOPE_* variable for the test.
+func clearConfigEnv(t *testing.T) {
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "TRAINSCOPE_") {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
 	}
 }
