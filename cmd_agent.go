@@ -12,7 +12,7 @@ import (
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/ingest/jsonscan"
 	"github.com/trainscope/trainscope/ingest/watch"
-	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 const agentHelp = `Usage: trainscope agent --run ID --watch DIR [flags]
@@ -100,7 +100,7 @@ func runAgent(ctx context.Context, args []string, out, errOut io.Writer) error {
 	logf := func(format string, a ...any) {
 		fmt.Fprintf(errOut, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
 	}
-	pub, err := stream.NewPublisher(nc, cfg.Stream, cfg.Publish)
+	pub, err := transport.NewPublisher(nc, cfg.Stream, cfg.Publish)
 	if err != nil {
 		return err
 	}
@@ -153,7 +153,7 @@ func onceError(err error) error {
 
 // publishTrace publishes one trace file of run (only steps wait to
 // wait+steps-1 when steps > 0).
-func publishTrace(ctx context.Context, pub *stream.Publisher, run string, n natsFlags, wait, steps int, path string, errOut io.Writer) error {
+func publishTrace(ctx context.Context, pub *transport.Publisher, run string, n natsFlags, wait, steps int, path string, errOut io.Writer) error {
 	salt := ""
 	var sink ingest.Sink = &ingest.PublishSink{P: pub, RunID: run, Host: n.host}
 	if steps > 0 {

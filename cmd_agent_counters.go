@@ -12,7 +12,7 @@ import (
 
 	"github.com/trainscope/trainscope/gpu"
 	"github.com/trainscope/trainscope/ingest"
-	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 // startCounters starts the agent's GPU counter sampling beside its trace
@@ -44,7 +44,7 @@ func startCounters(ctx context.Context, nc *nats.Conn, cfg *Config, n natsFlags,
 		logf("counters: %q is neither nvml, off nor an http(s) URL of a dcgm-exporter; publishing traces without GPU counters", what)
 		return func() {}
 	}
-	pub, err := stream.NewPublisher(nc, cfg.Stream, cfg.Publish)
+	pub, err := transport.NewPublisher(nc, cfg.Stream, cfg.Publish)
 	if err != nil {
 		closeSrc()
 		logf("counters: %v; publishing traces without GPU counters", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/trainscope/trainscope/gpu"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 const publishHelp = `Usage: trainscope publish --run ID [flags] FILES_OR_FOLDERS...
@@ -79,7 +80,7 @@ func (n *natsFlags) connect(ctx context.Context, cmd string) (*Config, *nats.Con
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, &usageError{cmd + ": " + err.Error()}
 	}
-	nc, err := stream.Connect(cfg.NATS, "trainscope-"+cmd)
+	nc, err := transport.Connect(cfg.NATS, "trainscope-"+cmd)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -87,7 +88,7 @@ func (n *natsFlags) connect(ctx context.Context, cmd string) (*Config, *nats.Con
 	if err == nil {
 		// a stream that exists is left as its owner configured it
 		if _, err = js.Stream(ctx, cfg.Stream.Name); errors.Is(err, jetstream.ErrStreamNotFound) {
-			_, err = stream.EnsureStream(ctx, js, cfg.Stream)
+			_, err = transport.EnsureStream(ctx, js, cfg.Stream)
 		}
 	}
 	if err != nil {
@@ -120,7 +121,7 @@ func runPublish(ctx context.Context, args []string, out, errOut io.Writer) error
 	}
 	defer nc.Close()
 	t0 := time.Now()
-	pub, err := stream.NewPublisher(nc, cfg.Stream, cfg.Publish)
+	pub, err := transport.NewPublisher(nc, cfg.Stream, cfg.Publish)
 	if err != nil {
 		return err
 	}

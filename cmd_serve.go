@@ -21,7 +21,7 @@ import (
 	"github.com/trainscope/trainscope/detectors/live"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
-	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 const serveHelp = `Usage: trainscope serve [flags]
@@ -84,7 +84,7 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) error {
 	httpAddr := fs.String("http", "", "HTTP address for /healthz, /metrics and reports (default "+defaultServe.HTTP+")")
 	flightAddr := fs.String("flight", "", "Flight SQL address, or 'off' (default "+defaultServe.Flight+")")
 	natsURL := fs.String("nats-url", "", "use this NATS cluster instead of the embedded server")
-	natsListen := fs.String("nats-listen", "", "embedded NATS client address (default "+stream.DefaultNATS.Listen+")")
+	natsListen := fs.String("nats-listen", "", "embedded NATS client address (default "+transport.DefaultNATS.Listen+")")
 	quiet := fs.Duration("quiet", 0, "analyze a run once it has received nothing this long (default 2s)")
 	archiveDir := fs.String("archive", "", "fleet archive, a folder or s3://bucket/prefix: write every analysed run there as Parquet (serve.archive)")
 	queryOnly := fs.Bool("query-only", false, "serve Flight SQL over the --archive of every ingestor; no NATS, ingestor or detectors")
@@ -174,7 +174,7 @@ type server struct {
 
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
-	embedded *stream.Embedded
+	embedded *transport.Embedded
 	nc       *nats.Conn
 	st       *duck.Store
 	mu       sync.Mutex
@@ -204,7 +204,7 @@ func withClock(now func() time.Time, ticks <-chan time.Time) serverOption {
 }
 
 // startupWait bounds how long serve waits at its start for JetStream to
-// set up its stream, consumers and buckets (stream.RetryJS): a cluster
+// set up its stream, consumers and buckets (transport.RetryJS): a cluster
 // that lost a node or is electing its leaders answers late.
 const startupWait = 2 * time.Minute
 
@@ -230,17 +230,17 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 	// serve's replies (its pull consumers' deliveries: every batch of
 	// every run; JetStream and key-value answers) come on an inbox prefix
 	// of its own, which the publishers' _INBOX.> does not cover
-	inbox := nats.CustomInboxPrefix(stream.ServeInboxPrefix)
+	inbox := nats.CustomInboxPrefix(transport.ServeInboxPrefix)
 	if cfg.NATS.URL == "" {
-		s.embedded, err = stream.StartEmbeddedAuth(filepath.Join(cfg.Serve.DataDir, "jetstream"), cfg.NATS.Listen, cfg.NATS.Server)
+		s.embedded, err = transport.StartEmbeddedAuth(filepath.Join(cfg.Serve.DataDir, "jetstream"), cfg.NATS.Listen, cfg.NATS.Server)
 		if err != nil {
 			return nil, err
 		}
 		s.natsURL = s.embedded.URL()
-		s.nc, err = stream.ConnectEmbedded(s.embedded, "trainscope-serve", inbox)
+		s.nc, err = transport.ConnectEmbedded(s.embedded, "trainscope-serve", inbox)
 	} else {
 		s.natsURL = cfg.NATS.URL
-		s.nc, err = stream.Connect(cfg.NATS, "trainscope-serve", inbox)
+		s.nc, err = transport.Connect(cfg.NATS, "trainscope-serve", inbox)
 	}
 	if err != nil {
 		return nil, err
@@ -250,8 +250,8 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 		return nil, err
 	}
 	var jstream jetstream.Stream
-	err = stream.RetryJS(ctx, startupWait, logf, "set up the stream", func() (err error) {
-		jstream, err = stream.EnsureStream(ctx, js, cfg.Stream)
+	err = transport.RetryJS(ctx, startupWait, logf, "set up the stream", func() (err error) {
+		jstream, err = transport.EnsureStream(ctx, js, cfg.Stream)
 		return err
 	})
 	if err != nil {
@@ -272,14 +272,14 @@ func startServer(parent context.Context, cfg *Config, set *detectors.Set, logf f
 		member := cfg.Ingest.Member
 		if member == "" {
 			host, _ := os.Hostname()
-			member = stream.MemberToken(host)
+			member = transport.MemberToken(host)
 		}
 		co = &ingest.Coordinator{JS: js, Stream: jstream, SCfg: cfg.Stream, Cfg: cfg.Ingest, Member: member, Logf: logf, StartupWait: startupWait}
 		s.co = co
 		durable += "-to-" + member
 		pendingWhy = co.Pending
 	} else {
-		if err = stream.RetryJS(ctx, startupWait, logf, "set up the consumer", func() (err error) {
+		if err = transport.RetryJS(ctx, startupWait, logf, "set up the consumer", func() (err error) {
 			cons, err = ingest.NewConsumer(ctx, jstream, cfg.Ingest)
 			return err
 		}); err != nil {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/trainscope/trainscope/detectors"
 	"github.com/trainscope/trainscope/ingest"
-	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 // Config is trainscope's configuration. Defaults need no file; a file given
@@ -22,9 +22,9 @@ type Config struct {
 	Threads   int                    `mapstructure:"threads"`
 	Detectors detectors.Config       `mapstructure:"detectors"`
 	DuckDB    DuckDBConfig           `mapstructure:"duckdb"`
-	NATS      stream.NATSConfig      `mapstructure:"nats"`
-	Stream    stream.StreamConfig    `mapstructure:"stream"`
-	Publish   stream.PublisherConfig `mapstructure:"publish"`
+	NATS      transport.NATSConfig      `mapstructure:"nats"`
+	Stream    transport.StreamConfig    `mapstructure:"stream"`
+	Publish   transport.PublisherConfig `mapstructure:"publish"`
 	Ingest    ingest.ConsumerConfig  `mapstructure:"ingest"`
 	Serve     ServeConfig            `mapstructure:"serve"`
 	Agent     AgentConfig            `mapstructure:"agent"`
@@ -126,9 +126,9 @@ type DuckDBConfig struct {
 func defaultConfig() Config {
 	return Config{
 		Detectors: detectors.Config{Dirs: []string{}, Disable: []string{}},
-		NATS:      stream.DefaultNATS,
-		Stream:    stream.DefaultStream,
-		Publish:   stream.DefaultPublisher,
+		NATS:      transport.DefaultNATS,
+		Stream:    transport.DefaultStream,
+		Publish:   transport.DefaultPublisher,
 		Ingest:    ingest.DefaultConsumer,
 		Serve: ServeConfig{DataDir: "trainscope-data", HTTP: "127.0.0.1:7070", Flight: "127.0.0.1:7071",
 			Quiet: 2 * time.Second, Timeout: time.Minute, ArchiveRefresh: 10 * time.Second, CheckpointWAL: "256MB", Staged: true,

@@ -11,7 +11,7 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 
 	"github.com/trainscope/trainscope/bench/corpus"
-	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 // Pipeline settings are checked like every other key: each bad value is
@@ -61,12 +61,12 @@ func TestConnectWithUserPassword(t *testing.T) {
 	if !s.ReadyForConnections(10e9) {
 		t.Fatal("server did not start")
 	}
-	nc, err := stream.Connect(stream.NATSConfig{URL: s.ClientURL(), User: "ingest", Password: "s3cret"}, "test")
+	nc, err := transport.Connect(transport.NATSConfig{URL: s.ClientURL(), User: "ingest", Password: "s3cret"}, "test")
 	if err != nil {
 		t.Fatalf("right password: %v", err)
 	}
 	nc.Close()
-	_, err = stream.Connect(stream.NATSConfig{URL: s.ClientURL(), User: "ingest", Password: "wrong"}, "test")
+	_, err = transport.Connect(transport.NATSConfig{URL: s.ClientURL(), User: "ingest", Password: "wrong"}, "test")
 	if err == nil || !strings.Contains(strings.ToLower(err.Error()), "authorization") {
 		t.Fatalf("wrong password: %v", err)
 	}

@@ -12,20 +12,19 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 // lossNATS is a JetStream server of the test's own, as an operator runs
 // one (nats.url), and a connection to it.
-func lossNATS(t *testing.T) (*stream.Embedded, jetstream.JetStream) {
+func lossNATS(t *testing.T) (*transport.Embedded, jetstream.JetStream) {
 	t.Helper()
-	e, err := stream.StartEmbedded(t.TempDir(), "127.0.0.1:0")
+	e, err := transport.StartEmbedded(t.TempDir(), "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Stop)
-	nc, err := stream.Connect(stream.NATSConfig{URL: e.URL()}, "operator")
+	nc, err := transport.Connect(transport.NATSConfig{URL: e.URL()}, "operator")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,9 +42,9 @@ func lossNATS(t *testing.T) (*stream.Embedded, jetstream.JetStream) {
 func TestPublishFailsWhenStreamFull(t *testing.T) {
 	ctx := context.Background()
 	e, js := lossNATS(t)
-	sc := stream.DefaultStream
+	sc := transport.DefaultStream
 	sc.MaxBytes = 128 << 10
-	if _, err := stream.EnsureStream(ctx, js, sc); err != nil {
+	if _, err := transport.EnsureStream(ctx, js, sc); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("TRAINSCOPE_PUBLISH_RETRY_FOR", "300ms")
@@ -72,8 +71,8 @@ func TestServeReportsDiscardedBatches(t *testing.T) {
 	e, js := lossNATS(t)
 	cfg := serveConfig(t)
 	cfg.NATS.URL = e.URL()
-	cfg.Stream.Discard = stream.DiscardOld
-	s, err := stream.EnsureStream(ctx, js, cfg.Stream)
+	cfg.Stream.Discard = transport.DiscardOld
+	s, err := transport.EnsureStream(ctx, js, cfg.Stream)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trainscope/trainscope/ingest"
-	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 // After a crash, batches an ingestor had fetched but not committed come
@@ -24,7 +24,7 @@ import (
 func TestServePartialReportWhileRedeliveryPending(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	nats, err := stream.StartEmbedded(t.TempDir(), "127.0.0.1:0")
+	nats, err := transport.StartEmbedded(t.TempDir(), "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,12 +49,12 @@ func TestServePartialReportWhileRedeliveryPending(t *testing.T) {
 	sent, _ := strconv.Atoi(m[1])
 
 	// an ingestor fetched the first messages and died before committing them
-	nc, err := stream.Connect(cfg.NATS, "crashed-ingestor")
+	nc, err := transport.Connect(cfg.NATS, "crashed-ingestor")
 	if err != nil {
 		t.Fatal(err)
 	}
 	js, _ := jetstream.New(nc)
-	jstream, err := stream.EnsureStream(ctx, js, cfg.Stream)
+	jstream, err := transport.EnsureStream(ctx, js, cfg.Stream)
 	if err != nil {
 		t.Fatal(err)
 	}

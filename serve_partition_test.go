@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 // Two serve ingestors share one NATS server's stream in four partitions.
@@ -21,7 +21,7 @@ func TestServeIngestorsSharePartitions(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	nats, err := stream.StartEmbedded(t.TempDir(), "127.0.0.1:0")
+	nats, err := transport.StartEmbedded(t.TempDir(), "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trainscope/trainscope/sql/flightsrv"
-	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 func serveConfig(t *testing.T) *Config {
@@ -108,8 +108,8 @@ func TestServeAuthenticates(t *testing.T) {
 	}
 
 	// NATS: nobody without credentials
-	for _, c := range []stream.NATSConfig{{URL: srv.natsURL}, {URL: srv.natsURL, User: "agent", Password: "nope"}} {
-		if nc, err := stream.Connect(c, "intruder"); err == nil {
+	for _, c := range []transport.NATSConfig{{URL: srv.natsURL}, {URL: srv.natsURL, User: "agent", Password: "nope"}} {
+		if nc, err := transport.Connect(c, "intruder"); err == nil {
 			nc.Close()
 			t.Errorf("connected to NATS as %q without the right password", c.User)
 		}
@@ -123,7 +123,7 @@ func TestServeAuthenticates(t *testing.T) {
 	}
 	waitFor(t, "the published run's report", func() bool { code, _ := httpGet("/runs/authed/report", "t0ken"); return code == 200 })
 	// but may not read batches or touch the consumer
-	nc, err := stream.Connect(stream.NATSConfig{URL: srv.natsURL, User: "agent", Password: "agent-pw"}, "publisher")
+	nc, err := transport.Connect(transport.NATSConfig{URL: srv.natsURL, User: "agent", Password: "agent-pw"}, "publisher")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestServeIngestConsumerDeleted(t *testing.T) {
 	srv.monitor.Use(real)
 
 	// someone deletes it for real: the ingestor makes it again and goes on
-	nc, err := stream.ConnectEmbedded(srv.embedded, "admin")
+	nc, err := transport.ConnectEmbedded(srv.embedded, "admin")
 	if err != nil {
 		t.Fatal(err)
 	}

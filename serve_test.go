@@ -25,7 +25,7 @@ import (
 	"github.com/trainscope/trainscope/detectors"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
-	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 // TestMain lets the test binary stand in for the trainscope binary: the
@@ -264,7 +264,7 @@ func TestServeSurvivesSIGKILL(t *testing.T) {
 }
 
 func serveSurvivesSIGKILL(t *testing.T, staged bool) {
-	nats, err := stream.StartEmbedded(t.TempDir(), "127.0.0.1:0")
+	nats, err := transport.StartEmbedded(t.TempDir(), "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,7 +410,7 @@ func startServe(t *testing.T, env []string, dataDir string) *exec.Cmd {
 // waitDrained waits until the ingest consumer has nothing pending.
 func waitDrained(t *testing.T, url string) {
 	t.Helper()
-	nc, err := stream.Connect(stream.NATSConfig{URL: url}, "test")
+	nc, err := transport.Connect(transport.NATSConfig{URL: url}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +419,7 @@ func waitDrained(t *testing.T, url string) {
 	ctx := context.Background()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		c, err := js.Consumer(ctx, stream.DefaultStream.Name, ingest.DefaultConsumer.Durable)
+		c, err := js.Consumer(ctx, transport.DefaultStream.Name, ingest.DefaultConsumer.Durable)
 		if err == nil {
 			info, err := c.Info(ctx)
 			if err == nil && info.NumPending == 0 && info.NumAckPending == 0 {

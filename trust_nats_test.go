@@ -22,8 +22,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
-
-	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 // natsProbe is one column of the permission matrix: a publish or a
@@ -42,14 +41,14 @@ var natsProbes = []natsProbe{
 	{"publish a batch (trace subject)", false, "trainscope.probe.run.host.slices"},
 	{"publish with a sixth token (partition / forward)", false, "trainscope.probe.run.host.slices.to-probe"},
 	{"publish elsewhere", false, "elsewhere.subject"},
-	{"publish to serve's inbox (forge its replies)", false, stream.ServeInboxPrefix + ".probe"},
+	{"publish to serve's inbox (forge its replies)", false, transport.ServeInboxPrefix + ".probe"},
 	{"publish an ack of the ingest consumer", false, "$JS.ACK.TRAINSCOPE.trainscope-ingest.1.999999.999999.0.0"},
 	{"put into the run bucket (KV)", false, "$KV.trainscope_default_runs.run.probe"},
 	{"put into the lease bucket (KV)", false, "$KV.trainscope_default_leases.part.0"},
 	{"subscribe trace subjects", true, "trainscope.>"},
 	{"subscribe everything", true, ">"},
 	{"subscribe _INBOX.>", true, "_INBOX.>"},
-	{"subscribe serve's inbox prefix", true, stream.ServeInboxPrefix + ".>"},
+	{"subscribe serve's inbox prefix", true, transport.ServeInboxPrefix + ".>"},
 	{"subscribe acks", true, "$JS.ACK.>"},
 	{"JetStream account info", false, "$JS.API.INFO"},
 	{"stream info", false, "$JS.API.STREAM.INFO.TRAINSCOPE"},
@@ -82,9 +81,9 @@ var publisherMay = map[string]bool{
 // refused says whether the server refused p to the connection cfg makes:
 // a refused publish or subscription comes back as a permissions
 // violation, before the answer to the flush that follows it.
-func refused(t *testing.T, cfg stream.NATSConfig, p natsProbe) bool {
+func refused(t *testing.T, cfg transport.NATSConfig, p natsProbe) bool {
 	t.Helper()
-	nc, err := stream.Connect(cfg, "probe")
+	nc, err := transport.Connect(cfg, "probe")
 	if err != nil {
 		t.Fatalf("%s: connect: %v", p.name, err)
 	}
@@ -104,7 +103,7 @@ func refused(t *testing.T, cfg stream.NATSConfig, p natsProbe) bool {
 
 // checkMatrix probes every column for each identity and reports each cell
 // that is not what the README promises.
-func checkMatrix(t *testing.T, rows map[string]stream.NATSConfig, may func(row, column string) bool) {
+func checkMatrix(t *testing.T, rows map[string]transport.NATSConfig, may func(row, column string) bool) {
 	t.Helper()
 	for row, cfg := range rows {
 		for _, p := range natsProbes {
@@ -144,16 +143,16 @@ func TestServeNATSPermissionMatrix(t *testing.T) {
 	defer srv.stop()
 	url := srv.natsURL
 	in := srv.embedded.Internal
-	publisher := stream.NATSConfig{URL: url, User: "agent", Password: "agent-pw"}
-	nkeyPublisher := stream.NATSConfig{URL: url, NKey: seedFile}
-	checkMatrix(t, map[string]stream.NATSConfig{
+	publisher := transport.NATSConfig{URL: url, User: "agent", Password: "agent-pw"}
+	nkeyPublisher := transport.NATSConfig{URL: url, NKey: seedFile}
+	checkMatrix(t, map[string]transport.NATSConfig{
 		"serve (" + in.User + ")": {URL: url, User: in.User, Password: in.Password},
 		"publisher (user)":        publisher,
 		"publisher (nkey)":        nkeyPublisher,
 	}, func(row, column string) bool { return strings.HasPrefix(row, "serve") || publisherMay[column] })
 	// nobody without credentials
-	for _, c := range []stream.NATSConfig{{URL: url}, {URL: url, User: in.User, Password: "guess"}} {
-		if nc, err := stream.Connect(c, "intruder"); err == nil {
+	for _, c := range []transport.NATSConfig{{URL: url}, {URL: url, User: in.User, Password: "guess"}} {
+		if nc, err := transport.Connect(c, "intruder"); err == nil {
 			nc.Close()
 			t.Errorf("connected as %q without its password", c.User)
 		}
@@ -161,7 +160,7 @@ func TestServeNATSPermissionMatrix(t *testing.T) {
 
 	// a publisher listens on _INBOX.> while a run is published (by the
 	// nkey publisher) and ingested
-	spyConn, err := stream.Connect(publisher, "spy")
+	spyConn, err := transport.Connect(publisher, "spy")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +194,7 @@ func TestServeNATSPermissionMatrix(t *testing.T) {
 		if err != nil {
 			break
 		}
-		if strings.HasPrefix(m.Reply, "$JS.ACK.") || m.Header.Get(stream.HeaderTable) != "" || m.Header.Get(nats.MsgIdHdr) != "" {
+		if strings.HasPrefix(m.Reply, "$JS.ACK.") || m.Header.Get(transport.HeaderTable) != "" || m.Header.Get(nats.MsgIdHdr) != "" {
 			leaked++
 		} else if strings.Contains(string(m.Data), `"stream":"TRAINSCOPE"`) {
 			acks++
@@ -212,7 +211,7 @@ func TestServeNATSPermissionMatrix(t *testing.T) {
 
 	// a publisher still publishes with acknowledgements and reads the
 	// stream's info
-	nc, err := stream.Connect(publisher, "publisher")
+	nc, err := transport.Connect(publisher, "publisher")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +222,7 @@ func TestServeNATSPermissionMatrix(t *testing.T) {
 	if s, err := js.Stream(short, cfg.Stream.Name); err != nil || s.CachedInfo().Config.Name != cfg.Stream.Name {
 		t.Errorf("stream info as the publisher: %v", err)
 	}
-	if ack, err := js.Publish(short, stream.Subject(cfg.Stream.Cluster, "acked", "h", "slices"), nil); err != nil || ack.Stream != cfg.Stream.Name {
+	if ack, err := js.Publish(short, transport.Subject(cfg.Stream.Cluster, "acked", "h", "slices"), nil); err != nil || ack.Stream != cfg.Stream.Name {
 		t.Errorf("publish with an acknowledgement as the publisher: %v %v", ack, err)
 	}
 }
@@ -255,12 +254,12 @@ func TestServeNATSClientCertIsPublisher(t *testing.T) {
 	}
 	defer srv.stop()
 	url := strings.Replace(srv.natsURL, "nats://", "tls://", 1)
-	withCert := stream.NATSConfig{URL: url, TLS: stream.TLSConfig{CA: caFile, Cert: write("cli.pem", cliCert), Key: write("cli.key", cliKey)}}
-	if nc, err := stream.Connect(stream.NATSConfig{URL: url, TLS: stream.TLSConfig{CA: caFile}}, "no-cert"); err == nil {
+	withCert := transport.NATSConfig{URL: url, TLS: transport.TLSConfig{CA: caFile, Cert: write("cli.pem", cliCert), Key: write("cli.key", cliKey)}}
+	if nc, err := transport.Connect(transport.NATSConfig{URL: url, TLS: transport.TLSConfig{CA: caFile}}, "no-cert"); err == nil {
 		nc.Close()
 		t.Errorf("connected without a client certificate")
 	}
-	checkMatrix(t, map[string]stream.NATSConfig{"client certificate": withCert},
+	checkMatrix(t, map[string]transport.NATSConfig{"client certificate": withCert},
 		func(_, column string) bool { return publisherMay[column] })
 	// and it publishes a run that serve ingests
 	t.Setenv("TRAINSCOPE_NATS_TLS_CA", withCert.TLS.CA)

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 // Backlog tells whether the stream still holds messages of a run that the
@@ -17,7 +18,7 @@ import (
 type Backlog struct {
 	Stream  jetstream.Stream
 	Cons    jetstream.Consumer
-	Cluster string // the stream's cluster token (stream.StreamConfig.Cluster)
+	Cluster string // the stream's cluster token (transport.StreamConfig.Cluster)
 	// Suffix, when set, is the sixth subject token of the messages Cons
 	// consumes (a partition, or to-<member>): only those are looked at.
 	Suffix string
@@ -28,7 +29,7 @@ type Backlog struct {
 // or below the consumer's ack floor, so each of its messages was committed
 // (or rejected and recorded).
 func (b Backlog) Pending(ctx context.Context, run string) (string, error) {
-	sc := stream.StreamConfig{Cluster: b.Cluster}
+	sc := transport.StreamConfig{Cluster: b.Cluster}
 	last, err := b.Stream.GetLastMsgForSubject(ctx, sc.RunFilter(run, "", b.Suffix))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return "", nil
@@ -36,7 +37,7 @@ func (b Backlog) Pending(ctx context.Context, run string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("last message of run %s: %w", run, err)
 	}
-	if stream.SubjectTable(last.Subject) == "counters" {
+	if transport.SubjectTable(last.Subject) == "counters" {
 		// an agent samples GPU counters all the time: what must be stored
 		// before a report is the run's other data; the counters that
 		// arrive after are read at its next pass
@@ -59,7 +60,7 @@ func (b Backlog) Pending(ctx context.Context, run string) (string, error) {
 // counters, or nil when it has none.
 func (b Backlog) lastBesidesCounters(ctx context.Context, run string) (*jetstream.RawStreamMsg, error) {
 	var last *jetstream.RawStreamMsg
-	sc := stream.StreamConfig{Cluster: b.Cluster}
+	sc := transport.StreamConfig{Cluster: b.Cluster}
 	for table := range stream.Tables {
 		if table == "counters" {
 			continue

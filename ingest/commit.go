@@ -11,8 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 // The consumer's transaction: a fetch's rows, their ledger rows and the
@@ -180,7 +179,7 @@ func (c *Consumer) record(ctx context.Context, items []*item) error {
 			if err := c.St.Exec(ctx, `INSERT INTO rejected_batches (stream_seq, subject, msg_id, headers, bytes, reason, rejected_ns, run_token)
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 				it.seq, text(it.msg.Subject()), text(it.id), text(hdr), len(it.msg.Data()), text(it.poison.Error()), now,
-				text(stream.SubjectRun(it.msg.Subject()))); err != nil {
+				text(transport.SubjectRun(it.msg.Subject()))); err != nil {
 				return fmt.Errorf("record rejected message: %w", err)
 			}
 			continue

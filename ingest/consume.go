@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trainscope/trainscope/sql/duck"
-	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 // ConsumerConfig tunes the JetStream ingestor.
@@ -54,7 +54,7 @@ func (c ConsumerConfig) Validate(prefix string) error {
 	if c.Lease < time.Second {
 		errs = append(errs, fmt.Errorf("%s.lease: %s, want >= 1s", prefix, c.Lease))
 	}
-	if c.Member != "" && stream.MemberToken(c.Member) != c.Member {
+	if c.Member != "" && transport.MemberToken(c.Member) != c.Member {
 		errs = append(errs, fmt.Errorf("%s.member: %q: letters, digits, - and _ only", prefix, c.Member))
 	}
 	return errors.Join(errs...)
@@ -73,7 +73,7 @@ type IngestStats struct {
 	Insert     atomic.Int64 // ns spent in transactions
 	Recreated  atomic.Int64 // times the durable consumer was made again after it vanished
 	Forwarded  atomic.Int64 // batches of runs another ingestor owns, forwarded to it
-	// Missing counts batches an artifact declared (stream.HeaderBatches)
+	// Missing counts batches an artifact declared (transport.HeaderBatches)
 	// that never reached the ingestor: the stream discarded or lost them.
 	// Each is in rejected_batches, and its run's report says so.
 	Missing atomic.Int64
@@ -372,7 +372,7 @@ func (c *Consumer) process(ctx context.Context, items []*item) {
 	}
 	if len(live) == 1 && !transient(err) {
 		it := live[0]
-		it.poison = fmt.Errorf("%w: the batch cannot be stored: %v", stream.ErrPoison, err)
+		it.poison = fmt.Errorf("%w: the batch cannot be stored: %v", transport.ErrPoison, err)
 		runs, err := c.commitLocked(ctx, []*item{it})
 		if err == nil {
 			c.Stats.failingSince.Store(0)
@@ -445,7 +445,7 @@ func (c *Consumer) settle(items []*item, runs map[string]bool) {
 
 func decodeItem(m jetstream.Msg) *item {
 	it := &item{msg: m, id: m.Headers().Get(nats.MsgIdHdr)}
-	if orig := m.Headers().Get(stream.HeaderOrigMsgID); orig != "" {
+	if orig := m.Headers().Get(transport.HeaderOrigMsgID); orig != "" {
 		it.id = orig // forwarded by another ingestor: recorded under its own id
 	}
 	if md, err := m.Metadata(); err == nil {
@@ -454,22 +454,22 @@ func decodeItem(m jetstream.Msg) *item {
 	if it.id == "" {
 		it.id = "stream:" + strconv.FormatUint(it.seq, 10)
 	}
-	it.sentNS, _ = strconv.ParseInt(m.Headers().Get(stream.HeaderSentNS), 10, 64)
+	it.sentNS, _ = strconv.ParseInt(m.Headers().Get(transport.HeaderSentNS), 10, 64)
 	if len(m.Data()) == 0 {
-		it.poison = fmt.Errorf("%w: empty message", stream.ErrPoison)
+		it.poison = fmt.Errorf("%w: empty message", transport.ErrPoison)
 		return it
 	}
-	table, rec, err := stream.Decode(m.Data())
+	table, rec, err := transport.Decode(m.Data())
 	if err != nil {
 		it.poison = err
 		return it
 	}
 	it.table, it.rec = table, rec
-	it.run = stream.BatchRun(rec)
-	if err := stream.CheckSubject(m.Subject(), it.run, table); err != nil {
+	it.run = transport.BatchRun(rec)
+	if err := transport.CheckSubject(m.Subject(), it.run, table); err != nil {
 		rec.Release()
 		it.rec, it.run = nil, ""
-		it.poison = fmt.Errorf("%w: %v", stream.ErrPoison, err)
+		it.poison = fmt.Errorf("%w: %v", transport.ErrPoison, err)
 	}
 	return it
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trainscope/trainscope/sql/duck"
-	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 // fakeMsg is a JetStream message as the consumer sees it, recording how it
@@ -71,13 +71,13 @@ func realMessages(t testing.TB) (subjects []string, msgs [][]byte) {
 	}
 	defer Release(c.Batches)
 	for _, b := range c.Batches {
-		parts, err := stream.Messages(b.Table, b.Rec, 64<<10)
+		parts, err := transport.Messages(b.Table, b.Rec, 64<<10)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// the first and last message of each table: enough of each layout
 		for _, m := range []([]byte){parts[0], parts[len(parts)-1]} {
-			subjects = append(subjects, stream.Subject("default", "fuzz", "node-1", b.Table))
+			subjects = append(subjects, transport.Subject("default", "fuzz", "node-1", b.Table))
 			msgs = append(msgs, m)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/trainscope/trainscope/bench/corpus"
-	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 // What the readers make of every real artifact in the corpus, the
@@ -40,12 +40,12 @@ func TestCorpusBatchesPassTheWireChecks(t *testing.T) {
 			t.Fatalf("%s: %v", f, err)
 		}
 		for _, b := range c.Batches {
-			msgs, err := stream.Messages(b.Table, b.Rec, stream.DefaultPublisher.MessageBytes)
+			msgs, err := transport.Messages(b.Table, b.Rec, transport.DefaultPublisher.MessageBytes)
 			if err != nil {
 				t.Fatalf("%s: %s: %v", f, b.Table, err)
 			}
 			for i, m := range msgs {
-				tbl, rec, err := stream.Decode(m)
+				tbl, rec, err := transport.Decode(m)
 				if err != nil {
 					t.Errorf("%s: %s message %d: %v", filepath.Base(f), b.Table, i, err)
 					continue

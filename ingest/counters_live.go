@@ -15,6 +15,7 @@ import (
 	"github.com/trainscope/trainscope/gpu"
 	"github.com/trainscope/trainscope/ingest/dcgm"
 	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 // A CounterSource is what an agent samples GPU counters from: the NVML
@@ -114,7 +115,7 @@ var exporterDrop = map[string]bool{"gpu": true}
 // failed acknowledgement carries the same message ids and lands once.
 type CounterLoop struct {
 	Src        CounterSource
-	P          *stream.Publisher
+	P          *transport.Publisher
 	RunID      string
 	Host       string
 	FlushEvery int

@@ -11,6 +11,7 @@ import (
 	"github.com/trainscope/trainscope/bench/corpus"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 // tickSource reads eight GPUs, three counters each, at a clock the test
@@ -35,7 +36,7 @@ func (s *tickSource) Read(_ context.Context, t *stream.CounterTable) error {
 // flush reads.
 func runLoop(t *testing.T, p *pipe, src ingest.CounterSource, ticks, flush int) *ingest.CounterLoop {
 	t.Helper()
-	pub, err := stream.NewPublisher(p.nc, p.sc, stream.DefaultPublisher)
+	pub, err := transport.NewPublisher(p.nc, p.sc, transport.DefaultPublisher)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +178,7 @@ var counterNames = []string{"DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK", "DC
 // share of one core (the embedded server's work is counted too).
 func BenchmarkCounterLoop8GPUs(b *testing.B) {
 	p := startPipe(b)
-	pub, err := stream.NewPublisher(p.nc, p.sc, stream.DefaultPublisher)
+	pub, err := transport.NewPublisher(p.nc, p.sc, transport.DefaultPublisher)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 // What the stream lost, and keeping it from losing more: a stream that
@@ -18,7 +19,7 @@ import (
 // them (stream.max_age), or whose messages someone deletes, loses batches
 // that were published and acknowledged. The ingestor notices in two ways:
 //
-//   - An artifact declares how many batches it sent (stream.HeaderBatches,
+//   - An artifact declares how many batches it sent (transport.HeaderBatches,
 //     on its ranks row). When that row commits, every batch of the
 //     producer it vouches for that is neither in the ledger nor rejected
 //     is recorded in rejected_batches as missing (stream.MissingReason),
@@ -48,7 +49,7 @@ func (c *Consumer) checkDeclared(ctx context.Context, items []*item) error {
 		if it.poison != nil || it.skipped {
 			continue
 		}
-		producer, n, ok := stream.Declared(it.id, it.msg.Headers())
+		producer, n, ok := transport.Declared(it.id, it.msg.Headers())
 		if !ok || n < 2 {
 			continue
 		}
@@ -72,7 +73,7 @@ func (c *Consumer) checkDeclared(ctx context.Context, items []*item) error {
 		for _, k := range missing {
 			if err := c.St.Exec(ctx, `INSERT INTO rejected_batches (stream_seq, subject, msg_id, headers, bytes, reason, rejected_ns, run_token)
 				VALUES (?, ?, ?, ?, 0, ?, ?, ?)`, it.seq, it.msg.Subject(), fmt.Sprintf("%s-%d", producer, k), gap.JSON(), reason, now,
-				stream.SubjectRun(it.msg.Subject())); err != nil {
+				transport.SubjectRun(it.msg.Subject())); err != nil {
 				return fmt.Errorf("record missing batch: %w", err)
 			}
 		}
@@ -96,7 +97,7 @@ func (c *Consumer) batchesOf(ctx context.Context, producer string, n int) (map[i
 			if err := rows.Scan(&id); err != nil {
 				return err
 			}
-			if k := stream.BatchNumber(id, producer); k > 0 {
+			if k := transport.BatchNumber(id, producer); k > 0 {
 				have[k] = true
 			}
 		}
@@ -139,7 +140,7 @@ func artifactOf(it *item) string {
 		}
 	}
 	if len(names) == 0 {
-		producer, _, _ := stream.Declared(it.id, it.msg.Headers())
+		producer, _, _ := transport.Declared(it.id, it.msg.Headers())
 		return "producer " + producer
 	}
 	return strings.Join(names, ", ")
@@ -265,7 +266,7 @@ func (c *Consumer) trim(ctx context.Context) {
 		opts = append(opts, jetstream.WithPurgeSubject(f))
 	}
 	if err := c.Stream.Purge(ctx, opts...); err != nil {
-		if ctx.Err() == nil && !stream.TransientJS(err) {
+		if ctx.Err() == nil && !transport.TransientJS(err) {
 			c.trimOff = true
 			c.logf("cannot remove settled batches from the stream: %v (it keeps them until stream.max_age; with stream.discard: new it refuses publishes once stream.max_bytes is reached)", err)
 		}

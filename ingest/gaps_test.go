@@ -14,6 +14,7 @@ import (
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
 	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 // publishSmall publishes files as run in 64 KiB messages (many per
@@ -21,9 +22,9 @@ import (
 func (p *pipe) publishSmall(t *testing.T, run string, files []string) int64 {
 	t.Helper()
 	ctx := context.Background()
-	pcfg := stream.DefaultPublisher
+	pcfg := transport.DefaultPublisher
 	pcfg.MessageBytes = 64 << 10
-	pub, err := stream.NewPublisher(p.nc, p.sc, pcfg)
+	pub, err := transport.NewPublisher(p.nc, p.sc, pcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestConsumerRecordsMissingBatches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.Header.Get(stream.HeaderTable) == "ranks" {
+		if m.Header.Get(transport.HeaderTable) == "ranks" {
 			t.Fatalf("message %d is a ranks batch: the test wants a trace's first batches", seq)
 		}
 		lost = append(lost, m)
@@ -140,7 +141,7 @@ func TestConsumerRecordsMissingBatches(t *testing.T) {
 	for _, m := range lost {
 		late := nats.NewMsg(m.Subject)
 		late.Header = m.Header
-		late.Header.Set(stream.HeaderOrigMsgID, m.Header.Get(nats.MsgIdHdr))
+		late.Header.Set(transport.HeaderOrigMsgID, m.Header.Get(nats.MsgIdHdr))
 		late.Header.Set(nats.MsgIdHdr, "late:"+m.Header.Get(nats.MsgIdHdr))
 		late.Data = m.Data
 		if _, err := p.js.PublishMsg(ctx, late); err != nil {

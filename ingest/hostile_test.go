@@ -12,6 +12,7 @@ import (
 
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 // What a hostile but fair user sends a serving ingestor, through NATS:
@@ -40,17 +41,17 @@ func TestPipelineRefusesHostileBatches(t *testing.T) {
 		Rank: 0, WorldSize: 8, Backend: "nccl", GPUName: "NVIDIA H100 80GB HBM3", BaseTimeNS: 1_700_000_000_000_000_000,
 		StartNS: 1_700_000_000_100_000_000, EndNS: 1_700_000_001_000_000_000, Complete: true, Events: 1000}})
 	defer good.Release()
-	goodMsg, err := stream.Encode("ranks", good)
+	goodMsg, err := transport.Encode("ranks", good)
 	if err != nil {
 		t.Fatal(err)
 	}
 	badText := stream.RanksRecord([]stream.RankRow{{RunID: "hostile", Host: "node\xff-2", Source: "rank1.json", Rank: 1}})
 	defer badText.Release()
-	badTextMsg, _ := stream.Encode("ranks", badText)
+	badTextMsg, _ := transport.Encode("ranks", badText)
 	threads := func(tid int64) []byte {
 		rec := stream.ThreadsRecord("hostile", 0, []int64{tid}, map[int64]string{tid: "worker"})
 		defer rec.Release()
-		b, err := stream.Encode("threads", rec)
+		b, err := transport.Encode("threads", rec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +63,7 @@ func TestPipelineRefusesHostileBatches(t *testing.T) {
 		data          []byte
 		wantRejected  bool
 	}
-	ranksSubject := stream.Subject("default", "hostile", "node-1", "ranks")
+	ranksSubject := transport.Subject("default", "hostile", "node-1", "ranks")
 	var msgs []msg
 	// every 97th bit of the good message flipped: structure and values
 	for bit := 0; bit < len(goodMsg)*8; bit += 97 {
@@ -72,11 +73,11 @@ func TestPipelineRefusesHostileBatches(t *testing.T) {
 	}
 	msgs = append(msgs,
 		msg{"invalid UTF-8", ranksSubject, badTextMsg, true},
-		msg{"subject of another run", stream.Subject("default", "other-run", "node-1", "ranks"), goodMsg, true},
-		msg{"subject of another table", stream.Subject("default", "hostile", "node-1", "steps"), goodMsg, true},
-		msg{"threads ok", stream.Subject("default", "hostile", "node-1", "threads"), threads(7), false},
-		msg{"threads refused by the store", stream.Subject("default", "hostile", "node-1", "threads"), threads(666), true},
-		msg{"threads ok too", stream.Subject("default", "hostile", "node-1", "threads"), threads(8), false},
+		msg{"subject of another run", transport.Subject("default", "other-run", "node-1", "ranks"), goodMsg, true},
+		msg{"subject of another table", transport.Subject("default", "hostile", "node-1", "steps"), goodMsg, true},
+		msg{"threads ok", transport.Subject("default", "hostile", "node-1", "threads"), threads(7), false},
+		msg{"threads refused by the store", transport.Subject("default", "hostile", "node-1", "threads"), threads(666), true},
+		msg{"threads ok too", transport.Subject("default", "hostile", "node-1", "threads"), threads(8), false},
 	)
 	for i, m := range msgs {
 		nm := nats.NewMsg(m.subject)

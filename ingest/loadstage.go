@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 // A load into a staged store (analyze's, duck.Options.Staged) writes the
@@ -31,7 +31,7 @@ func stageLoaded(ctx context.Context, s *bufferedSink, tables []string) error {
 				continue
 			}
 			id := fmt.Sprintf("load-%d-%d", time.Now().UnixNano(), loadFileSeq.Add(1))
-			items = append(items, &item{id: id, table: t, run: stream.BatchRun(rec), rec: rec})
+			items = append(items, &item{id: id, table: t, run: transport.BatchRun(rec), rec: rec})
 		}
 	}
 	files := stageFiles(s.st, items)

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 // router is what a Consumer asks before it commits: who owns a run, and
@@ -52,7 +53,7 @@ type router interface {
 type Coordinator struct {
 	JS     jetstream.JetStream
 	Stream jetstream.Stream
-	SCfg   stream.StreamConfig
+	SCfg   transport.StreamConfig
 	Cfg    ConsumerConfig
 	// Member names this ingestor; it must be unique and stable.
 	Member string
@@ -89,15 +90,15 @@ func (co *Coordinator) Start(ctx context.Context) error {
 	if !co.SCfg.Partitioned() {
 		return fmt.Errorf("stream.partitions is %d: a coordinator needs 2 or more", co.SCfg.Partitions)
 	}
-	if co.Member == "" || stream.MemberToken(co.Member) != co.Member {
+	if co.Member == "" || transport.MemberToken(co.Member) != co.Member {
 		return fmt.Errorf("ingest.member %q: want letters, digits, - and _ only (a stable name per ingestor)", co.Member)
 	}
 	co.owned, co.owners = map[int]*leased{}, map[string]string{}
-	name := "trainscope_" + stream.MemberToken(co.SCfg.Cluster)
+	name := "trainscope_" + transport.MemberToken(co.SCfg.Cluster)
 	// a cluster that lost a node or is electing its leaders answers late:
-	// each set-up call is tried again for a while (stream.RetryJS)
+	// each set-up call is tried again for a while (transport.RetryJS)
 	retry := func(what string, fn func() error) error {
-		return stream.RetryJS(ctx, co.startupWait(), co.Logf, what, fn)
+		return transport.RetryJS(ctx, co.startupWait(), co.Logf, what, fn)
 	}
 	err := retry("lease bucket", func() (err error) {
 		co.parts, err = co.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name + "_leases",
@@ -118,7 +119,7 @@ func (co *Coordinator) Start(ctx context.Context) error {
 		return fmt.Errorf("run bucket: %w", err)
 	}
 	if err := retry("forward consumer", func() (err error) {
-		co.fwd, err = co.consumer(ctx, co.Cfg.Durable+"-to-"+stream.MemberToken(co.Member), co.SCfg.ForwardFilter(co.Member),
+		co.fwd, err = co.consumer(ctx, co.Cfg.Durable+"-to-"+transport.MemberToken(co.Member), co.SCfg.ForwardFilter(co.Member),
 			"trainscope ingestor "+co.Member+": batches forwarded to it")
 		return err
 	}); err != nil {
@@ -195,7 +196,7 @@ func (co *Coordinator) Close(ctx context.Context) {
 // Rebalance renews this member's presence and leases, hands back
 // partitions above its share and takes free ones up to it.
 func (co *Coordinator) Rebalance(ctx context.Context) error {
-	me := stream.MemberToken(co.Member)
+	me := transport.MemberToken(co.Member)
 	if _, err := co.parts.PutString(ctx, "member."+me, strconv.FormatInt(time.Now().UnixNano(), 10)); err != nil {
 		return fmt.Errorf("presence: %w", err)
 	}
@@ -225,7 +226,7 @@ func (co *Coordinator) Rebalance(ctx context.Context) error {
 	}
 	// start at a different place per member, so that two newcomers do
 	// not race for the same partitions
-	start := int(stream.PartitionOf(me, co.SCfg.Partitions))
+	start := int(transport.PartitionOf(me, co.SCfg.Partitions))
 	for i := 0; i < co.SCfg.Partitions && len(co.owned) < share; i++ {
 		p := (start + i) % co.SCfg.Partitions
 		if taken[p] || co.owned[p] != nil {
@@ -306,7 +307,7 @@ func (co *Coordinator) release(ctx context.Context) {
 		co.stopLocked(p)
 		_ = co.parts.Delete(ctx, partKey(p), jetstream.LastRevision(rev))
 	}
-	_ = co.parts.Delete(ctx, "member."+stream.MemberToken(co.Member))
+	_ = co.parts.Delete(ctx, "member."+transport.MemberToken(co.Member))
 }
 
 func (co *Coordinator) consumer(ctx context.Context, durable, filter, desc string) (jetstream.Consumer, error) {
@@ -339,7 +340,7 @@ func (co *Coordinator) run(ctx context.Context, cons jetstream.Consumer, stop, d
 	}()
 }
 
-func (co *Coordinator) me() string { return stream.MemberToken(co.Member) }
+func (co *Coordinator) me() string { return transport.MemberToken(co.Member) }
 
 // owner is the member that owns the run, claiming it for this one when
 // nobody has.
@@ -380,7 +381,7 @@ func (co *Coordinator) owner(ctx context.Context, runToken string) (string, erro
 // stream's dedup window makes a second forward of it (after a crash
 // before the ack) a no-op.
 func (co *Coordinator) forward(ctx context.Context, it *item, owner string) error {
-	subj, err := stream.ForwardSubject(it.msg.Subject(), owner)
+	subj, err := transport.ForwardSubject(it.msg.Subject(), owner)
 	if err != nil {
 		return err
 	}
@@ -388,7 +389,7 @@ func (co *Coordinator) forward(ctx context.Context, it *item, owner string) erro
 	for k, v := range it.msg.Headers() {
 		m.Header[k] = append([]string(nil), v...)
 	}
-	m.Header.Set(stream.HeaderOrigMsgID, it.id)
+	m.Header.Set(transport.HeaderOrigMsgID, it.id)
 	m.Header.Set(nats.MsgIdHdr, "fwd:"+it.id)
 	m.Data = it.msg.Data()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -400,7 +401,7 @@ func (co *Coordinator) forward(ctx context.Context, it *item, owner string) erro
 // Pending is Backlog.Pending over the two consumers that can hold a
 // run's batches: its partition's and this member's forward consumer.
 func (co *Coordinator) Pending(ctx context.Context, run string) (string, error) {
-	p := stream.PartitionOf(stream.RunToken(run), co.SCfg.Partitions)
+	p := transport.PartitionOf(stream.RunToken(run), co.SCfg.Partitions)
 	cons, err := co.Stream.Consumer(ctx, co.Cfg.Durable+"-p"+strconv.Itoa(p))
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return fmt.Sprintf("partition %d, where the run's batches arrive, has had no ingestor yet", p), nil
@@ -408,11 +409,11 @@ func (co *Coordinator) Pending(ctx context.Context, run string) (string, error) 
 	if err != nil {
 		return "", fmt.Errorf("consumer of partition %d: %w", p, err)
 	}
-	b := Backlog{Stream: co.Stream, Cons: cons, Cluster: co.SCfg.Cluster, Suffix: stream.PartitionSuffix(p)}
+	b := Backlog{Stream: co.Stream, Cons: cons, Cluster: co.SCfg.Cluster, Suffix: transport.PartitionSuffix(p)}
 	if why, err := b.Pending(ctx, run); why != "" || err != nil {
 		return why, err
 	}
-	b.Cons, b.Suffix = co.fwd, stream.ForwardSuffix(co.Member)
+	b.Cons, b.Suffix = co.fwd, transport.ForwardSuffix(co.Member)
 	return b.Pending(ctx, run)
 }
 
@@ -428,7 +429,7 @@ func (co *Coordinator) logf(format string, args ...any) {
 func (c *Consumer) route(ctx context.Context, items []*item) []*item {
 	var mine []*item
 	for _, it := range items {
-		run := stream.SubjectRun(it.msg.Subject())
+		run := transport.SubjectRun(it.msg.Subject())
 		if it.poison != nil || run == "" || run == "_" {
 			mine = append(mine, it)
 			continue

@@ -15,6 +15,7 @@ import (
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
 	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 // startPartitionedPipe is startPipe with the stream in parts partitions.
@@ -22,7 +23,7 @@ func startPartitionedPipe(t *testing.T, parts int) *pipe {
 	t.Helper()
 	p := startPipe(t)
 	p.sc.Partitions = parts
-	s, err := stream.EnsureStream(context.Background(), p.js, p.sc)
+	s, err := transport.EnsureStream(context.Background(), p.js, p.sc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,11 +46,11 @@ func (p *pipe) publishSteps(t *testing.T, run string, n int) {
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	data, err := stream.Encode("steps", rec)
+	data, err := transport.Encode("steps", rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := nats.NewMsg(stream.Subject(p.sc.Cluster, run, "h", "steps"))
+	m := nats.NewMsg(transport.Subject(p.sc.Cluster, run, "h", "steps"))
 	m.Data = data
 	m.Header.Set(nats.MsgIdHdr, fmt.Sprintf("%s/%d", run, n))
 	if _, err := p.js.PublishMsg(context.Background(), m); err != nil {
@@ -57,7 +58,7 @@ func (p *pipe) publishSteps(t *testing.T, run string, n int) {
 	}
 }
 
-// The stream's transform and stream.PartitionOf agree on every run's
+// The stream's transform and transport.PartitionOf agree on every run's
 // partition, and a partition's filter finds exactly its runs.
 func TestPartitionOfMatchesTheServer(t *testing.T) {
 	p := startPartitionedPipe(t, 8)
@@ -66,16 +67,16 @@ func TestPartitionOfMatchesTheServer(t *testing.T) {
 	for i := range 40 {
 		run := fmt.Sprintf("job-%d", i)
 		p.publishSteps(t, run, 0)
-		want := stream.PartitionOf(stream.RunToken(run), 8)
+		want := transport.PartitionOf(stream.RunToken(run), 8)
 		seen[want] = true
-		m, err := p.stream.GetLastMsgForSubject(ctx, p.sc.RunFilter(run, "", stream.PartitionSuffix(want)))
+		m, err := p.stream.GetLastMsgForSubject(ctx, p.sc.RunFilter(run, "", transport.PartitionSuffix(want)))
 		if err != nil {
 			t.Fatalf("%s: not found in partition %d: %v", run, want, err)
 		}
-		if stream.SubjectRun(m.Subject) != run || stream.SubjectTable(m.Subject) != "steps" {
+		if transport.SubjectRun(m.Subject) != run || transport.SubjectTable(m.Subject) != "steps" {
 			t.Errorf("%s: stored as %s", run, m.Subject)
 		}
-		if err := stream.CheckSubject(m.Subject, run, "steps"); err != nil {
+		if err := transport.CheckSubject(m.Subject, run, "steps"); err != nil {
 			t.Error(err)
 		}
 	}

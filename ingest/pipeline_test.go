@@ -20,28 +20,29 @@ import (
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
 	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 // pipe is an embedded JetStream server with the trainscope stream, and a
 // client connection to it.
 type pipe struct {
-	srv    *stream.Embedded
+	srv    *transport.Embedded
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	stream jetstream.Stream
-	sc     stream.StreamConfig
+	sc     transport.StreamConfig
 	// onCommit, when set, is the consumers' OnCommit, given their stats
 	onCommit func(*ingest.IngestStats, map[string]bool)
 }
 
 func startPipe(t testing.TB) *pipe {
 	t.Helper()
-	srv, err := stream.StartEmbedded(t.TempDir(), "127.0.0.1:0")
+	srv, err := transport.StartEmbedded(t.TempDir(), "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Stop)
-	nc, err := stream.Connect(stream.NATSConfig{URL: srv.URL()}, "test")
+	nc, err := transport.Connect(transport.NATSConfig{URL: srv.URL()}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,8 +51,8 @@ func startPipe(t testing.TB) *pipe {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := stream.DefaultStream
-	s, err := stream.EnsureStream(context.Background(), js, sc)
+	sc := transport.DefaultStream
+	s, err := transport.EnsureStream(context.Background(), js, sc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func startPipe(t testing.TB) *pipe {
 func (p *pipe) publishFiles(t *testing.T, run string, files []string) int64 {
 	t.Helper()
 	ctx := context.Background()
-	pub, err := stream.NewPublisher(p.nc, p.sc, stream.DefaultPublisher)
+	pub, err := transport.NewPublisher(p.nc, p.sc, transport.DefaultPublisher)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,12 +269,12 @@ func TestPipelineRejectsPoison(t *testing.T) {
 	ctx := context.Background()
 	steps := stepsRecord(t)
 	defer steps.Release()
-	good, err := stream.Encode("steps", steps)
+	good, err := transport.Encode("steps", steps)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wrongTable, _ := stream.Encode("slices_core", steps) // valid Arrow, wrong columns
-	unknown, _ := stream.Encode("no_such_table", steps)
+	wrongTable, _ := transport.Encode("slices_core", steps) // valid Arrow, wrong columns
+	unknown, _ := transport.Encode("no_such_table", steps)
 	cases := []struct {
 		name string
 		data []byte
@@ -286,7 +287,7 @@ func TestPipelineRejectsPoison(t *testing.T) {
 		{"good", good},
 	}
 	for i, c := range cases {
-		m := nats.NewMsg(stream.Subject("default", "r", "h", "steps"))
+		m := nats.NewMsg(transport.Subject("default", "r", "h", "steps"))
 		m.Data = c.data
 		m.Header.Set(nats.MsgIdHdr, fmt.Sprintf("case-%d", i))
 		m.Header.Set("Case", c.name)
@@ -340,12 +341,12 @@ func TestPipelineSurvivesNATSRestart(t *testing.T) {
 		t.Skip("restarts a server")
 	}
 	dir := t.TempDir()
-	srv, err := stream.StartEmbedded(dir, "127.0.0.1:0")
+	srv, err := transport.StartEmbedded(dir, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := srv.Addr().String()
-	nc, err := stream.Connect(stream.NATSConfig{URL: srv.URL()}, "test")
+	nc, err := transport.Connect(transport.NATSConfig{URL: srv.URL()}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +354,7 @@ func TestPipelineSurvivesNATSRestart(t *testing.T) {
 	js, _ := jetstream.New(nc)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s, err := stream.EnsureStream(ctx, js, stream.DefaultStream)
+	s, err := transport.EnsureStream(ctx, js, transport.DefaultStream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,9 +370,9 @@ func TestPipelineSurvivesNATSRestart(t *testing.T) {
 	go func() { consumed <- c.Run(ctx) }()
 
 	files := sampleFiles(t)[:2]
-	pcfg := stream.DefaultPublisher
+	pcfg := transport.DefaultPublisher
 	pcfg.MessageBytes = 64 << 10
-	pub, err := stream.NewPublisher(nc, stream.DefaultStream, pcfg)
+	pub, err := transport.NewPublisher(nc, transport.DefaultStream, pcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +393,7 @@ func TestPipelineSurvivesNATSRestart(t *testing.T) {
 	srv.Stop()
 	t.Logf("server stopped after %d batches committed", c.Stats.Messages.Load())
 	time.Sleep(500 * time.Millisecond)
-	srv, err = stream.StartEmbedded(dir, addr)
+	srv, err = transport.StartEmbedded(dir, addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,7 @@ import (
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
-
-	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 // PublishSink sends what Read produces to JetStream. Each artifact is a
@@ -18,7 +17,7 @@ import (
 // size and modification time: publishing the same file again sends the
 // same message ids, which JetStream and the ingestor drop.
 type PublishSink struct {
-	P     *stream.Publisher
+	P     *transport.Publisher
 	RunID string
 	Host  string
 	// Salt makes the ids of a filtered publish (some steps only) differ

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 // Whatever reader made a batch, a value outside what trainscope stores is
@@ -34,7 +35,7 @@ func TestSendChecksRangesAndRepairsText(t *testing.T) {
 	if len(warned) != 1 || !strings.HasPrefix(warned[0], "x.sqlite: 1 ranks.host value(s) were not valid UTF-8") {
 		t.Errorf("warnings %q", warned)
 	}
-	if err := stream.CheckBatch("ranks", c.Batches[0].Rec); err != nil {
+	if err := transport.CheckBatch("ranks", c.Batches[0].Rec); err != nil {
 		t.Errorf("the repaired batch: %v", err)
 	}
 }

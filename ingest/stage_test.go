@@ -12,7 +12,7 @@ import (
 
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
-	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 func openStaged(t *testing.T) *duck.Store {
@@ -36,7 +36,7 @@ func TestStagedFilesAreMerged(t *testing.T) {
 	const copies = 4
 	var sent int64
 	for i := range copies { // one consumer a copy: a commit, so a file, a copy
-		pub, err := stream.NewPublisher(p.nc, p.sc, stream.DefaultPublisher)
+		pub, err := transport.NewPublisher(p.nc, p.sc, transport.DefaultPublisher)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,7 @@ import (
 	"github.com/trainscope/trainscope/bench/corpus"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
-	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 // A run whose traces are read in two passes, their rows inserted chunk by
@@ -51,7 +51,7 @@ func TestLoadInTwoPasses(t *testing.T) {
 	// across the chunks: none may be taken for a duplicate) and ingested
 	*ingest.TwoPassBytes = 1
 	p := startPipe(t)
-	pub, err := stream.NewPublisher(p.nc, p.sc, stream.DefaultPublisher)
+	pub, err := transport.NewPublisher(p.nc, p.sc, transport.DefaultPublisher)
 	if err != nil {
 		t.Fatal(err)
 	}

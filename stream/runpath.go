@@ -102,3 +102,23 @@ func unhex(c byte) byte {
 	}
 	return c - 'A' + 10
 }
+
+// RunToken is the run's token in its NATS subjects
+// (trainscope.<cluster>.<run>.<host>.<table>): every character but
+// letters, digits, '-' and '_' becomes '_', and "" becomes "_". The
+// transport makes every subject token so. It is here, in the model, for
+// the readers of what the transport stored: the store finds folders named
+// by it before RunPathToken, the live detectors a run's rejected batches,
+// neither of which needs the transport for that.
+func RunToken(run string) string {
+	if run == "" {
+		return "_"
+	}
+	b := []byte(run)
+	for i, c := range b {
+		if !pathSafe(c) {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}

@@ -129,3 +129,10 @@ func fixText(v string) string {
 	}
 	return v[:cut] + fmt.Sprintf("…[%d more bytes cut]", len(v)-cut)
 }
+
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}

@@ -34,7 +34,7 @@ import (
 
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
-	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/stream/transport"
 )
 
 func main() {
@@ -99,22 +99,22 @@ func run(traces string, copies, msgBytes, fetchBytes int, dir string, rate float
 		rowsPerCopy += b.Rec.NumRows()
 	}
 
-	srv, err := stream.StartEmbedded(filepath.Join(dir, "js"), "127.0.0.1:0")
+	srv, err := transport.StartEmbedded(filepath.Join(dir, "js"), "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	defer srv.Stop()
-	nc, err := stream.Connect(stream.NATSConfig{URL: srv.URL()}, "bench")
+	nc, err := transport.Connect(transport.NATSConfig{URL: srv.URL()}, "bench")
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	sc := stream.DefaultStream
+	sc := transport.DefaultStream
 	if ingestors > 0 {
 		sc.Partitions = partitions
 	}
-	s, err := stream.EnsureStream(ctx, js, sc)
+	s, err := transport.EnsureStream(ctx, js, sc)
 	if err != nil {
 		return err
 	}
@@ -177,9 +177,9 @@ func run(traces string, copies, msgBytes, fetchBytes int, dir string, rate float
 		return
 	}
 
-	pcfg := stream.DefaultPublisher
+	pcfg := transport.DefaultPublisher
 	pcfg.MessageBytes = msgBytes
-	pub, err := stream.NewPublisher(nc, sc, pcfg)
+	pub, err := transport.NewPublisher(nc, sc, pcfg)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package stream
+package transport
 
 import (
 	"bytes"
@@ -148,3 +148,12 @@ var encodeBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // its rows use (rec itself, retained, when it has none). The caller
 // releases the result.
 func CompactDicts(rec arrow.RecordBatch) arrow.RecordBatch { return compactDicts(rec) }
+
+// newRecord is a record of cols, which it takes over (releases).
+func newRecord(schema *arrow.Schema, cols []arrow.Array, n int) arrow.RecordBatch {
+	rec := array.NewRecordBatch(schema, cols, int64(n))
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec
+}

@@ -1,7 +1,6 @@
-package stream
+package transport
 
 import (
-	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -22,35 +21,9 @@ import (
 // of messages the producer has sent, this one included. Their ids are
 // <producer>-1 .. <producer>-N, this one's <producer>-N. An ingestor that
 // holds fewer of them records each missing one in rejected_batches with a
-// reason starting MissingReason and the Gap in its headers column, so
-// that the run's report says what never arrived.
+// reason starting stream.MissingReason and the stream.Gap in its headers
+// column, so that the run's report says what never arrived.
 const HeaderBatches = "Trainscope-Batches"
-
-// MissingReason starts the reason of a rejected_batches row recorded for a
-// declared batch that never reached the ingestor.
-const MissingReason = "never arrived: "
-
-// Gap is what a missing batch's rejected_batches row holds in its headers
-// column (JSON): the artifact it belongs to, and how many batches that
-// artifact declared.
-type Gap struct {
-	Artifact string `json:"artifact"` // the ranks row's source, else "producer <id>"
-	Producer string `json:"producer"`
-	Declared int    `json:"declared"`
-}
-
-// JSON is the Gap as its row stores it.
-func (g Gap) JSON() string {
-	b, _ := json.Marshal(g)
-	return string(b)
-}
-
-// ParseGap reads a Gap back from a row's headers column.
-func ParseGap(s string) (Gap, error) {
-	var g Gap
-	err := json.Unmarshal([]byte(s), &g)
-	return g, err
-}
 
 // Declared reads a message's declaration: the producer of id
 // (<producer>-N) and N, when its HeaderBatches says N. ok is false when it

@@ -1,21 +1,22 @@
-package stream
+package transport
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/trainscope/trainscope/stream"
 )
 
 // memBatch is a one-row batch of a memory table, or of slices, holding v
 // in the column TestBatchRangesOfSizesAndDurations checks.
 func memBatch(t *testing.T, table string, v int64) arrow.RecordBatch {
 	t.Helper()
-	str := NewStrings()
+	str := stream.NewStrings()
 	id := str.ID("x")
 	switch table {
 	case "mem_segments":
-		s := MemSegmentTable{Str: str}
+		s := stream.MemSegmentTable{Str: str}
 		s.Device.Append(0)
 		s.Address.Append(4096)
 		s.Total.Append(2 << 20)
@@ -30,7 +31,7 @@ func memBatch(t *testing.T, table string, v int64) arrow.RecordBatch {
 		s.Frame.AppendNull()
 		return s.Record("r", "h", 0)
 	case "mem_blocks":
-		b := MemBlockTable{Str: str}
+		b := stream.MemBlockTable{Str: str}
 		b.Device.Append(0)
 		b.SegmentAddress.Append(4096)
 		b.Address.Append(4096)
@@ -40,7 +41,7 @@ func memBatch(t *testing.T, table string, v int64) arrow.RecordBatch {
 		b.Frame.AppendNull()
 		return b.Record("r", 0)
 	case "mem_events":
-		e := MemEventTable{Str: str}
+		e := stream.MemEventTable{Str: str}
 		e.Device.Append(0)
 		e.Seq.Append(0)
 		e.Action.Append(id)
@@ -52,7 +53,7 @@ func memBatch(t *testing.T, table string, v int64) arrow.RecordBatch {
 		e.Frame.AppendNull()
 		return e.Record("r", 0)
 	case "slices_core":
-		s := NewSliceTable(str, false)
+		s := stream.NewSliceTable(str, false)
 		s.Kind.Append(id)
 		s.Cat.Append(id)
 		s.Name.Append(id)
@@ -75,7 +76,7 @@ func memBatch(t *testing.T, table string, v int64) arrow.RecordBatch {
 }
 
 // The server refuses a batch with a memory size below zero or above
-// MaxMemBytes (a segment's allocated_size, a block's size, an event's
+// stream.MaxMemBytes (a segment's allocated_size, a block's size, an event's
 // device_free), and a slice with a negative duration, as it refuses a
 // negative step: the readers never make one, so a batch that holds one is
 // corrupt or forged, and would be stored as "-5 B allocated".
@@ -83,9 +84,9 @@ func TestBatchRangesOfSizesAndDurations(t *testing.T) {
 	for _, c := range []struct {
 		table, column string
 	}{{"mem_segments", "allocated_size"}, {"mem_blocks", "size"}, {"mem_events", "device_free"}, {"slices_core", "dur"}} {
-		for _, v := range []int64{-5, MaxMemBytes + 1} {
+		for _, v := range []int64{-5, stream.MaxMemBytes + 1} {
 			if c.column == "dur" && v > 0 {
-				v = MaxDurNS + 1
+				v = stream.MaxDurNS + 1
 			}
 			rec := memBatch(t, c.table, v)
 			err := CheckBatch(c.table, rec)

@@ -1,4 +1,4 @@
-package stream
+package transport
 
 import (
 	"bytes"
@@ -10,10 +10,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/trainscope/trainscope/stream"
 )
 
 // Wire format: one Arrow IPC stream per message (the schema, dictionary
-// batches, one record batch), with the table name and SchemaVersion in the
+// batches, one record batch), with the table name and stream.SchemaVersion in the
 // schema's metadata so that a receiver can refuse what it cannot read.
 
 const (
@@ -38,7 +39,7 @@ func Encode(table string, rec arrow.RecordBatch) ([]byte, error) {
 func encodeTo(buf *bytes.Buffer, table string, rec arrow.RecordBatch) error {
 	md := rec.Schema().Metadata()
 	keys := append(md.Keys(), metaTable, metaVersion)
-	vals := append(md.Values(), table, strconv.Itoa(SchemaVersion))
+	vals := append(md.Values(), table, strconv.Itoa(stream.SchemaVersion))
 	schema := arrow.NewSchema(rec.Schema().Fields(), func() *arrow.Metadata { m := arrow.NewMetadata(keys, vals); return &m }())
 	labelled := array.NewRecordBatch(schema, rec.Columns(), rec.NumRows())
 	defer labelled.Release()
@@ -91,12 +92,12 @@ func decode(b []byte) (table string, rec arrow.RecordBatch, err error) {
 	defer r.Release()
 	md := r.Schema().Metadata()
 	v := md.FindKey(metaVersion)
-	if v < 0 || md.Values()[v] != strconv.Itoa(SchemaVersion) {
+	if v < 0 || md.Values()[v] != strconv.Itoa(stream.SchemaVersion) {
 		got := "none"
 		if v >= 0 {
 			got = md.Values()[v]
 		}
-		return "", nil, fmt.Errorf("schema version %s, this build reads %d", got, SchemaVersion)
+		return "", nil, fmt.Errorf("schema version %s, this build reads %d", got, stream.SchemaVersion)
 	}
 	if t := md.FindKey(metaTable); t >= 0 {
 		table = md.Values()[t]

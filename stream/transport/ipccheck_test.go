@@ -1,4 +1,4 @@
-package stream
+package transport
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/trainscope/trainscope/stream"
 )
 
 // wireSamples are real messages of the tables whose layouts differ: plain
@@ -17,11 +18,11 @@ import (
 func wireSamples(t testing.TB) map[string][]byte {
 	t.Helper()
 	recs := map[string]arrow.RecordBatch{
-		"ranks": RanksRecord([]RankRow{{RunID: "run-1", Host: "node-1", Source: "/data/rank0.pt.trace.json.gz", RankSource: "distributedInfo",
+		"ranks": stream.RanksRecord([]stream.RankRow{{RunID: "run-1", Host: "node-1", Source: "/data/rank0.pt.trace.json.gz", RankSource: "distributedInfo",
 			Rank: 3, WorldSize: 8, Backend: "nccl", GPUName: "NVIDIA H100 80GB HBM3", GPUMemBytes: 85 << 30, NumSMs: 132,
 			BaseTimeNS: 1_700_000_000_000_000_000, StartNS: 1_700_000_000_100_000_000, EndNS: 1_700_000_001_000_000_000, Complete: true, Events: 123456, JSONBytes: 9 << 20}}),
 		"slices_detail": bigSliceTable(12).Record("run-1", "node-1", 3),
-		"process_groups": ProcessGroupsRecord("run-1", 3, []ProcessGroupRow{
+		"process_groups": stream.ProcessGroupsRecord("run-1", 3, []stream.ProcessGroupRow{
 			{Name: "0", Desc: "default_pg", Size: 8, Ranks: []int32{0, 1, 2, 3, 4, 5, 6, 7}},
 			{Name: "1", Desc: "tp", Size: 2, Ranks: []int32{2, 3}}}),
 	}
@@ -135,32 +136,32 @@ func TestCheckMessageRefuses(t *testing.T) {
 
 // CheckBatch refuses what decodes but the readers never produce.
 func TestCheckBatchRefuses(t *testing.T) {
-	bad := func(rows []RankRow) error {
-		rec := RanksRecord(rows)
+	bad := func(rows []stream.RankRow) error {
+		rec := stream.RanksRecord(rows)
 		defer rec.Release()
 		return CheckBatch("ranks", rec)
 	}
-	ok := RankRow{RunID: "r", Host: "h", Source: "s", Rank: 1, BaseTimeNS: 1, StartNS: 2, EndNS: 3}
-	if err := bad([]RankRow{ok}); err != nil {
+	ok := stream.RankRow{RunID: "r", Host: "h", Source: "s", Rank: 1, BaseTimeNS: 1, StartNS: 2, EndNS: 3}
+	if err := bad([]stream.RankRow{ok}); err != nil {
 		t.Fatalf("a good batch: %v", err)
 	}
-	for name, mod := range map[string]func(r *RankRow){
-		"negative rank":   func(r *RankRow) { r.Rank = -4 },
-		"time overflow":   func(r *RankRow) { r.EndNS = MaxTimeNS + 1 },
-		"invalid UTF-8":   func(r *RankRow) { r.Host = "node\xff1" },
-		"empty run":       func(r *RankRow) { r.RunID = "" },
-		"world too large": func(r *RankRow) { r.WorldSize = MaxRank + 1 },
-		"run id too long": func(r *RankRow) { r.RunID = strings.Repeat("r", MaxRunIDBytes+1) },
+	for name, mod := range map[string]func(r *stream.RankRow){
+		"negative rank":   func(r *stream.RankRow) { r.Rank = -4 },
+		"time overflow":   func(r *stream.RankRow) { r.EndNS = stream.MaxTimeNS + 1 },
+		"invalid UTF-8":   func(r *stream.RankRow) { r.Host = "node\xff1" },
+		"empty run":       func(r *stream.RankRow) { r.RunID = "" },
+		"world too large": func(r *stream.RankRow) { r.WorldSize = stream.MaxRank + 1 },
+		"run id too long": func(r *stream.RankRow) { r.RunID = strings.Repeat("r", stream.MaxRunIDBytes+1) },
 	} {
 		r := ok
 		mod(&r)
-		if err := bad([]RankRow{r}); err == nil {
+		if err := bad([]stream.RankRow{r}); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
 	two := ok
 	two.RunID = "other"
-	if err := bad([]RankRow{ok, two}); err == nil || !strings.Contains(err.Error(), "one run") {
+	if err := bad([]stream.RankRow{ok, two}); err == nil || !strings.Contains(err.Error(), "one run") {
 		t.Errorf("two runs in a batch: %v", err)
 	}
 	rec := bigSliceTable(3).Record("r", "h", 0)

@@ -1,4 +1,4 @@
-package stream
+package transport
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
+	"github.com/trainscope/trainscope/stream"
 )
 
 // NATSConfig says where JetStream is. An empty URL means the embedded
@@ -221,18 +222,10 @@ func SubjectTable(subject string) string {
 	return parts[4]
 }
 
-func token(s string) string {
-	if s == "" {
-		return "_"
-	}
-	b := []byte(s)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			b[i] = '_'
-		}
-	}
-	return string(b)
-}
+// token is a name as one subject token: RunToken's escaping, which the
+// store and the detectors use without the transport (a run's token must be
+// the same on both sides), applied to clusters, hosts, tables and members.
+func token(s string) string { return stream.RunToken(s) }
 
 // Embedded is a NATS server with JetStream inside this process.
 type Embedded struct {
@@ -496,6 +489,3 @@ func CheckSubject(subject, run, table string) error {
 func RunSubjects(cluster, run string) string {
 	return "trainscope." + token(cluster) + "." + token(run) + ".>"
 }
-
-// RunToken is the run's token in its subjects.
-func RunToken(run string) string { return token(run) }

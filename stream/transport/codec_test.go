@@ -1,4 +1,4 @@
-package stream
+package transport
 
 import (
 	"bytes"
@@ -10,11 +10,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/trainscope/trainscope/stream"
 )
 
-func bigSliceTable(n int) *SliceTable {
-	str := NewStrings()
-	tb := NewSliceTable(str, true)
+func bigSliceTable(n int) *stream.SliceTable {
+	str := stream.NewStrings()
+	tb := stream.NewSliceTable(str, true)
 	for i := range n {
 		tb.Kind.Append(str.ID("kernel"))
 		tb.Cat.Append(str.ID("kernel"))
@@ -150,7 +151,7 @@ func TestCompactDict(t *testing.T) {
 		}
 		idx := ib.NewArray()
 		ib.Release()
-		full := array.NewDictionaryArray(DictString, idx, dict)
+		full := array.NewDictionaryArray(stream.DictString, idx, dict)
 		idx.Release()
 		dict.Release()
 		// a slice, as Messages cuts them: offsets and validity not at 0
