@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -104,4 +106,84 @@ func allowedImport(p string, allowed []string) bool {
 		}
 	}
 	return false
+}
+
+// natsFree are the packages that must not link NATS at all, through any
+// chain of imports (non-test): the event model, the GPU facts, the
+// store, the detectors and the readers. A run's subject token and a lost
+// batch's record are in stream for them (stream.RunToken, stream.Gap);
+// the server, the client and the publisher are in stream/transport, which
+// only the ingest pipeline (ingest) and the commands import.
+var natsFree = []string{"stream", "gpu", "sql/...", "detectors/...", "ingest/*"}
+
+// TestModelLinksNoNATS fails when a natsFree package links a
+// github.com/nats-io package, naming the chain of imports that brings it
+// in. Unlike TestImportRules it follows imports outside the module too.
+func TestModelLinksNoNATS(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command:", err)
+	}
+	out, err := exec.Command(gobin, "list", "-deps", "-tags", "duckdb_arrow",
+		"-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}",
+		"./stream", "./gpu", "./sql/...", "./detectors/...", "./ingest/...").Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("go list: %v", err)
+	}
+	imports := map[string][]string{}
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		if len(f) > 0 {
+			imports[f[0]] = f[1:]
+		}
+	}
+	checked := map[string]bool{}
+	for p := range imports {
+		ours, ok := strings.CutPrefix(p, module)
+		if !ok || !allowedImport(ours, natsFree) {
+			continue
+		}
+		checked[ours] = true
+		if chain := natsChain(p, imports); chain != nil {
+			t.Errorf("%s links NATS: %s; what it needs of the transport belongs in stream, or it must not need it", ours, strings.Join(chain, " -> "))
+		}
+	}
+	for _, pattern := range natsFree {
+		found := false
+		for p := range checked {
+			found = found || matches(p, pattern)
+		}
+		if !found {
+			t.Errorf("go list found no package for %s: the folders moved, update natsFree", pattern)
+		}
+	}
+}
+
+// natsChain is a shortest chain of imports from p to a github.com/nats-io
+// package, or nil.
+func natsChain(p string, imports map[string][]string) []string {
+	prev := map[string]string{p: ""}
+	queue := []string{p}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		if strings.HasPrefix(cur, "github.com/nats-io/") {
+			var chain []string
+			for c := cur; c != ""; c = prev[c] {
+				chain = append([]string{strings.TrimPrefix(c, module)}, chain...)
+			}
+			return chain
+		}
+		for _, im := range imports[cur] {
+			if _, seen := prev[im]; !seen {
+				prev[im] = cur
+				queue = append(queue, im)
+			}
+		}
+	}
+	return nil
 }
