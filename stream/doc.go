@@ -1,11 +1,14 @@
 // Package stream is trainscope's event model: the Arrow schema of every table
 // (slices, steps, counters, mem_*), the column builders that readers fill,
-// and the wire codec (one Arrow IPC stream per message, labelled with its
-// table and schema version; Messages bounds message size), and the JetStream
-// side: subjects, the stream, the embedded server, connections and the
-// publisher (async, bounded in flight, Nats-Msg-Id = producer + sequence).
+// the ranges of values a batch may hold (CheckRanges, CheckRunID), the
+// names a run goes by (RunToken in subjects, RunPathToken in files) and the
+// record of a batch that never arrived (Gap, MissingReason).
 //
-// stream is the leaf of the import graph: it imports nothing of ours.
+// stream is the leaf of the import graph: it imports nothing of ours, and
+// links no NATS. Its transport (the wire codec, the message checks,
+// subjects, the JetStream stream, the embedded server, connections and the
+// publisher) is stream/transport, which the store, the detectors and the
+// readers do not import.
 //
 // Ownership: a reader fills a table builder (SliceTable, StepTable, ...) and
 // turns it into an arrow.RecordBatch with Record. The record wraps the
