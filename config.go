@@ -19,15 +19,15 @@ import (
 type Config struct {
 	// Threads is the core count every pool, worker count and DuckDB's
 	// threads are sized from (cores); 0 means GOMAXPROCS.
-	Threads   int                    `mapstructure:"threads"`
-	Detectors detectors.Config       `mapstructure:"detectors"`
-	DuckDB    DuckDBConfig           `mapstructure:"duckdb"`
+	Threads   int                       `mapstructure:"threads"`
+	Detectors detectors.Config          `mapstructure:"detectors"`
+	DuckDB    DuckDBConfig              `mapstructure:"duckdb"`
 	NATS      transport.NATSConfig      `mapstructure:"nats"`
 	Stream    transport.StreamConfig    `mapstructure:"stream"`
 	Publish   transport.PublisherConfig `mapstructure:"publish"`
-	Ingest    ingest.ConsumerConfig  `mapstructure:"ingest"`
-	Serve     ServeConfig            `mapstructure:"serve"`
-	Agent     AgentConfig            `mapstructure:"agent"`
+	Ingest    ingest.ConsumerConfig     `mapstructure:"ingest"`
+	Serve     ServeConfig               `mapstructure:"serve"`
+	Agent     AgentConfig               `mapstructure:"agent"`
 }
 
 // ServeConfig is the always-on server's: where it keeps its data and
