@@ -15,7 +15,8 @@ import (
 // row gets unless it gives its own), columns (the order of the values of
 // rows given as lists) and rows. Rows that give no run_id get run; rows of
 // a table whose host may not be null and that give none get their rank's
-// host from the ranks rows (ranks tracks them).
+// host from the ranks rows (ranks tracks them); a slice's cat defaults to
+// its kind.
 func (s *Suite) tables2(l *loader, n *yaml.Node, run string, ranks map[string]string) []Rows {
 	m, ok := l.mapping(n, "tables")
 	if !ok {
@@ -144,6 +145,9 @@ func (s *Suite) row(l *loader, t *table, n *yaml.Node, defaults, columns []*yaml
 				vals["host"] = h
 			}
 		}
+	}
+	if _, ok := t.byName["cat"]; ok && vals["cat"] == nil && strings.HasPrefix(t.name, slicesTable) {
+		vals["cat"] = vals["kind"] // the trace's category: mostly the kind
 	}
 	for _, c := range t.cols {
 		if c.notNull && vals[c.name] == nil && good {
