@@ -65,7 +65,7 @@ SELECT run_id, rank,
                   fmt_ns(stall_ns), coalesce(last_step::VARCHAR, 'none'), coalesce(peers_step::VARCHAR, 'none'))
        ELSE
            printf('rank %d stopped making progress: its last step is %s while its peers reached step %s; its last activity ended %s before theirs',
-                  rank, coalesce(last_step::VARCHAR, 'none'), peers_step, fmt_ns(stall_ns))
+                  rank, coalesce(last_step::VARCHAR, 'none'), peers_step::VARCHAR, fmt_ns(stall_ns))
        END AS message,
        'a hung job wastes every GPU of the run until the NCCL timeout; failing fast frees them' AS impact,
        'the run advances steps on every rank, or fails with the hung rank''s stack instead of a timeout' AS validation,
