@@ -2,6 +2,7 @@ package ruletest
 
 import (
 	"context"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -197,5 +198,36 @@ cases: [{expect: {}}]
 		if vals[k] != want {
 			t.Errorf("%s = %#v, want %#v", k, vals[k], want)
 		}
+	}
+}
+
+// The example in detectors/README.md loads and passes.
+func TestReadmeExample(t *testing.T) {
+	s := testSuite(t)
+	text, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(text), "## Rule tests")
+	_, block, ok2 := strings.Cut(sec, "```yaml\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("README.md has no yaml example under ## Rule tests")
+	}
+	f, err := s.Parse("README.md example", []byte(block))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Run(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Failed() {
+			t.Error(r.Report())
+		}
+	}
+	if len(res) != 2 {
+		t.Errorf("%d cases, want 2", len(res))
 	}
 }
