@@ -1,10 +1,15 @@
 // Package ingest turns artifacts into trainscope's tables. Readers live in
-// subpackages (kineto today; nsys, memsnap, dcgm and script later) and
-// produce column tables from the stream package; this package finds the
-// artifacts in the paths a user gives, runs the readers in parallel and
-// hands their record batches to a Sink: a DuckDB store (analyze) or the
-// JetStream publisher (publish, agent). Consumer is the other end of the
-// stream: it moves published batches into the store.
+// subpackages (kineto for PyTorch profiler traces, nsys for Nsight Systems
+// exports, memsnap for CUDA memory snapshots, ncu for Nsight Compute
+// exports, dcgm for saved Prometheus scrapes, script for launch scripts)
+// and produce column tables from the stream package. Each format is one
+// Reader here (formats.go): Sniff picks a file's Reader from its first
+// bytes and name, the registry asking the ones that know a file by name or
+// magic first and Kineto last. This package finds the artifacts in the
+// paths a user gives, reads them in parallel and hands their record
+// batches to a Sink: a DuckDB store (analyze) or the JetStream publisher
+// (publish, agent). Consumer is the other end of the stream: it moves
+// published batches into the store.
 //
 // Contract: a file is loaded whole or not at all. A reader error names the
 // file and the byte offset and what was expected there; Load stops at the

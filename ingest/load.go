@@ -19,9 +19,7 @@ import (
 
 	"github.com/trainscope/trainscope/ingest/kineto"
 	"github.com/trainscope/trainscope/ingest/memsnap"
-	"github.com/trainscope/trainscope/ingest/ncu"
 	"github.com/trainscope/trainscope/ingest/nsys"
-	"github.com/trainscope/trainscope/ingest/script"
 	"github.com/trainscope/trainscope/sql/duck"
 	"github.com/trainscope/trainscope/stream"
 )
@@ -154,17 +152,10 @@ func cutRunID(name string) string {
 }
 
 type readResult struct {
-	idx    int
-	trace  *kineto.Trace
-	more   []*kineto.Trace   // further traces of the same file (an nsys export holds one per GPU)
-	snap   *memsnap.Snapshot // a memory snapshot found among the traces
-	scrape *scrapeFile       // saved Prometheus scrapes (dcgm-exporter)
-	ncu    *ncu.Export       // an Nsight Compute CSV export
-	// script is a launch script given with the traces: its flags join the
-	// run for the config audit
-	script *script.Script
-	err    error
-	took   time.Duration
+	idx  int
+	got  *Loaded
+	err  error
+	took time.Duration
 }
 
 // twoPassBytes is the JSON size from which a trace is read in two passes
@@ -185,7 +176,7 @@ var checkFile = checkRegular
 // reader's 256K; a variable for tests).
 var twoPassChunkRows int
 
-// Load reads files with the Kineto reader and inserts them into st, then
+// Load reads files with Read and inserts them into st, then
 // records the run. A run of the same id already in st is replaced.
 func Load(ctx context.Context, st *duck.Store, files []string, opt Options) (*Stats, error) {
 	if opt.RunID == "" {
@@ -215,9 +206,11 @@ func Load(ctx context.Context, st *duck.Store, files []string, opt Options) (*St
 	return stats, err
 }
 
-// Read reads files with the Kineto and memory-snapshot readers and hands
-// their batches to sink, trace by trace: the path both analyze (a store)
-// and publish (JetStream) take.
+// Read reads each file with the Reader that Sniff picks for it (formats.go)
+// and hands their batches to sink, trace by trace: the path both analyze
+// (a store) and publish (JetStream) take. Traces get their ranks here;
+// memory snapshots go in after them; side files (launch scripts, scrapes,
+// ncu exports) join the run whole.
 func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, error) {
 	start := time.Now()
 	if opt.RunID == "" {
@@ -237,39 +230,13 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 			defer wg.Done()
 			for i := range jobs {
 				t0 := time.Now()
-				var tr *kineto.Trace
-				var more []*kineto.Trace
-				var snap *memsnap.Snapshot
-				var sc *script.Script
-				var scr *scrapeFile
-				var nc *ncu.Export
+				var got *Loaded
 				err := checkFile(files[i]) // a pipe is never opened: it would block
-				switch {
-				case err != nil:
-				case IsScript(files[i]):
-					sc, err = ReadScript(files[i])
-				case IsNCU(files[i]):
-					nc, err = readNCU(files[i])
-				case IsScrape(files[i]):
-					scr, err = readScrapes(files[i])
-				case nsys.IsSQLite(files[i]):
-					var trs []*kineto.Trace
-					if trs, err = nsys.ReadFile(files[i], nsys.Options{}); err == nil {
-						tr, more = trs[0], trs[1:]
-					}
-				default:
-					tr, err = kineto.ReadFile(files[i], kineto.Options{RunID: opt.RunID, Host: opt.Host, Rank: -1,
-						NoPrefetch: len(files) >= 2*workers, TwoPassBytes: twoPassBytes, ChunkRows: twoPassChunkRows})
-					if kineto.IsMemorySnapshot(err) {
-						if opt.TracesOnly {
-							err = &InputError{fmt.Errorf("%s is a CUDA memory snapshot, not a trace: give it as --memory %s", files[i], files[i])}
-						} else {
-							snap, err = memsnap.ReadFile(files[i])
-						}
-					}
+				if err == nil {
+					got, err = Sniff(files[i]).Read(ctx, files[i], ReadOptions{Options: opt, NoPrefetch: len(files) >= 2*workers})
 				}
 				select {
-				case results <- readResult{idx: i, trace: tr, more: more, snap: snap, script: sc, scrape: scr, ncu: nc, err: err, took: time.Since(t0)}:
+				case results <- readResult{idx: i, got: got, err: err, took: time.Since(t0)}:
 				case <-ctx.Done():
 					return
 				}
@@ -324,21 +291,9 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 		done++
 		// side files: launch scripts, scrapes and ncu exports join the run
 		// whole, with no rank of their own
-		var side *FileStat
-		var bs []Batch
-		var notes []string
-		switch {
-		case res.script != nil:
-			side = &FileStat{Path: res.script.Path, Format: "launch_script", Events: len(res.script.Flags)}
-			bs = ScriptBatches(res.script, opt.RunID)
-		case res.scrape != nil:
-			side = &FileStat{Path: res.scrape.path, Format: "dcgm_scrape", Events: res.scrape.samples()}
-			bs, notes = res.scrape.batches(opt.RunID, opt.Host)
-		case res.ncu != nil:
-			side = &FileStat{Path: res.ncu.Path, Format: kineto.Format("ncu_" + res.ncu.Layout), Events: len(res.ncu.Metrics)}
-			bs, notes = ncuBatches(res.ncu, opt.RunID, opt.Host), res.ncu.Notes
-		}
-		if side != nil {
+		if sf := res.got.Side; sf != nil {
+			side := &FileStat{Path: sf.Path, Format: sf.Format, Events: sf.Events}
+			bs, notes := sf.Batches(opt.RunID, opt.Host)
 			side.Rank, side.Read = -1, res.took
 			stats.Files[res.idx] = *side
 			stats.ReadCPU += res.took
@@ -355,23 +310,23 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 			progress(opt.Progress, done, len(files), &stats.Files[res.idx])
 			continue
 		}
-		if res.snap != nil {
-			rank := snapshotRank(res.snap.Path, opt.Rank)
+		if snap := res.got.Snapshot; snap != nil {
+			rank := snapshotRank(snap.Path, opt.Rank)
 			fs := &stats.Files[res.idx]
-			*fs = FileStat{Path: res.snap.Path, Format: "memory_snapshot", Rank: rank,
-				Events: res.snap.Segments.Len() + res.snap.Events.Len(), JSONBytes: res.snap.JSONBytes, Read: res.took}
+			*fs = FileStat{Path: snap.Path, Format: "memory_snapshot", Rank: rank,
+				Events: snap.Segments.Len() + snap.Events.Len(), JSONBytes: snap.JSONBytes, Read: res.took}
 			stats.ReadCPU += res.took
-			stats.JSONBytes += res.snap.JSONBytes
+			stats.JSONBytes += snap.JSONBytes
 			if len(keep) > 0 && !keep[int(rank)] {
 				fs.Skipped = fmt.Sprintf("rank %d is not in --ranks", rank)
 			} else {
-				snapRanks[rank] = res.snap
+				snapRanks[rank] = snap
 			}
 			progress(opt.Progress, done, len(files), fs)
 			continue
 		}
 		stats.ReadCPU += res.took
-		for k, tr := range append([]*kineto.Trace{res.trace}, res.more...) {
+		for k, tr := range res.got.Traces {
 			for _, note := range tr.Notes {
 				opt.warn(tr.Path + ": " + note)
 			}

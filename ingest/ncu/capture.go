@@ -57,6 +57,31 @@ func IsExport(path string) bool {
 	return false
 }
 
+// SniffHead is IsExport from the file's first bytes (head): a .csv whose
+// header row is among the complete lines head holds. When head is not the
+// whole file (full) and ends before sniffLines lines without the header,
+// the file is read further, as IsExport does.
+func SniffHead(path string, head []byte, full bool) bool {
+	if !strings.EqualFold(filepath.Ext(path), ".csv") {
+		return false
+	}
+	rest := head
+	for range sniffLines {
+		line, after, ok := bytes.Cut(rest, []byte("\n"))
+		if !ok && full {
+			return IsExport(path) // the line goes on past head
+		}
+		if isHeader(string(line)) {
+			return true
+		}
+		if !ok {
+			return false
+		}
+		rest = after
+	}
+	return false
+}
+
 // skipped counts the lines a capture filter left out.
 type skipped struct {
 	log, blank, before int

@@ -51,6 +51,12 @@ func IsSQLite(path string) bool {
 	return string(head[:]) == magic
 }
 
+// SniffHead says whether a file's first bytes are the SQLite 3 magic
+// header (IsSQLite from bytes already read).
+func SniffHead(head []byte) bool {
+	return len(head) >= len(magic) && string(head[:len(magic)]) == magic
+}
+
 // checkHeader refuses what SQLite would only notice deep into a query: a
 // file that is not SQLite at all, or one shorter than the page count its
 // header records (a truncated copy).
