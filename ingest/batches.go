@@ -9,8 +9,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/trainscope/trainscope/ingest/kineto"
 	"github.com/trainscope/trainscope/ingest/memsnap"
+	"github.com/trainscope/trainscope/ingest/trace"
 	"github.com/trainscope/trainscope/stream"
 )
 
@@ -40,7 +40,7 @@ func Release(bs []Batch) {
 // ranks row last, so that a ranks row in the store means the trace's other
 // batches were sent before it. The caller releases them. It takes the
 // trace's slice columns: afterwards tr.Slices has only its length.
-func TraceBatches(tr *kineto.Trace, runID, host string) []Batch {
+func TraceBatches(tr *trace.Trace, runID, host string) []Batch {
 	var out []Batch
 	// what the ranks row needs from the slices, before they are handed over
 	gpuName := tr.GPUName()

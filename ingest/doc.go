@@ -5,7 +5,10 @@
 // and produce column tables from the stream package. Each format is one
 // Reader here (formats.go): Sniff picks a file's Reader from its first
 // bytes and name, the registry asking the ones that know a file by name or
-// magic first and Kineto last. This package finds the artifacts in the
+// magic first and Kineto last. Timelines, whichever reader made them, are
+// one neutral model (ingest/trace), whose steps, launches, self times and
+// step-time account trace.Derive resolves the same way for every reader.
+// This package finds the artifacts in the
 // paths a user gives, reads them in parallel and hands their record
 // batches to a Sink: a DuckDB store (analyze) or the JetStream publisher
 // (publish, agent). Consumer is the other end of the stream: it moves

@@ -11,6 +11,7 @@ import (
 	"github.com/trainscope/trainscope/ingest/memsnap"
 	"github.com/trainscope/trainscope/ingest/ncu"
 	"github.com/trainscope/trainscope/ingest/nsys"
+	"github.com/trainscope/trainscope/ingest/trace"
 )
 
 // A Reader reads one format of file. Read sniffs each file's first bytes
@@ -40,7 +41,7 @@ type ReadOptions struct {
 type Loaded struct {
 	// Traces are timelines, each given a rank: a Kineto trace, or one per
 	// GPU of an nsys export.
-	Traces []*kineto.Trace
+	Traces []*trace.Trace
 	// Snapshot is a CUDA memory snapshot; snapshots go in after the
 	// traces, under the rank their file name gives.
 	Snapshot *memsnap.Snapshot
@@ -52,7 +53,7 @@ type Loaded struct {
 // SideFile is a file without a rank of its own.
 type SideFile struct {
 	Path   string
-	Format kineto.Format
+	Format trace.Format
 	Events int // flags, samples or metrics: what progress counts
 	// Batches makes its tables for the run, and notes for Warn.
 	Batches func(runID, host string) ([]Batch, []string)
@@ -131,7 +132,7 @@ func (ncuReader) Read(_ context.Context, path string, _ ReadOptions) (*Loaded, e
 	if err != nil {
 		return nil, err
 	}
-	return &Loaded{Side: &SideFile{Path: e.Path, Format: kineto.Format("ncu_" + e.Layout), Events: len(e.Metrics),
+	return &Loaded{Side: &SideFile{Path: e.Path, Format: trace.Format("ncu_" + e.Layout), Events: len(e.Metrics),
 		Batches: func(runID, host string) ([]Batch, []string) { return ncuBatches(e, runID, host), e.Notes }}}, nil
 }
 
@@ -193,5 +194,5 @@ func (kinetoReader) Read(_ context.Context, path string, opt ReadOptions) (*Load
 	if err != nil {
 		return nil, err
 	}
-	return &Loaded{Traces: []*kineto.Trace{tr}}, nil
+	return &Loaded{Traces: []*trace.Trace{tr}}, nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/trainscope/trainscope/ingest/kineto"
 	"github.com/trainscope/trainscope/ingest/memsnap"
 	"github.com/trainscope/trainscope/ingest/nsys"
+	"github.com/trainscope/trainscope/ingest/trace"
 	"github.com/trainscope/trainscope/sql/duck"
 	"github.com/trainscope/trainscope/stream"
 )
@@ -90,7 +91,7 @@ type Stats struct {
 // FileStat describes one loaded file.
 type FileStat struct {
 	Path      string
-	Format    kineto.Format
+	Format    trace.Format
 	Rank      int32
 	Events    int
 	Slices    int
@@ -262,7 +263,7 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 	}
 	taken := map[int32]string{}
 	snapRanks := map[int32]*memsnap.Snapshot{}
-	var unranked []*kineto.Trace
+	var unranked []*trace.Trace
 	done, sideFiles := 0, 0 // launch scripts and scrapes: a run of only these still loads
 	for {
 		var res readResult
@@ -469,7 +470,7 @@ func progress(w io.Writer, done, total int, f *FileStat) {
 // snapshotRank is the rank a snapshot file belongs to: from its name
 // (rank-3, worker_3...), else the --rank flag, else 0.
 func snapshotRank(path string, flag int) int32 {
-	if r, ok := kineto.RankFromName(path); ok {
+	if r, ok := trace.RankFromName(path); ok {
 		return int32(r)
 	}
 	if flag >= 0 {

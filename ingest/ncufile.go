@@ -7,8 +7,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/trainscope/trainscope/ingest/kineto"
 	"github.com/trainscope/trainscope/ingest/ncu"
+	"github.com/trainscope/trainscope/ingest/trace"
 	"github.com/trainscope/trainscope/stream"
 )
 
@@ -33,7 +33,7 @@ func ncuBatches(e *ncu.Export, runID, host string) []Batch {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, stream.KernelMetricsSchema)
 	defer b.Release()
 	rank, hasRank := int32(-1), false
-	if r, ok := kineto.RankFromName(e.Path); ok {
+	if r, ok := trace.RankFromName(e.Path); ok {
 		rank, hasRank = int32(r), true
 	}
 	source := filepath.Base(e.Path)

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/trainscope/trainscope/ingest/kineto"
+	"github.com/trainscope/trainscope/ingest/trace"
 	"github.com/trainscope/trainscope/stream"
 )
 
 // insertTrace hands one trace's batches to sink after checking that its
 // rank is free.
-func insertTrace(ctx context.Context, sink Sink, opt Options, tr *kineto.Trace, taken map[int32]string, stats *Stats) error {
+func insertTrace(ctx context.Context, sink Sink, opt Options, tr *trace.Trace, taken map[int32]string, stats *Stats) error {
 	if prev, ok := taken[tr.Rank]; ok {
 		return &InputError{fmt.Errorf("%s: rank %d (from %s) is already taken by %s; analyze one run at a time, or keep ranks apart with --ranks", tr.Path, tr.Rank, tr.RankSource, prev)}
 	}
@@ -19,7 +19,7 @@ func insertTrace(ctx context.Context, sink Sink, opt Options, tr *kineto.Trace, 
 	t0 := time.Now()
 	defer func() { stats.Insert += time.Since(t0) }()
 	if opt.GPU != "" && tr.GPUName() == "" {
-		tr.Devices = append(tr.Devices, kineto.DeviceProps{Name: opt.GPU})
+		tr.Devices = append(tr.Devices, trace.DeviceProps{Name: opt.GPU})
 	}
 	if err := sendTrace(ctx, sink, opt, tr); err != nil {
 		return err
@@ -31,7 +31,7 @@ func insertTrace(ctx context.Context, sink Sink, opt Options, tr *kineto.Trace, 
 // sendTrace sends a trace's batches: those of a trace read in two passes
 // (kineto.ReadFileTwoPass) read again chunk by chunk, each sent as it
 // comes, then the rest.
-func sendTrace(ctx context.Context, sink Sink, opt Options, tr *kineto.Trace) error {
+func sendTrace(ctx context.Context, sink Sink, opt Options, tr *trace.Trace) error {
 	host := hostOf(opt, tr.Host)
 	if !tr.TwoPass() {
 		return Send(ctx, sink, tr.Path, TraceBatches(tr, opt.RunID, host), opt.warn)

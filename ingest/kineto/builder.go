@@ -9,6 +9,7 @@ import (
 
 	"github.com/trainscope/trainscope/gpu"
 	"github.com/trainscope/trainscope/ingest/jsonscan"
+	"github.com/trainscope/trainscope/ingest/trace"
 	"github.com/trainscope/trainscope/stream"
 )
 
@@ -25,7 +26,7 @@ type builder struct {
 	colls     map[string]int32 // raw collective name -> normalised id
 	strTIDs   map[string]int64
 
-	cpuSteps, gpuSteps map[int32]*span
+	cpuSteps, gpuSteps map[int32]*trace.Span
 	flows              []flow
 	open               map[[2]int64][]pending // B events waiting for their E
 
@@ -96,8 +97,6 @@ func (b *builder) projectRows(n int) int {
 // C++ templates, run to a few KiB); a longer one is cut, with a warning.
 const MaxNameBytes = 64 << 10
 
-type span struct{ start, end int64 }
-
 type flow struct {
 	id, pid, tid, ts int64
 	ph               byte
@@ -133,8 +132,8 @@ func (b *builder) init(t *Trace) {
 	b.shapes = map[string]int32{}
 	b.opMemo = map[string]costMemo{}
 	b.strTIDs = map[string]int64{}
-	b.cpuSteps = map[int32]*span{}
-	b.gpuSteps = map[int32]*span{}
+	b.cpuSteps = map[int32]*trace.Span{}
+	b.gpuSteps = map[int32]*trace.Span{}
 	b.counts = map[int32]int{}
 	for _, k := range []string{stream.KindKernel, stream.KindComm, stream.KindMemcpy, stream.KindMemset,
 		stream.KindRuntime, stream.KindDriver, stream.KindCPUOp, stream.KindPython, stream.KindAnnotation,
@@ -474,10 +473,10 @@ func (b *builder) sliceIDs(e *event, catID, nameID int32, ts, dur int64) {
 			steps = b.gpuSteps
 		}
 		if sp, ok := steps[ni.stepNo]; ok {
-			sp.start = min(sp.start, ts)
-			sp.end = max(sp.end, ts+dur)
+			sp.Start = min(sp.Start, ts)
+			sp.End = max(sp.End, ts+dur)
 		} else {
-			steps[ni.stepNo] = &span{ts, ts + dur}
+			steps[ni.stepNo] = &trace.Span{Start: ts, End: ts + dur}
 		}
 	}
 	if b.again != nil && s.Len() == b.again.chunkRows {

@@ -24,7 +24,9 @@
 // resolution below needs, the second hands the rows over in chunks of
 // 256K, each complete; both give the same rows (twopass.go).
 //
-// Steps: host events take the ProfilerStep range containing their start; GPU
-// work takes the step of the runtime call that launched it (as HTA does),
-// and records that call's start in launch_ts.
+// It fills the neutral trace model (ingest/trace; Trace is an alias of
+// trace.Trace). Steps: host events take the ProfilerStep range containing
+// their start; GPU work takes the step of the runtime call that launched it
+// (as HTA does), and records that call's start in launch_ts: trace.Derive,
+// the pass the nsys reader runs too.
 package kineto

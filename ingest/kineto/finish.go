@@ -2,9 +2,8 @@ package kineto
 
 import (
 	"fmt"
-	"slices"
 
-	"github.com/trainscope/trainscope/ingest/timeline"
+	"github.com/trainscope/trainscope/ingest/trace"
 	"github.com/trainscope/trainscope/stream"
 )
 
@@ -37,10 +36,10 @@ func (b *builder) finish(opt Options) error {
 		for i := range t.Counters.TS.V {
 			t.Counters.TS.V[i] += base
 		}
-		for _, m := range []map[int32]*span{b.cpuSteps, b.gpuSteps} {
+		for _, m := range []map[int32]*trace.Span{b.cpuSteps, b.gpuSteps} {
 			for _, sp := range m {
-				sp.start += base
-				sp.end += base
+				sp.Start += base
+				sp.End += base
 			}
 		}
 		for i := range b.flows {
@@ -55,49 +54,18 @@ func (b *builder) finish(opt Options) error {
 	if len(steps) == 0 {
 		steps = b.gpuSteps
 	}
-	nums := make([]int32, 0, len(steps))
-	for k := range steps {
-		nums = append(nums, k)
-	}
-	slices.SortFunc(nums, func(x, y int32) int {
-		if c := steps[x].start - steps[y].start; c != 0 {
-			if c < 0 {
-				return -1
-			}
-			return 1
-		}
-		return int(x - y)
-	})
-	for _, k := range nums {
-		t.Steps.Step.Append(k)
-		t.Steps.Start.Append(steps[k].start)
-		t.Steps.End.Append(steps[k].end)
-	}
-
 	b.bindFlows()
 	b.flows = nil // no use past here: let them go before the columns below are made
 	b.assignOpCosts()
-	b.assignSteps(n)
-	b.assignSelfTimes(n)
-	t.Account = timeline.Account(s, &t.Steps)
-	b.nameCollectives()
-
-	t.StartNS, t.EndNS = 0, 0
-	other := b.kinds[stream.KindOther]
-	first := true
-	for i := range n {
-		if s.Kind.V[i] == other {
-			continue
-		}
-		st, en := s.TS.V[i], s.TS.V[i]+s.Dur.V[i]
-		if first || st < t.StartNS {
-			t.StartNS = st
-		}
-		if first || en > t.EndNS {
-			t.EndNS = en
-		}
-		first = false
+	// steps, launches, self times, the account and the span, as for
+	// every reader
+	launchTS := trace.Derive(t, steps, trace.DeriveOptions{})
+	if b.slim {
+		b.launchTS = launchTS // only GPU rows have one: kept so for the second pass
+	} else {
+		s.LaunchTS = launchTS.Dense(n)
 	}
+	b.nameCollectives()
 
 	t.Counts["events"] = b.nEvents
 	for _, ph := range []byte("XBEiICMstf") {
@@ -108,8 +76,6 @@ func (b *builder) finish(opt Options) error {
 	for id, c := range b.counts {
 		t.Counts["kind:"+b.str.Get(id)] = c
 	}
-	t.Counts["steps"] = t.Steps.Len()
-	t.countersLeft = b.countersLeft
 	if b.slim && n > 0 {
 		b.keepForSecondPass(t.Path, opt)
 	}
@@ -171,61 +137,4 @@ func (b *builder) bindFlows() {
 			b.flowsBound = true
 		}
 	}
-}
-
-// assignSteps gives every slice its step: GPU work takes the step of the
-// runtime call that launched it (as HTA does), host work the ProfilerStep
-// range that contains its start.
-func (b *builder) assignSteps(n int) {
-	s := b.s
-	t := b.t
-	s.Step = stream.Nulls[int32](n)
-	// launch times as (row, value) pairs: only GPU rows have one (a
-	// fifth of syn8's), and a slim first pass keeps them so for the second
-	var launchTS stream.Sparse[int64]
-	stepAt := t.Steps.At
-	runtime, driver := b.kinds[stream.KindRuntime], b.kinds[stream.KindDriver]
-	gpuKinds := map[int32]bool{b.kinds[stream.KindKernel]: true, b.kinds[stream.KindComm]: true,
-		b.kinds[stream.KindMemcpy]: true, b.kinds[stream.KindMemset]: true}
-	launches := make(map[int64]int32, b.counts[runtime]+b.counts[driver])
-	for i := range n {
-		k := s.Kind.V[i]
-		if gpuKinds[k] || k == b.kinds[stream.KindGPUAnnotation] || k == b.kinds[stream.KindSync] {
-			continue
-		}
-		if step, ok := stepAt(s.TS.V[i]); ok {
-			s.Step.Set(i, step)
-		}
-		if (k == runtime || k == driver) && s.Correlation.Valid(i) {
-			launches[s.Correlation.V[i]] = int32(i)
-		}
-	}
-	for i := range n {
-		if !gpuKinds[s.Kind.V[i]] || !s.Correlation.Valid(i) {
-			continue
-		}
-		j, ok := launches[s.Correlation.V[i]]
-		if !ok {
-			continue
-		}
-		launchTS.Set(i, s.TS.V[j])
-		if s.Step.Valid(int(j)) {
-			s.Step.Set(i, s.Step.V[j])
-		}
-	}
-	if b.slim {
-		b.launchTS = launchTS
-	} else {
-		s.LaunchTS = launchTS.Dense(n)
-	}
-}
-
-// assignSelfTimes gives every host slice its self time (see
-// stream.SliceTable.AssignSelfTimes).
-func (b *builder) assignSelfTimes(n int) {
-	host := map[int32]bool{}
-	for _, k := range []string{stream.KindCPUOp, stream.KindPython, stream.KindAnnotation, stream.KindRuntime, stream.KindDriver} {
-		host[b.kinds[k]] = true
-	}
-	b.s.AssignSelfTimes(func(i int) bool { return host[b.s.Kind.V[i]] })
 }

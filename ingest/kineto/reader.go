@@ -2,6 +2,7 @@ package kineto
 
 import (
 	"github.com/trainscope/trainscope/ingest/jsonscan"
+	"github.com/trainscope/trainscope/ingest/trace"
 	"strings"
 
 	"encoding/json"
@@ -9,9 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"regexp"
-	"strconv"
 
 	"github.com/trainscope/trainscope/stream"
 )
@@ -37,8 +35,8 @@ func ReadFile(path string, opt Options) (*Trace, error) {
 	if opt.TwoPassBytes > 0 && jsonscan.JSONSizeAtLeast(n, st.Size()) >= opt.TwoPassBytes {
 		opt.slim = true
 	}
-	t, err := Read(f, path, opt)
-	if err != nil || !t.countersLeft || t.TwoPass() {
+	t, countersLeft, err := read(f, path, opt)
+	if err != nil || !countersLeft || t.TwoPass() {
 		return t, err
 	}
 	// a slim pass that met no slices (a memory timeline): its counters,
@@ -53,9 +51,16 @@ func ReadFile(path string, opt Options) (*Trace, error) {
 // Read reads a trace from r; name is used in errors and for the rank
 // fallback from the file name.
 func Read(r io.Reader, name string, opt Options) (*Trace, error) {
+	t, _, err := read(r, name, opt)
+	return t, err
+}
+
+// read is Read, also saying whether a slim pass met counters and left
+// them for a second pass.
+func read(r io.Reader, name string, opt Options) (t *Trace, countersLeft bool, err error) {
 	in, src, done, err := openJSON(r, name, opt)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer done()
 	gz := in.Gzip != nil
@@ -66,13 +71,13 @@ func Read(r io.Reader, name string, opt Options) (*Trace, error) {
 			fe.Msg = "truncated or corrupt gzip stream"
 		}
 		if gz && p.readErr != nil {
-			return nil, &FormatError{Path: name, Offset: in.Compressed.N, Compressed: true,
+			return nil, false, &FormatError{Path: name, Offset: in.Compressed.N, Compressed: true,
 				Msg:       fmt.Sprintf("corrupt or truncated gzip stream after %d bytes of JSON: %v", p.s.Consumed(), p.readErr),
 				Truncated: errors.Is(p.readErr, io.ErrUnexpectedEOF)}
 		}
-		return nil, err
+		return nil, false, err
 	}
-	return p.trace, nil
+	return p.trace, p.b.countersLeft, nil
 }
 
 // openJSON opens a trace's JSON, gzip or not; a gzip stream is inflated
@@ -377,16 +382,16 @@ func (p *parser) topValue(c cursor, key string) {
 			Msg: snapshotMsg + "; analyze it with `trainscope profile --memory " + p.name + "`"})
 	case "distributedInfo":
 		raw := c.Raw()
-		var d DistributedInfo
+		var d distributedInfo
 		if err := json.Unmarshal(raw, &d); err != nil {
 			panic(&FormatError{Path: p.name, Offset: p.s.At(start), Msg: "distributedInfo: " + err.Error()})
 		}
-		t.Dist = d
+		t.Dist = d.model()
 	case "deviceProperties":
 		raw := c.Raw()
-		var d []DeviceProps
+		var d []deviceProps
 		if err := json.Unmarshal(raw, &d); err == nil {
-			t.Devices = d
+			t.Devices = devicesModel(d)
 		}
 	case "baseTimeNanoseconds":
 		t.BaseTimeNS = c.Int()
@@ -422,18 +427,9 @@ func (p *parser) topValue(c cursor, key string) {
 	}
 }
 
-var rankInName = regexp.MustCompile(`(?i)(?:^|[^a-z])(?:rank|worker)[-_]?(\d+)`)
-
 // RankFromName returns the rank a file name claims ("rank-3", "rank3",
-// "worker_3", "..._rank12_dp0...").
-func RankFromName(path string) (int, bool) {
-	m := rankInName.FindStringSubmatch(filepath.Base(path))
-	if m == nil {
-		return 0, false
-	}
-	n, err := strconv.Atoi(m[1])
-	return n, err == nil
-}
+// "worker_3", "..._rank12_dp0..."): trace.RankFromName.
+func RankFromName(path string) (int, bool) { return trace.RankFromName(path) }
 
 const snapshotMsg = "this is a CUDA memory snapshot (torch.cuda.memory._snapshot), not a profiler trace"
 

@@ -2,12 +2,11 @@ package kineto
 
 import (
 	"github.com/trainscope/trainscope/ingest/jsonscan"
-
-	"github.com/trainscope/trainscope/stream"
+	"github.com/trainscope/trainscope/ingest/trace"
 )
 
-// Format names what a file turned out to hold.
-type Format string
+// Format names what a file turned out to hold (trace.Format).
+type Format = trace.Format
 
 const (
 	FormatChrome         Format = "kineto"          // Chrome-trace JSON from torch.profiler
@@ -38,64 +37,23 @@ type Options struct {
 	slim bool // the first pass of ReadFileTwoPass
 }
 
-// Trace is one file read into column tables.
-type Trace struct {
-	Path   string
-	Format Format
+// Trace is one file read into the neutral trace model (ingest/trace),
+// which the nsys reader fills too.
+type Trace = trace.Trace
 
-	Rank       int32
-	RankSource string // distributedInfo, file name, flag, default
-	Dist       DistributedInfo
-	Devices    []DeviceProps
-	TraceName  string
-
-	BaseTimeNS      int64
-	HasBaseTime     bool
-	DisplayTimeUnit string
-	// Host is the machine the trace says it ran on (a top-level host_name
-	// or hostname key), or "": a file name is not taken for one.
-	Host     string
-	Complete bool // saw the final "Record Window End" instant
-
-	Str      *stream.Strings
-	Slices   *stream.SliceTable
-	Steps    stream.StepTable
-	Counters stream.CounterTable
-	// Account is the step-time account of the trace (ingest/timeline).
-	Account []stream.AccountRow
-
-	// Counts of events by phase and by slice kind: keys "X", "i", "C", "M",
-	// "s", "f", and "kind:<kind>".
-	Counts map[string]int
-
-	ThreadNames  map[int64]string // tid -> name from "M" thread_name events
-	ProcessNames map[int64]string // pid -> name from "M" process_name events
-
-	StartNS, EndNS int64 // span of duration events (ns since epoch)
-	JSONBytes      int64 // uncompressed bytes parsed
-	ETNodes        int   // nodes of an execution trace
-	HasEvents      bool  // the document had a traceEvents array (or was one)
-
-	// Notes are problems in the file the reader repaired rather than
-	// refused (names that were not UTF-8), each saying where.
-	Notes []string
-
-	again        *secondPass // a two-pass read's slices, to come (EachChunk)
-	countersLeft bool        // its first pass left counters for the second
-}
-
-// DistributedInfo is the trace's top-level distributedInfo object.
-type DistributedInfo struct {
+// distributedInfo is the trace's top-level distributedInfo object as
+// written (trace.DistributedInfo once read).
+type distributedInfo struct {
 	Backend     string         `json:"backend"`
 	Rank        *int           `json:"rank"`
 	WorldSize   int            `json:"world_size"`
 	PGCount     int            `json:"pg_count"`
-	PGConfig    []ProcessGroup `json:"pg_config"`
+	PGConfig    []processGroup `json:"pg_config"`
 	NCCLVersion string         `json:"nccl_version"`
 }
 
-// ProcessGroup is one pg_config entry.
-type ProcessGroup struct {
+// processGroup is one pg_config entry.
+type processGroup struct {
 	Name          flexString `json:"pg_name"`
 	Desc          string     `json:"pg_desc"`
 	BackendConfig string     `json:"backend_config"`
@@ -103,8 +61,8 @@ type ProcessGroup struct {
 	Ranks         []int      `json:"ranks"`
 }
 
-// DeviceProps is one deviceProperties entry.
-type DeviceProps struct {
+// deviceProps is one deviceProperties entry.
+type deviceProps struct {
 	ID             int    `json:"id"`
 	Name           string `json:"name"`
 	TotalGlobalMem int64  `json:"totalGlobalMem"`
@@ -125,36 +83,26 @@ func (f *flexString) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Device is the CUDA device of the trace's first GPU activity, false when
-// it has none: the GPU a rank ran on, which counters of that GPU name.
-func (t *Trace) Device() (int32, bool) {
-	if t.again != nil {
-		return t.again.device, t.again.hasDevice
+// model is what distributedInfo says, in the trace model.
+func (d distributedInfo) model() trace.DistributedInfo {
+	out := trace.DistributedInfo{Backend: d.Backend, Rank: d.Rank, WorldSize: d.WorldSize, PGCount: d.PGCount,
+		NCCLVersion: d.NCCLVersion}
+	for _, pg := range d.PGConfig {
+		out.PGConfig = append(out.PGConfig, trace.ProcessGroup{Name: string(pg.Name), Desc: pg.Desc,
+			BackendConfig: pg.BackendConfig, Size: pg.Size, Ranks: pg.Ranks})
 	}
-	if t.Slices != nil {
-		for i, v := range t.Slices.Device.V {
-			if t.Slices.Device.Valid(i) {
-				return v, true
-			}
-		}
-	}
-	return 0, false
+	return out
 }
 
-// GPUName is the name of the device the rank's kernels ran on, or of the
-// first visible device when that is unknown.
-func (t *Trace) GPUName() string {
-	dev := -1
-	if d, ok := t.Device(); ok {
-		dev = int(d)
+// devicesModel is deviceProperties in the trace model.
+func devicesModel(ds []deviceProps) []trace.DeviceProps {
+	if ds == nil {
+		return nil
 	}
-	for _, d := range t.Devices {
-		if d.ID == dev {
-			return d.Name
-		}
+	out := make([]trace.DeviceProps, len(ds))
+	for i, d := range ds {
+		out[i] = trace.DeviceProps{ID: d.ID, Name: d.Name, TotalGlobalMem: d.TotalGlobalMem,
+			ComputeMajor: d.ComputeMajor, ComputeMinor: d.ComputeMinor, NumSMs: d.NumSMs}
 	}
-	if len(t.Devices) > 0 {
-		return t.Devices[0].Name
-	}
-	return ""
+	return out
 }

@@ -53,11 +53,6 @@ type secondPass struct {
 	emit      func(*stream.SliceTable, *stream.CounterTable) error
 }
 
-// TwoPass says whether t was read in two passes: its slices are not in
-// t.Slices (which has only their number and call stacks) but come from
-// EachChunk.
-func (t *Trace) TwoPass() bool { return t.again != nil }
-
 // ReadFileTwoPass reads a trace file in two passes (see secondPass), so
 // that its rows are never all in memory: the Trace it returns has
 // everything but the slices, which EachChunk reads. A file that turns out
@@ -90,7 +85,7 @@ func (b *builder) keepForSecondPass(path string, opt Options) {
 	b.launchTS = stream.Sparse[int64]{}
 	b.s, b.t = nil, nil
 	sp.b = *b
-	t.again = sp
+	t.Rest = sp
 }
 
 // rescan reads the file at path again with a parser that prep readies
@@ -173,17 +168,17 @@ func (sp *secondPass) modelled(row int) bool {
 	return sp.nextModel < len(sp.modelledRows) && int(sp.modelledRows[sp.nextModel]) == row
 }
 
+// Device is the device of the first GPU activity the first pass met
+// (trace.Rest).
+func (sp *secondPass) Device() (int32, bool) { return sp.device, sp.hasDevice }
+
 // EachChunk reads a two-pass trace's file again and hands its slices to
 // fn in chunks of up to 256K rows, in file order, each complete (as
 // TakeRecords would cut them from a table read whole), with the counters
 // read since the chunk before (nil if none). fn owns them. The counters
-// that follow the last slice are left in t.Counters. A trace read whole
-// is one chunk, and its counters stay in t.Counters.
-func (t *Trace) EachChunk(fn func(*stream.SliceTable, *stream.CounterTable) error) error {
-	sp := t.again
-	if sp == nil {
-		return fn(t.Slices, nil)
-	}
+// that follow the last slice are left in t.Counters (trace.Rest; a trace
+// read whole is one chunk, and its counters stay in t.Counters).
+func (sp *secondPass) EachChunk(t *Trace, fn func(*stream.SliceTable, *stream.CounterTable) error) error {
 	sp.chunkRows = chunkRows
 	if sp.opt.ChunkRows > 0 {
 		sp.chunkRows = sp.opt.ChunkRows

@@ -1,7 +1,8 @@
 // Package nsys reads Nsight Systems SQLite exports (nsys export --type
-// sqlite report.nsys-rep) into the same kineto.Trace column tables the
-// Kineto reader fills, so that ingest.TraceBatches and every detector work
-// on nsys data unchanged. It uses the pure-Go modernc.org/sqlite driver
+// sqlite report.nsys-rep) into the neutral trace model (ingest/trace) the
+// Kineto reader fills too, so that ingest.TraceBatches and every detector
+// work on nsys data unchanged. Steps, launches, self times and the
+// step-time account are derived by trace.Derive, as for Kineto traces. It uses the pure-Go modernc.org/sqlite driver
 // (read-only, immutable: the export may sit on a read-only mount).
 //
 // # Traces and ranks
@@ -12,7 +13,7 @@
 // Options.RankOf when it names one; for an export with a single GPU, the
 // RANK (OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID) nsys recorded in the
 // environment of the command it launched (META_DATA_CAPTURE), else a rank
-// in the file name (rank3.sqlite, as kineto.RankFromName reads it), else 0
+// in the file name (rank3.sqlite, as trace.RankFromName reads it), else 0
 // with RankSource "default" so that the loader may renumber it; for
 // several GPUs, Options.FirstRank plus the GPU's position in (globalPid,
 // deviceId) order. The ranks of an NCCL communicator (its NVTX payloads)

@@ -3,7 +3,7 @@ package nsys
 import (
 	"strconv"
 
-	"github.com/trainscope/trainscope/ingest/kineto"
+	"github.com/trainscope/trainscope/ingest/trace"
 )
 
 // readProcesses names each unit's process (PROCESSES).
@@ -127,7 +127,7 @@ func (r *reader) readDevices() error {
 		case hasCD && cd[0].Valid:
 			u.gpuID, u.hasGPUID = cd[0].Int64, true
 		}
-		dp := kineto.DeviceProps{ID: int(u.Device)}
+		dp := trace.DeviceProps{ID: int(u.Device)}
 		if g != nil {
 			dp.Name, dp.TotalGlobalMem, dp.NumSMs = g.name, g.mem.Int64, int(g.sms.Int64)
 			dp.ComputeMajor, dp.ComputeMinor = int(g.major.Int64), int(g.minor.Int64)
@@ -136,7 +136,7 @@ func (r *reader) readDevices() error {
 			dp.NumSMs = int(cd[1].Int64)
 		}
 		if dp.Name != "" || dp.NumSMs != 0 {
-			u.b.t.Devices = []kineto.DeviceProps{dp}
+			u.b.t.Devices = []trace.DeviceProps{dp}
 		}
 	}
 	return nil

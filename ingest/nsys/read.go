@@ -8,13 +8,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/trainscope/trainscope/ingest/kineto"
+	"github.com/trainscope/trainscope/ingest/trace"
 )
 
 // Format is the Format of every trace read from an nsys export.
-const Format kineto.Format = "nsys"
+const Format trace.Format = "nsys"
 
-// Rank sources this reader sets (kineto.Trace.RankSource).
+// Rank sources this reader sets (trace.Trace.RankSource).
 const (
 	RankFromOption = "option"              // Options.RankOf or Options.FirstRank
 	RankFromEnv    = "capture environment" // RANK (or an MPI/Slurm equivalent) of the profiled command
@@ -74,7 +74,7 @@ type reader struct {
 
 // ReadFile reads an Nsight Systems SQLite export into one trace per GPU
 // (process and CUDA device), ordered by rank.
-func ReadFile(path string, opt Options) ([]*kineto.Trace, error) {
+func ReadFile(path string, opt Options) ([]*trace.Trace, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -113,7 +113,7 @@ func ReadFile(path string, opt Options) ([]*kineto.Trace, error) {
 	if err := r.assignRanks(order, opt); err != nil {
 		return nil, err
 	}
-	out := make([]*kineto.Trace, len(order))
+	out := make([]*trace.Trace, len(order))
 	for i, u := range order {
 		u.b.finish()
 		t := u.b.t
@@ -132,7 +132,7 @@ func ReadFile(path string, opt Options) ([]*kineto.Trace, error) {
 		}
 		out[i] = t
 	}
-	slices.SortStableFunc(out, func(a, b *kineto.Trace) int { return int(a.Rank - b.Rank) })
+	slices.SortStableFunc(out, func(a, b *trace.Trace) int { return int(a.Rank - b.Rank) })
 	return out, nil
 }
 
@@ -250,7 +250,7 @@ func (r *reader) assignRanks(order []*unit, opt Options) error {
 	if err != nil {
 		return err
 	}
-	nameRank, nameOK := kineto.RankFromName(r.d.path)
+	nameRank, nameOK := trace.RankFromName(r.d.path)
 	seen := map[int32]GPU{}
 	for _, u := range order {
 		t := u.b.t

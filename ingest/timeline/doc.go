@@ -1,6 +1,6 @@
 // Package timeline builds what every detector would otherwise derive again
 // from a rank's slices: the step-time account (stream.AccountRow), computed
-// once per trace by the reader that read it, kineto or nsys alike.
+// once per trace by trace.Derive, for kineto and nsys traces alike.
 //
 // The account splits each step's window on the GPU timeline into compute,
 // exposed communication, exposed copies and GPU idle, and attributes each
