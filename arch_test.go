@@ -32,8 +32,14 @@ var importRules = []struct {
 	{"sql/*", []string{"sql/*", "stream"}},
 	{"ingest/*", []string{"ingest/*", "stream", "gpu"}}, // readers: no store, no detectors
 	{"ingest", []string{"ingest/*", "stream", "stream/transport", "gpu", "sql/*"}},
+	// test support: builds traces and loads them with the readers; only
+	// tests import it (testOnly below)
+	{"detectors/internal/testkit", []string{"detectors/...", "ingest", "ingest/*", "sql/*", "gpu", "stream"}},
 	{"detectors/...", []string{"detectors/...", "sql/*", "gpu", "stream"}},
 }
+
+// testOnly are our packages that only test files may import.
+var testOnly = []string{"detectors/internal/testkit"}
 
 // matches says whether package path p (relative to the module) fits
 // pattern: "x" is x alone, "x/*" its subpackages, "x/..." x and them.
@@ -62,6 +68,16 @@ func TestImportRules(t *testing.T) {
 			return nil
 		}
 		dir := filepath.ToSlash(filepath.Dir(path))
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, im := range f.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			if ours, ok := strings.CutPrefix(p, module); ok && allowedImport(ours, testOnly) {
+				t.Errorf("%s imports %s, which only tests may import", path, ours)
+			}
+		}
 		rule := -1
 		for i, r := range importRules {
 			if matches(dir, r.pkg) {
@@ -73,10 +89,6 @@ func TestImportRules(t *testing.T) {
 			return nil // the commands and tools import what they wire
 		}
 		seen[importRules[rule].pkg] = true
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
-		if err != nil {
-			return err
-		}
 		for _, im := range f.Imports {
 			p, _ := strconv.Unquote(im.Path.Value)
 			ours, ok := strings.CutPrefix(p, module)

@@ -21,18 +21,18 @@ func TestCommGroupsExposedAtTheEdges(t *testing.T) {
 		b := newTrace(rank, 2)
 		for s := range 3 {
 			o := int64(s) * 1000
-			b.step(s+1, o, 1000)
+			b.Step(s+1, o, 1000)
 			// the all-reduce [200, 400) of each step, on both ranks at once
-			b.launch("cudaLaunchKernel", o+10, 5, "kernel", allReduce, 20, o+200, 200, ncclArgs)
-			b.launch("cudaLaunchKernel", o+20, 5, "kernel", "gemm_before", 7, o+50, 90, nil)        // [50, 140): before it
-			b.launch("cudaLaunchKernel", o+30, 5, "kernel", "gemm_straddle_lo", 7, o+150, 100, nil) // [150, 250): 50 µs under it
-			b.launch("cudaLaunchKernel", o+40, 5, "kernel", "gemm_straddle_hi", 7, o+350, 100, nil) // [350, 450): 50 µs under it
-			b.launch("cudaLaunchKernel", o+50, 5, "kernel", "gemm_touch", 8, o+400, 80, nil)        // [400, 480): touches its end
+			b.Launch("cudaLaunchKernel", o+10, 5, "kernel", allReduce, 20, o+200, 200, ncclArgs)
+			b.Launch("cudaLaunchKernel", o+20, 5, "kernel", "gemm_before", 7, o+50, 90, nil)        // [50, 140): before it
+			b.Launch("cudaLaunchKernel", o+30, 5, "kernel", "gemm_straddle_lo", 7, o+150, 100, nil) // [150, 250): 50 µs under it
+			b.Launch("cudaLaunchKernel", o+40, 5, "kernel", "gemm_straddle_hi", 7, o+350, 100, nil) // [350, 450): 50 µs under it
+			b.Launch("cudaLaunchKernel", o+50, 5, "kernel", "gemm_touch", 8, o+400, 80, nil)        // [400, 480): touches its end
 			// the all-gather [700, 760) of another group, 20 µs of it under compute
-			b.launch("cudaLaunchKernel", o+60, 5, "kernel", allGather, 21, o+700, 60, tpArgs)
-			b.launch("cudaLaunchKernel", o+70, 5, "kernel", "gemm_tp", 7, o+720, 20, nil) // [720, 740)
+			b.Launch("cudaLaunchKernel", o+60, 5, "kernel", allGather, 21, o+700, 60, tpArgs)
+			b.Launch("cudaLaunchKernel", o+70, 5, "kernel", "gemm_tp", 7, o+720, 20, nil) // [720, 740)
 		}
-		b.write(t, dir)
+		b.Write(t, dir)
 	}
 	st, _ := analyzeDir(t, dir, uniq(t), detectors.Window{})
 	// the default window holds steps 1 and 2: two calls of each

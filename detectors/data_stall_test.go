@@ -28,12 +28,12 @@ func dataStallRun(t *testing.T) string {
 			case rank == 0 && s == 2:
 				lead, dur = 5_500, 25_000
 			}
-			b.step(s, o, dur)
-			b.add(map[string]any{"ph": "X", "cat": "cpu_op", "name": loaderNext, "pid": 100, "tid": 100, "ts": o + 50, "dur": lead - 100})
-			b.launch("cudaLaunchKernel", o+lead, 5, "kernel", gemm, 7, o+lead+10, 15_000, nil)
+			b.Step(s, o, dur)
+			b.Add(map[string]any{"ph": "X", "cat": "cpu_op", "name": loaderNext, "pid": 100, "tid": 100, "ts": o + 50, "dur": lead - 100})
+			b.Launch("cudaLaunchKernel", o+lead, 5, "kernel", gemm, 7, o+lead+10, 15_000, nil)
 			o += dur
 		}
-		b.write(t, dir)
+		b.Write(t, dir)
 	}
 	return dir
 }

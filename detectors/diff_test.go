@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/trainscope/trainscope/detectors"
-	"github.com/trainscope/trainscope/ingest"
-	"github.com/trainscope/trainscope/sql/duck"
 )
 
 // diffRun writes a one-rank run of two steps (plus a last one left out):
@@ -19,39 +17,17 @@ func diffRun(t *testing.T, aDur int64, withB bool, calls int) string {
 	b := newTrace(0, 1)
 	for s := range 3 {
 		o := int64(s) * 10000
-		b.step(s+1, o, 10000)
-		b.launch("cudaLaunchKernel", o+10, 5, "kernel", "a", 7, o+100, aDur, nil)
+		b.Step(s+1, o, 10000)
+		b.Launch("cudaLaunchKernel", o+10, 5, "kernel", "a", 7, o+100, aDur, nil)
 		if withB {
-			b.launch("cudaLaunchKernel", o+20, 5, "kernel", "b", 7, o+2000, 300, nil)
+			b.Launch("cudaLaunchKernel", o+20, 5, "kernel", "b", 7, o+2000, 300, nil)
 		}
 		for i := range calls {
-			b.launch("cudaLaunchKernel", o+30+int64(i), 1, "kernel", "c", 7, o+3000+int64(i)*20, 10, nil)
+			b.Launch("cudaLaunchKernel", o+30+int64(i), 1, "kernel", "c", 7, o+3000+int64(i)*20, 10, nil)
 		}
 	}
-	b.write(t, dir)
+	b.Write(t, dir)
 	return dir
-}
-
-// loadRuns loads each folder as the run it is keyed by, in one store, with
-// the default window.
-func loadRuns(t *testing.T, runs map[string]string) *duck.Store {
-	t.Helper()
-	ctx := context.Background()
-	st, err := duck.Open(ctx, "", duck.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	for run, dir := range runs {
-		files, _ := ingest.Discover([]string{dir})
-		if _, err := ingest.Load(ctx, st, files, ingest.Options{RunID: run, Rank: -1}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := detectors.SetWindow(ctx, st, detectors.Window{}); err != nil {
-		t.Fatal(err)
-	}
-	return st
 }
 
 func TestDiff(t *testing.T) {
@@ -108,20 +84,20 @@ func loopRun(t *testing.T, ranks int, iters float64, period int64, gemmUS ...int
 		for o := int64(0); o < int64(n); o += period {
 			for l := range int64(4) {
 				if ts := o + 100 + l*500; ts < int64(n) {
-					b.launch("cudaLaunchKernel", ts-50, 5, "kernel", "layer", 7, ts, 200, nil)
+					b.Launch("cudaLaunchKernel", ts-50, 5, "kernel", "layer", 7, ts, 200, nil)
 				}
 			}
 			if ts := o + 2500; ts+gemm < int64(n) {
-				b.launch("cudaLaunchKernel", ts-50, 5, "kernel", "gemm", 7, ts, gemm, nil)
+				b.Launch("cudaLaunchKernel", ts-50, 5, "kernel", "gemm", 7, ts, gemm, nil)
 			}
 			if ts := o + period - 300; ts < int64(n) {
-				b.launch("cudaLaunchKernel", ts-50, 5, "kernel", "optimizer", 7, ts, 100, nil)
+				b.Launch("cudaLaunchKernel", ts-50, 5, "kernel", "optimizer", 7, ts, 100, nil)
 			}
 			if ts := o + (o/period%3)*700 + 150; ts < int64(n) {
-				b.launch("cudaLaunchKernel", ts-50, 5, "kernel", "noise", 8, ts, 20, nil)
+				b.Launch("cudaLaunchKernel", ts-50, 5, "kernel", "noise", 8, ts, 20, nil)
 			}
 		}
-		b.write(t, dir)
+		b.Write(t, dir)
 	}
 	return dir
 }

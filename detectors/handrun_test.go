@@ -15,37 +15,6 @@ import (
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
-// analyzeDir loads a folder into a fresh in-memory store and runs every
-// built-in detector over the default window.
-func analyzeDir(t *testing.T, dir, runID string, w detectors.Window, cfg ...detectors.Config) (*duck.Store, []detectors.Result) {
-	t.Helper()
-	st := loadRuns(t, map[string]string{runID: dir})
-	return st, runDetectors(t, st, w, cfg...)
-}
-
-// runDetectors runs every built-in detector (with cfg, when given) over
-// window w.
-func runDetectors(t *testing.T, st *duck.Store, w detectors.Window, cfg ...detectors.Config) []detectors.Result {
-	t.Helper()
-	ctx := context.Background()
-	var c detectors.Config
-	if len(cfg) > 0 {
-		c = cfg[0]
-	}
-	set, err := detectors.NewSet(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := detectors.SetWindow(ctx, st, w); err != nil {
-		t.Fatal(err)
-	}
-	res, err := set.Run(ctx, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
-}
-
 func metric(t *testing.T, st *duck.Store, detector string, rank any, subject any, name string) float64 {
 	t.Helper()
 	var v float64
@@ -172,9 +141,6 @@ func TestHandRunStepWindow(t *testing.T) {
 	}
 }
 
-// lowThresholds lets the 20-activity hand run be classified.
-var lowThresholds = detectors.Config{Thresholds: map[string]map[string]float64{"bottleneck_class": {"min_kernels": 10}}}
-
 func TestHandRunFindings(t *testing.T) {
 	st, _ := analyzeDir(t, handRun(t), "hand", detectors.Window{}, lowThresholds)
 	rows, err := st.Query(context.Background(), `SELECT detector, coalesce(rank, -1), severity, round(value, 4) FROM findings ORDER BY ALL`)
@@ -259,14 +225,14 @@ func TestMemoryFromTraceEvents(t *testing.T) {
 	b := newTrace(0, 1)
 	for s := range 4 {
 		o := int64(s) * 1000
-		b.step(s+1, o, 1000)
-		b.launch("cudaLaunchKernel", o+10, 5, "kernel", "k", 7, o+100, 100, nil)
+		b.Step(s+1, o, 1000)
+		b.Launch("cudaLaunchKernel", o+10, 5, "kernel", "k", 7, o+100, 100, nil)
 		// allocated peaks at 1, 1.5, 2, 2.5 GiB; reserved stays at 4 GiB
-		b.memory(o+200, gib/2, 4*gib)
-		b.memory(o+300, gib+int64(s)*gib/2, 4*gib)
-		b.memory(o+400, gib/4, 4*gib)
+		b.Memory(o+200, gib/2, 4*gib)
+		b.Memory(o+300, gib+int64(s)*gib/2, 4*gib)
+		b.Memory(o+400, gib/4, 4*gib)
 	}
-	b.write(t, dir)
+	b.Write(t, dir)
 	st, _ := analyzeDir(t, dir, "mem", detectors.Window{})
 	for step, want := range map[int]float64{1: float64(gib), 3: 2 * float64(gib)} {
 		var got float64
@@ -372,12 +338,12 @@ func TestStragglerWhatIf(t *testing.T) {
 					kdur = 400
 				}
 			}
-			b.step(s+1, o, 1000)
-			b.launch("cudaLaunchKernel", o+10, 5, "kernel", "k", 7, o+100, kdur, nil)
+			b.Step(s+1, o, 1000)
+			b.Launch("cudaLaunchKernel", o+10, 5, "kernel", "k", 7, o+100, kdur, nil)
 			arrive, end := o+100+kdur+10, o+100+slowest+10+50
-			b.launch("cudaLaunchKernel", o+20, 5, "kernel", allReduce, 20, arrive, end-arrive, args)
+			b.Launch("cudaLaunchKernel", o+20, 5, "kernel", allReduce, 20, arrive, end-arrive, args)
 		}
-		b.write(t, dir)
+		b.Write(t, dir)
 	}
 	st, _ := analyzeDir(t, dir, "w", detectors.Window{})
 	get := func(step int, m string) float64 {

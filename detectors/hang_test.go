@@ -9,8 +9,6 @@ import (
 	"github.com/trainscope/trainscope/detectors"
 )
 
-const gemm = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"
-
 // hangRun: two ranks share an allreduce per step. In step 2 rank 1 stops
 // after one kernel and never enters the allreduce; rank 0 enters it and
 // waits 2.4 s (the NCCL timeout's work). Times in µs.
@@ -18,17 +16,17 @@ func hangRun(t *testing.T) string {
 	dir := t.TempDir()
 	r0, r1 := newTrace(0, 2), newTrace(1, 2)
 	for _, b := range []*traceBuilder{r0, r1} {
-		b.step(1, 0, 1000)
-		b.launch("cudaLaunchKernel", 100, 10, "kernel", gemm, 7, 120, 300, nil)
-		b.launch("cudaLaunchKernel", 450, 10, "kernel", allReduce, 20, 500, 100, ncclArgs)
+		b.Step(1, 0, 1000)
+		b.Launch("cudaLaunchKernel", 100, 10, "kernel", gemm, 7, 120, 300, nil)
+		b.Launch("cudaLaunchKernel", 450, 10, "kernel", allReduce, 20, 500, 100, ncclArgs)
 	}
-	r0.step(2, 1000, 2_500_000)
-	r0.launch("cudaLaunchKernel", 1100, 10, "kernel", gemm, 7, 1120, 300, nil)
-	r0.launch("cudaLaunchKernel", 1450, 10, "kernel", allReduce, 20, 1500, 2_400_000, ncclArgs)
-	r1.step(2, 1000, 200)
-	r1.launch("cudaLaunchKernel", 1040, 10, "kernel", gemm, 7, 1050, 100, nil)
-	r0.write(t, dir)
-	r1.write(t, dir)
+	r0.Step(2, 1000, 2_500_000)
+	r0.Launch("cudaLaunchKernel", 1100, 10, "kernel", gemm, 7, 1120, 300, nil)
+	r0.Launch("cudaLaunchKernel", 1450, 10, "kernel", allReduce, 20, 1500, 2_400_000, ncclArgs)
+	r1.Step(2, 1000, 200)
+	r1.Launch("cudaLaunchKernel", 1040, 10, "kernel", gemm, 7, 1050, 100, nil)
+	r0.Write(t, dir)
+	r1.Write(t, dir)
 	return dir
 }
 

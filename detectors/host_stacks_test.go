@@ -12,21 +12,21 @@ import (
 func TestHostExposedStacks(t *testing.T) {
 	dir := t.TempDir()
 	b := newTrace(0, 1)
-	b.step(1, 0, 1000)
+	b.Step(1, 0, 1000)
 	py := func(name string, ts, dur int64) {
-		b.add(map[string]any{"ph": "X", "cat": "python_function", "name": name, "pid": 100, "tid": 100, "ts": ts, "dur": dur})
+		b.Add(map[string]any{"ph": "X", "cat": "python_function", "name": name, "pid": 100, "tid": 100, "ts": ts, "dur": dur})
 	}
 	op := func(name string, ts, dur int64) {
-		b.add(map[string]any{"ph": "X", "cat": "cpu_op", "name": name, "pid": 100, "tid": 100, "ts": ts, "dur": dur})
+		b.Add(map[string]any{"ph": "X", "cat": "cpu_op", "name": name, "pid": 100, "tid": 100, "ts": ts, "dur": dur})
 	}
 	py("train.py(1): f", 10, 400)
 	op("aten::mm", 20, 200)
 	py("train.py(9): g", 500, 400)
 	op("aten::mm", 510, 100)
 	// the only GPU work, 950-1000 µs: f and g run while the GPU is idle
-	b.launch("cudaLaunchKernel", 920, 5, "kernel", "gemm_k1", 7, 950, 50, nil)
-	b.step(2, 1000, 10) // the last step is left out of the window
-	b.write(t, dir)
+	b.Launch("cudaLaunchKernel", 920, 5, "kernel", "gemm_k1", 7, 950, 50, nil)
+	b.Step(2, 1000, 10) // the last step is left out of the window
+	b.Write(t, dir)
 
 	cases := []struct {
 		frames float64

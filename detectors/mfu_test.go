@@ -16,15 +16,15 @@ func mfuRun(t *testing.T) string {
 	b := newTrace(0, 1)
 	for s := range 3 {
 		base := int64(s) * 1000
-		b.step(s+1, base, 1000)
+		b.Step(s+1, base, 1000)
 		// the operator, then its launch and kernel with the same External id
-		b.add(map[string]any{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 100, "tid": 100, "ts": base + 10, "dur": 30,
-			"args": map[string]any{"External id": b.corr + 1, "Input Dims": [][]int{{4096, 4096}, {4096, 4096}},
+		b.Add(map[string]any{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 100, "tid": 100, "ts": base + 10, "dur": 30,
+			"args": map[string]any{"External id": b.Corr + 1, "Input Dims": [][]int{{4096, 4096}, {4096, 4096}},
 				"Input type": []string{"c10::BFloat16", "c10::BFloat16"}}})
-		b.launch("cudaLaunchKernel", base+20, 10, "kernel", gemm, 7, base+50, 200, nil)
-		b.launch("cudaLaunchKernel", base+40, 10, "kernel", "vectorized_elementwise_kernel", 7, base+250, 700, nil)
+		b.Launch("cudaLaunchKernel", base+20, 10, "kernel", gemm, 7, base+50, 200, nil)
+		b.Launch("cudaLaunchKernel", base+40, 10, "kernel", "vectorized_elementwise_kernel", 7, base+250, 700, nil)
 	}
-	b.write(t, dir)
+	b.Write(t, dir)
 	return dir
 }
 

@@ -199,7 +199,7 @@ func checkReputation(t *testing.T, what string, got, want map[string]reputation)
 // link of the run, with its bandwidth drop.
 func TestNodeHistoryLinks(t *testing.T) {
 	dir := linkRunOn(t, []int64{100, 110, 200, 100}, 3, true, func(b *traceBuilder) {
-		b.host, b.device = fmt.Sprintf("n%d", b.rank/4), b.rank%4
+		b.Host, b.Device = fmt.Sprintf("n%d", b.Rank/4), b.Rank%4
 	})
 	st, _ := analyzeJobs(t, []string{dir}, []string{"links"})
 	rows, err := st.Query(context.Background(), `SELECT node, host, slow, coalesce(slowdown, 0) FROM node_history WHERE entity = 'link' ORDER BY node`)

@@ -31,29 +31,29 @@ func rooflineRun(t *testing.T, slow float64) string {
 	bf := []string{"c10::BFloat16", "c10::BFloat16", "c10::BFloat16"}
 	for s := range 4 {
 		base := int64(s) * 3000
-		b.step(s+1, base, 3000)
+		b.Step(s+1, base, 3000)
 		op := func(name string, ts, dur int64, dims any, types []string) {
-			b.add(map[string]any{"ph": "X", "cat": "cpu_op", "name": name, "pid": 100, "tid": 100, "ts": ts, "dur": dur,
+			b.Add(map[string]any{"ph": "X", "cat": "cpu_op", "name": name, "pid": 100, "tid": 100, "ts": ts, "dur": dur,
 				"args": map[string]any{"External id": 90000 + int(ts), "Input Dims": dims, "Input type": types}})
 		}
 		gts := base + 50
 		op("aten::mm", base+10, 20, [][]int{{4096, 4096}, {4096, 4096}}, bf)
-		b.launch("cudaLaunchKernel", base+15, 5, "kernel", gemmKernel, 7, gts, 200, nil)
+		b.Launch("cudaLaunchKernel", base+15, 5, "kernel", gemmKernel, 7, gts, 200, nil)
 		gts += 200
 		slowDur := int64(400 * slow)
 		op("aten::addmm", base+40, 20, [][]int{{4096}, {8192, 4096}, {4096, 4096}, {}, {}}, append(bf, "Scalar", "Scalar"))
-		b.launch("cudaLaunchKernel", base+45, 5, "kernel", gemmKernel, 7, gts, slowDur, nil)
+		b.Launch("cudaLaunchKernel", base+45, 5, "kernel", gemmKernel, 7, gts, slowDur, nil)
 		gts += slowDur
 		op("aten::add", base+70, 10, [][]int{{8192, 4096}, {8192, 4096}, {}}, append(bf[:2:2], "Scalar"))
-		b.launch("cudaLaunchKernel", base+72, 5, "kernel", "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>>", 7, gts, 80, nil)
+		b.Launch("cudaLaunchKernel", base+72, 5, "kernel", "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>>", 7, gts, 80, nil)
 		gts += 80
 		for i := range int64(8) {
 			op("aten::mul", base+90+10*i, 8, [][]int{{64}, {}}, []string{"c10::BFloat16", "Scalar"})
-			b.launch("cudaLaunchKernel", base+91+10*i, 5, "kernel", "void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<c10::BFloat16>>", 7, gts+2, 3, nil)
+			b.Launch("cudaLaunchKernel", base+91+10*i, 5, "kernel", "void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<c10::BFloat16>>", 7, gts+2, 3, nil)
 			gts += 5
 		}
 	}
-	b.write(t, dir)
+	b.Write(t, dir)
 	return dir
 }
 

@@ -45,20 +45,20 @@ func linkRunOn(t *testing.T, xfer []int64, steps int, tail bool, place func(*tra
 		}
 		for s := range steps {
 			o := int64(s) * 1000
-			b.step(s+1, o, 1000)
-			b.launch("cudaLaunchKernel", o+10, 5, "kernel", gemm, 7, o+20, 200, nil)
+			b.Step(s+1, o, 1000)
+			b.Launch("cudaLaunchKernel", o+10, 5, "kernel", gemm, 7, o+20, 200, nil)
 			start := o + 300
 			if rank == 0 {
 				start = o + 250 // waits 50 µs for rank 1
 			}
-			b.launch("cudaLaunchKernel", o+240, 5, "kernel", allReduce, 20, start, o+300+xfer[g]-start, args)
+			b.Launch("cudaLaunchKernel", o+240, 5, "kernel", allReduce, 20, start, o+300+xfer[g]-start, args)
 		}
 		if tail {
 			o := int64(steps) * 1000
-			b.step(steps+1, o, 1000)
-			b.launch("cudaLaunchKernel", o+10, 5, "kernel", gemm, 7, o+20, 200, nil)
+			b.Step(steps+1, o, 1000)
+			b.Launch("cudaLaunchKernel", o+10, 5, "kernel", gemm, 7, o+20, 200, nil)
 		}
-		b.write(t, dir)
+		b.Write(t, dir)
 	}
 	return dir
 }

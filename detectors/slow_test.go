@@ -48,28 +48,28 @@ func (j gemmJob) write(t *testing.T) string {
 	slowest := slices.Max(gemmUS)
 	for r := range world {
 		b := newTrace(r, world)
-		b.host = hosts[r]
+		b.Host = hosts[r]
 		if j.devices != nil {
-			b.device = j.devices[r]
+			b.Device = j.devices[r]
 		}
 		if j.origin != 0 {
-			b.origin = j.origin
+			b.Origin = j.origin
 		}
 		for s := range 3 {
 			base := int64(s) * 5000
-			b.step(s+1, base, 5000)
+			b.Step(s+1, base, 5000)
 			at := base + 100
 			for range 3 {
-				b.launch("cudaLaunchKernel", at, 10, "kernel", gemm, 7, at+20, gemmUS[r], nil)
+				b.Launch("cudaLaunchKernel", at, 10, "kernel", gemm, 7, at+20, gemmUS[r], nil)
 				at += gemmUS[r] + 50
 			}
 			start, end := 3000+base, 3200+base
 			if chained {
 				start, end = at+20, base+100+3*(slowest+50)+200
 			}
-			b.launch("cudaLaunchKernel", at, 10, "kernel", allReduce, 20, start, end-start, ncclArgs)
+			b.Launch("cudaLaunchKernel", at, 10, "kernel", allReduce, 20, start, end-start, ncclArgs)
 		}
-		path := b.write(t, dir)
+		path := b.Write(t, dir)
 		name := fmt.Sprintf("worker%d_step_%d.1700000000%03d.pt.trace.json", r, 100+r, r)
 		if err := os.Rename(path, filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)

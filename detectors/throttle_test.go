@@ -46,10 +46,10 @@ func (h hwRun) write(t *testing.T) string {
 	dir := t.TempDir()
 	for r := range hwRanks {
 		b := newTrace(r, hwRanks)
-		b.host, b.device = "node-a", r
+		b.Host, b.Device = "node-a", r
 		for s := range hwSteps {
 			base := int64(s) * hwStepUS
-			b.step(s+1, base, hwStepUS)
+			b.Step(s+1, base, hwStepUS)
 			slowest := int64(0)
 			for p := range hwRanks {
 				slowest = max(slowest, h.gemmUS(p, s+1))
@@ -57,18 +57,18 @@ func (h hwRun) write(t *testing.T) string {
 			g := h.gemmUS(r, s+1)
 			at := base + 200
 			for range 8 {
-				b.launch("cudaLaunchKernel", at, 10, "kernel", gemm, 7, at+20, g, nil)
+				b.Launch("cudaLaunchKernel", at, 10, "kernel", gemm, 7, at+20, g, nil)
 				at += g + 100
 			}
 			end := base + 200 + 8*(slowest+100) + cmp.Or(h.xferUS, 2000)
-			b.launch("cudaLaunchKernel", at, 10, "kernel", allReduce, 20, at+20, end-at-20, ncclArgs)
+			b.Launch("cudaLaunchKernel", at, 10, "kernel", allReduce, 20, at+20, end-at-20, ncclArgs)
 		}
-		b.write(t, dir)
+		b.Write(t, dir)
 	}
 	// the exporter's samples, from 100 ms before the first step to 100 ms
 	// after the last, as a file of timestamped scrapes
 	var sb strings.Builder
-	origin := newTrace(0, 1).origin
+	origin := newTrace(0, 1).Origin
 	for at := int64(-100_000); at <= hwSteps*hwStepUS+100_000; at += 50_000 {
 		ms := (origin + at) / 1000
 		for _, fam := range []struct{ name, help string }{
