@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/perfetto"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
 	"github.com/trainscope/trainscope/stream"
@@ -35,7 +36,7 @@ Flags:
 
 func runExport(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flagSet("export", exportHelp, errOut)
-	perfetto := fs.String("perfetto", "", "write the Chrome/Perfetto trace (JSON) to this file, - for stdout (required)")
+	perfettoOut := fs.String("perfetto", "", "write the Chrome/Perfetto trace (JSON) to this file, - for stdout (required)")
 	db := fs.String("db", "", "database written by analyze --db, instead of trace files")
 	steps := fs.String("steps", "", "export these ProfilerSteps only, e.g. 3-7 or 5")
 	ranksSpec := fs.String("ranks", "", "export these ranks only, e.g. 0,2 or 0-3")
@@ -48,7 +49,7 @@ func runExport(ctx context.Context, args []string, out, errOut io.Writer) error 
 		return err
 	}
 	switch {
-	case *perfetto == "":
+	case *perfettoOut == "":
 		return &usageError{"export: --perfetto OUT.json is required (see 'trainscope export --help')"}
 	case *db == "" && fs.NArg() == 0:
 		return &usageError{"export: give trace files or folders, or --db FILE"}
@@ -116,14 +117,14 @@ func runExport(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if *db == "" {
 		run = "" // the loaded run is the report's only one
 	}
-	var stats detectors.PerfettoStats
-	path := *perfetto
+	var stats perfetto.Stats
+	path := *perfettoOut
 	if path == "-" {
 		path = "" // stdout
 	}
 	err = writeTo(path, out, func(w io.Writer) error {
 		var err error
-		stats, err = detectors.WritePerfetto(ctx, st, rep, w, detectors.PerfettoOptions{Run: run, Ranks: ranks})
+		stats, err = perfetto.Write(ctx, st, rep, w, perfetto.Options{Run: run, Ranks: ranks})
 		return err
 	})
 	if err != nil {
@@ -131,7 +132,7 @@ func runExport(ctx context.Context, args []string, out, errOut io.Writer) error 
 	}
 	if !*quiet {
 		fmt.Fprintf(errOut, "perfetto: %s: %d events from %d rank(s), %d late arrival(s) marked with %d flow(s) to waiting peers; open it in https://ui.perfetto.dev\n",
-			*perfetto, stats.Events, stats.Ranks, stats.LateArrivals, stats.Flows)
+			*perfettoOut, stats.Events, stats.Ranks, stats.LateArrivals, stats.Flows)
 	}
 	return nil
 }

@@ -46,6 +46,9 @@ type Report struct {
 	acctPerRank map[string]map[string]map[int]float64
 }
 
+// MedianStepNS is the median step time of run, in ns (0 when unknown).
+func (r *Report) MedianStepNS(run string) float64 { return r.medianStep[run] }
+
 // RunStatus says why a report does not cover all of a run's data.
 type RunStatus struct {
 	// Partial: the run has data on its way (messages not yet stored,

@@ -122,11 +122,6 @@ func (r *Report) hasCollectives(run string) bool {
 	return false
 }
 
-var causeTitle = map[string]string{"late_rank": "late rank", "one_off_stall": "one-off stall", "slow_host": "slow host",
-	"hang": "hang", "slow_link": "slow link", "slow_kernel": "slow kernel", "sync": "synchronization", "input_bound": "input-bound",
-	"host_bound": "host-bound", "launch_bound": "launch-bound", "unrecorded_idle": "idle outside the trace", "copies": "copies",
-	"precision": "precision", "memory_bound": "memory-bound work"}
-
 func (r *Report) writeCause(b *strings.Builder, n int, c Cause) {
 	where := ""
 	switch {
@@ -151,7 +146,7 @@ func (r *Report) writeCause(b *strings.Builder, n int, c Cause) {
 	if where != "" {
 		where = ": " + where
 	}
-	fmt.Fprintf(b, "%d. **%s%s%s** — %s  \n   %s\n", n, causeTitle[c.Kind], where, why, cost, upperFirst(c.Headline))
+	fmt.Fprintf(b, "%d. **%s%s%s** — %s  \n   %s\n", n, c.Title(), where, why, cost, upperFirst(c.Headline))
 	for _, e := range c.Evidence {
 		fmt.Fprintf(b, "   - evidence: %s\n", e)
 	}

@@ -1,4 +1,4 @@
-package detectors
+package perfetto
 
 import (
 	"bufio"
@@ -10,11 +10,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/trainscope/trainscope/detectors"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
-// PerfettoOptions choose what WritePerfetto exports.
-type PerfettoOptions struct {
+// Options choose what Write exports.
+type Options struct {
 	// Run is the run to export ("" exports the report's only run, and is
 	// an error when it holds several).
 	Run string
@@ -22,8 +23,8 @@ type PerfettoOptions struct {
 	Ranks []int
 }
 
-// PerfettoStats says what an export holds.
-type PerfettoStats struct {
+// Stats says what an export holds.
+type Stats struct {
 	Events, Ranks, LateArrivals, Flows int
 }
 
@@ -31,7 +32,7 @@ type PerfettoStats struct {
 // from the host threads' (numbered from 1).
 const gpuTID = 1_000_000
 
-// WritePerfetto writes the analysed window of a run as a Chrome trace
+// Write writes the analysed window of a run as a Chrome trace
 // (JSON) that ui.perfetto.dev and chrome://tracing open: one process per
 // rank, a track per GPU stream and host thread, every slice of the window
 // on clocks aligned across ranks (collective_instances' offsets), and the
@@ -41,8 +42,8 @@ const gpuTID = 1_000_000
 // fix. Slices keep the arguments trainscope's Kineto reader reads back
 // (device, stream, correlation, collective), so the export is a trace
 // trainscope can analyse again.
-func WritePerfetto(ctx context.Context, st *duck.Store, rep *Report, w io.Writer, opts PerfettoOptions) (PerfettoStats, error) {
-	var stats PerfettoStats
+func Write(ctx context.Context, st *duck.Store, rep *detectors.Report, w io.Writer, opts Options) (Stats, error) {
+	var stats Stats
 	run, err := exportRun(rep, opts.Run)
 	if err != nil {
 		return stats, err
@@ -154,7 +155,7 @@ func WritePerfetto(ctx context.Context, st *duck.Store, rep *Report, w io.Writer
 		return stats, err
 	}
 	// mark the late arrivals that matter: at least 1% of the median step
-	minBlock := max(10e3, 0.01*rep.medianStep[run])
+	minBlock := max(10e3, 0.01*rep.MedianStepNS(run))
 	late, flows, err := e.lateArrivals(ctx, st, run, opts.Ranks, offsets, int64(minBlock))
 	if err != nil {
 		return stats, err
@@ -177,7 +178,7 @@ const windowFilter = `
 		AND (w.step_lo IS NULL OR s.step >= w.step_lo) AND (w.step_hi IS NULL OR s.step <= w.step_hi)
 		AND (s.step IS NOT NULL OR (w.step_lo IS NULL AND w.step_hi IS NULL))`
 
-func exportRun(rep *Report, run string) (string, error) {
+func exportRun(rep *detectors.Report, run string) (string, error) {
 	if run != "" {
 		for _, ri := range rep.Runs {
 			if ri.RunID == run {
@@ -216,8 +217,8 @@ func clockOffsets(ctx context.Context, st *duck.Store, run string) (map[int64]in
 	return out, rows.Err()
 }
 
-func causesOf(rep *Report, run string) []Cause {
-	var out []Cause
+func causesOf(rep *detectors.Report, run string) []detectors.Cause {
+	var out []detectors.Cause
 	for _, c := range rep.Causes {
 		if c.RunID == run {
 			out = append(out, c)
@@ -328,7 +329,7 @@ func (e *chromeWriter) lateArrivals(ctx context.Context, st *duck.Store, run str
 			if step.Valid {
 				a["step"] = step.Int64
 			}
-			e.instant(lr, gpuTID+lstream, "t", fmt.Sprintf("late arrival: held up %s by %s", coll, Duration(float64(block))), at, a)
+			e.instant(lr, gpuTID+lstream, "t", fmt.Sprintf("late arrival: held up %s by %s", coll, detectors.Duration(float64(block))), at, a)
 		}
 		if !keep(pr) {
 			continue
@@ -348,13 +349,13 @@ func (e *chromeWriter) lateArrivals(ctx context.Context, st *duck.Store, run str
 
 // causes marks each root cause on its rank: at the first collective it
 // held up, with the headline and the fix.
-func (e *chromeWriter) causes(rep *Report, run string, off map[int64]int64) {
+func (e *chromeWriter) causes(rep *detectors.Report, run string, off map[int64]int64) {
 	for _, c := range causesOf(rep, run) {
 		if c.Rank == nil || c.AtNS == 0 {
 			continue
 		}
 		r := int64(*c.Rank)
-		e.instant(r, 0, "p", fmt.Sprintf("root cause %s: %s", c.ID, causeTitle[c.Kind]), c.AtNS-off[r],
+		e.instant(r, 0, "p", fmt.Sprintf("root cause %s: %s", c.ID, c.Title()), c.AtNS-off[r],
 			map[string]any{"headline": c.Headline, "fix": c.Fix, "evidence": c.Evidence})
 	}
 }

@@ -1,4 +1,4 @@
-package detectors_test
+package perfetto_test
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/internal/testkit"
+	"github.com/trainscope/trainscope/detectors/perfetto"
 	"github.com/trainscope/trainscope/ingest/kineto"
 )
 
@@ -31,14 +33,14 @@ type chromeEvent struct {
 // its wait ends, marks the root cause, and reads back through our own
 // Kineto reader with the same slices.
 func TestPerfettoExport(t *testing.T) {
-	st, res := analyzeDir(t, handRun(t), "hand", detectors.Window{}, lowThresholds)
+	st, res := testkit.AnalyzeDir(t, testkit.HandRun(t), "hand", detectors.Window{}, testkit.LowThresholds)
 	ctx := context.Background()
 	rep, err := detectors.BuildReport(ctx, st, res)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	stats, err := detectors.WritePerfetto(ctx, st, rep, &buf, detectors.PerfettoOptions{})
+	stats, err := perfetto.Write(ctx, st, rep, &buf, perfetto.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
