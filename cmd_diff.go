@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/diff"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
 )
@@ -101,7 +102,7 @@ func runDiff(ctx context.Context, args []string, out, errOut io.Writer) error {
 			}
 		}
 	}
-	res, err := detectors.CompareRuns(ctx, st, "base", "new", detectors.DiffOptions{MinRatio: *minRatio, MinDeltaNS: *minDelta * 1000, Top: *top})
+	res, err := diff.Compare(ctx, st, "base", "new", diff.Options{MinRatio: *minRatio, MinDeltaNS: *minDelta * 1000, Top: *top})
 	if err != nil {
 		return err
 	}
@@ -110,7 +111,7 @@ func runDiff(ctx context.Context, args []string, out, errOut io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{"base": fs.Arg(0), "new": fs.Arg(1), "verdict": res.Verdict, "changes": res.Changes})
 	}
-	writeMD := func(w io.Writer) error { return detectors.WriteDiffMarkdown(w, fs.Arg(0), fs.Arg(1), res) }
+	writeMD := func(w io.Writer) error { return diff.WriteMarkdown(w, fs.Arg(0), fs.Arg(1), res) }
 	if *format == "html" {
 		return detectors.WriteHTMLOf(out, writeMD)
 	}

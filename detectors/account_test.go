@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/mdfmt"
 )
 
 // The step-time account against an independent computation on real
@@ -53,7 +53,7 @@ FROM acct a JOIN span sp USING (rank) LEFT JOIN u USING (rank) ORDER BY a.rank`)
 				if total != span || busy+idle != total {
 					t.Errorf("rank %d: windows sum to %d ns over a %d ns span (busy %d + idle %d)", rank, total, span, busy, idle)
 				}
-				t.Logf("rank %d: %s busy, %s idle over %s", rank, detectors.Duration(float64(busy)), detectors.Duration(float64(idle)), detectors.Duration(float64(span)))
+				t.Logf("rank %d: %s busy, %s idle over %s", rank, mdfmt.Duration(float64(busy)), mdfmt.Duration(float64(idle)), mdfmt.Duration(float64(span)))
 			}
 			if n == 0 {
 				t.Fatal("no account rows")

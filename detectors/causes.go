@@ -218,7 +218,7 @@ type stepWindow struct {
 func windowSteps(ctx context.Context, st *duck.Store) (map[string]stepWindow, error) {
 	// the steps as the account measures them on the GPU timeline, where
 	// it has them (the report's one step length), else the host's ranges
-	byRun, err := queryByKey(ctx, st, `
+	byRun, err := st.QueryByKey(ctx, `
 		WITH acct AS (SELECT DISTINCT run_id, rank, step, start_ns, end_ns FROM step_account),
 		s AS (SELECT * FROM acct UNION ALL
 		      SELECT run_id, rank, step, start_ns, end_ns FROM steps x

@@ -5,12 +5,14 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/trainscope/trainscope/detectors/mdfmt"
 )
 
 // accountText is the headline and evidence of a cause from the step-time
 // account.
 func accountText(c Cause, t typical) (string, []string) {
-	per := fmt.Sprintf("%s a step (%.1f%% of the median step, %s)", Duration(c.CostNS), c.CostPct, Duration(t.stepNS))
+	per := fmt.Sprintf("%s a step (%.1f%% of the median step, %s)", mdfmt.Duration(c.CostNS), c.CostPct, mdfmt.Duration(t.stepNS))
 	subj := ""
 	if c.Subject != "" {
 		subj = fmt.Sprintf(" `%s`", c.Subject)
@@ -22,7 +24,7 @@ func accountText(c Cause, t typical) (string, []string) {
 	var head string
 	if c.rankOutlier {
 		head = fmt.Sprintf("rank %d loses %s a step more than its peers (median %s) to %s%s%s, and they wait for it at the collectives",
-			*c.Rank, Duration(c.CostNS), Duration(c.peerMedian), rankWhy[c.Why], subj, where)
+			*c.Rank, mdfmt.Duration(c.CostNS), mdfmt.Duration(c.peerMedian), rankWhy[c.Why], subj, where)
 		return head, []string{t.breakdown()}
 	}
 	switch c.Kind {
@@ -43,9 +45,9 @@ func accountText(c Cause, t typical) (string, []string) {
 		head = fmt.Sprintf("host-device copies hold the GPU up: only copies run %s (the most: %s), with no compute beside them", per, c.Subject)
 	case "precision":
 		head = fmt.Sprintf("matmuls run in FP32 on the CUDA cores: %s a step (%.0f%% of the GPU span); at the TF32 peak they would take %s (bf16: %s), %s a step less (%.1f%% of the median step)",
-			Duration(c.precision[0]*1e6), c.share, Duration(c.precision[1]*1e6), Duration(c.precision[2]*1e6), Duration(c.CostNS), c.CostPct)
+			mdfmt.Duration(c.precision[0]*1e6), c.share, mdfmt.Duration(c.precision[1]*1e6), mdfmt.Duration(c.precision[2]*1e6), mdfmt.Duration(c.CostNS), c.CostPct)
 	case "one_off_stall":
-		head = fmt.Sprintf("rank %d stalled in step %d: it took %s, %s more than the median step (%s); ", *c.Rank, *c.Step, Duration(c.StallNS+t.stepNS), Duration(c.StallNS), Duration(t.stepNS))
+		head = fmt.Sprintf("rank %d stalled in step %d: it took %s, %s more than the median step (%s); ", *c.Rank, *c.Step, mdfmt.Duration(c.StallNS+t.stepNS), mdfmt.Duration(c.StallNS), mdfmt.Duration(t.stepNS))
 		switch c.Why {
 		case "input":
 			head += fmt.Sprintf("the GPU idled while the data loader ran%s%s", subj, where)
@@ -65,7 +67,7 @@ func accountText(c Cause, t typical) (string, []string) {
 	}
 	ev := []string{t.breakdown()}
 	if c.Kind == "one_off_stall" {
-		ev = append(ev, fmt.Sprintf("in step %d, %s more %s than in the rank's other complete steps", *c.Step, Duration(c.grew), strings.ReplaceAll(c.subjectKey, "/", " ")))
+		ev = append(ev, fmt.Sprintf("in step %d, %s more %s than in the rank's other complete steps", *c.Step, mdfmt.Duration(c.grew), strings.ReplaceAll(c.subjectKey, "/", " ")))
 	}
 	if c.Stack != "" {
 		ev = append(ev, "call stack: "+c.Stack)
@@ -87,7 +89,7 @@ func (t typical) breakdown() string {
 	var parts []string
 	add := func(label string, ns float64) {
 		if ns >= 0.0005*t.stepNS && ns > 0 {
-			parts = append(parts, fmt.Sprintf("%s %s (%.0f%%)", label, Duration(ns), pct(ns, t.stepNS)))
+			parts = append(parts, fmt.Sprintf("%s %s (%.0f%%)", label, mdfmt.Duration(ns), pct(ns, t.stepNS)))
 		}
 	}
 	add("compute", t.catSum("compute"))
@@ -98,7 +100,7 @@ func (t typical) breakdown() string {
 		add("idle in "+map[string]string{"sync": "synchronizing calls", "input": "the data loader", "host": "host work",
 			"launch": "launches", "unrecorded": "nothing recorded"}[cause], v)
 	}
-	return fmt.Sprintf("a typical step, %s (median of %d steady steps): %s", Duration(t.stepNS), t.steps, strings.Join(parts, ", "))
+	return fmt.Sprintf("a typical step, %s (median of %d steady steps): %s", mdfmt.Duration(t.stepNS), t.steps, strings.Join(parts, ", "))
 }
 
 // outlierText names every outlier step of every rank and what grew in it.
@@ -113,9 +115,9 @@ func (ra *runAccount) outlierText(t typical) []string {
 			top := topKey(grew)
 			what := ""
 			if top != "" {
-				what = fmt.Sprintf(": %s more %s", Duration(grew[top]), strings.TrimSuffix(strings.ReplaceAll(top, "/", " "), " "))
+				what = fmt.Sprintf(": %s more %s", mdfmt.Duration(grew[top]), strings.TrimSuffix(strings.ReplaceAll(top, "/", " "), " "))
 			}
-			out = append(out, fmt.Sprintf("outlier step: rank %d, step %d took %s against a median of %s%s", rank, s.step, Duration(s.len()), Duration(t.stepNS), what))
+			out = append(out, fmt.Sprintf("outlier step: rank %d, step %d took %s against a median of %s%s", rank, s.step, mdfmt.Duration(s.len()), mdfmt.Duration(t.stepNS), what))
 		}
 	}
 	if len(out) > 4 {

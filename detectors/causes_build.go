@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/trainscope/trainscope/detectors/mdfmt"
 )
 
 // Thresholds of the cause graph: a rank is a root cause when the critical
@@ -244,24 +246,24 @@ func lateText(c Cause, a *lateAgg, nSteps float64, sw stepWindow, counters strin
 	switch c.Why {
 	case "data_loader", "host", "gc", "checkpoint":
 		if op := topKey(a.ops); op != "" {
-			detail = fmt.Sprintf(" (`%s` runs %s%s longer than on its peers, with the GPU idle)", op, Duration(a.hostX/div), per)
+			detail = fmt.Sprintf(" (`%s` runs %s%s longer than on its peers, with the GPU idle)", op, mdfmt.Duration(a.hostX/div), per)
 		}
 	case "compute":
-		detail = fmt.Sprintf(" (its kernels take %s%s longer than its peers')", Duration(a.compute/div), per)
+		detail = fmt.Sprintf(" (its kernels take %s%s longer than its peers')", mdfmt.Duration(a.compute/div), per)
 	case "throttle":
-		detail = fmt.Sprintf(" (%s), and its kernels take %s%s longer than its peers'", counters, Duration(a.compute/div), per)
+		detail = fmt.Sprintf(" (%s), and its kernels take %s%s longer than its peers'", counters, mdfmt.Duration(a.compute/div), per)
 	case "sync":
 		detail = fmt.Sprintf(" (%.0f synchronizing calls%s where its peers make %.0f)", a.sync/div, per, a.peerSync/div)
 	case "launch":
 		detail = fmt.Sprintf(" (%.0f kernels%s against its peers' %.0f)", a.kernels/div, per, a.peerK/div)
 	case "copies":
-		detail = fmt.Sprintf(" (its copies take %s%s longer)", Duration(a.mem/div), per)
+		detail = fmt.Sprintf(" (its copies take %s%s longer)", mdfmt.Duration(a.mem/div), per)
 	}
 	wait := ""
 	if len(c.Waiters) > 0 {
 		var ws []string
 		for _, w := range c.Waiters[:min(2, len(c.Waiters))] {
-			ws = append(ws, fmt.Sprintf("rank %d %s", w.Rank, Duration(w.WaitNS/div)))
+			ws = append(ws, fmt.Sprintf("rank %d %s", w.Rank, mdfmt.Duration(w.WaitNS/div)))
 		}
 		wait = "; peers waiting longest: " + strings.Join(ws, ", ") + per
 	}
@@ -273,26 +275,26 @@ func lateText(c Cause, a *lateAgg, nSteps float64, sw stepWindow, counters strin
 			share = fmt.Sprintf("%.1f times the median step", stall/sw.medianNS)
 		}
 		head = fmt.Sprintf("rank %d stalled for %s in step %d (%s), holding up %d collective(s): %s%s%s",
-			*c.Rank, Duration(stall), *c.Step, share, a.instances, whyText[c.Why], detail, wait)
+			*c.Rank, mdfmt.Duration(stall), *c.Step, share, a.instances, whyText[c.Why], detail, wait)
 	} else {
 		when := "every step"
 		if c.Step != nil {
 			when = fmt.Sprintf("every step from step %d on", *c.Step)
 		}
 		head = fmt.Sprintf("rank %d delays %s by %s (%.1f%%): it reaches %d collective(s) last and holds the others up, because %s%s%s",
-			*c.Rank, when, Duration(c.CostNS), c.CostPct, a.instances, whyText[c.Why], detail, wait)
+			*c.Rank, when, mdfmt.Duration(c.CostNS), c.CostPct, a.instances, whyText[c.Why], detail, wait)
 	}
 	ev := []string{
 		fmt.Sprintf("critical path: held up %d collective(s) (%s) for %s in all over %.0f step(s)",
-			a.instances, countList(a.colls), Duration(a.block), nSteps),
+			a.instances, countList(a.colls), mdfmt.Duration(a.block), nSteps),
 		fmt.Sprintf("its stretch before them against its peers': compute %s, GPU idle %s, copies %s",
-			signed(a.compute), signed(a.idle), signed(a.mem)),
+			mdfmt.Signed(a.compute), mdfmt.Signed(a.idle), mdfmt.Signed(a.mem)),
 	}
 	if op := topKey(a.ops); op != "" && a.hostX > 0 {
-		ev = append(ev, fmt.Sprintf("host: `%s` exposed %s more than its peers'", op, Duration(a.hostX)))
+		ev = append(ev, fmt.Sprintf("host: `%s` exposed %s more than its peers'", op, mdfmt.Duration(a.hostX)))
 	}
 	if a.propagated > 0 {
-		ev = append(ev, fmt.Sprintf("it also passed on %s of lateness it received from earlier collectives", Duration(a.propagated)))
+		ev = append(ev, fmt.Sprintf("it also passed on %s of lateness it received from earlier collectives", mdfmt.Duration(a.propagated)))
 	}
 	return head, ev
 }
@@ -325,7 +327,7 @@ func (r *Report) findingCauses(run string, sw stepWindow) []Cause {
 			}
 			out = append(out, Cause{RunID: run, Kind: "slow_link", Ranks: ranksOf(f.Subject), CostNS: extra,
 				CostPct: 100 * extra / max(sw.medianNS, 1), Fix: f.Fix,
-				Headline: fmt.Sprintf("a slow link under %s costs %s a step (%.1f%%): %s", f.Subject, Duration(extra), 100*extra/max(sw.medianNS, 1), f.Message),
+				Headline: fmt.Sprintf("a slow link under %s costs %s a step (%.1f%%): %s", f.Subject, mdfmt.Duration(extra), 100*extra/max(sw.medianNS, 1), f.Message),
 				Evidence: []string{f.Message}})
 		case "below_roofline":
 			// a kernel far below its roofline: what it would save at the
@@ -349,7 +351,7 @@ func (r *Report) findingCauses(run string, sw stepWindow) []Cause {
 			out = append(out, Cause{RunID: run, Kind: "slow_kernel", Rank: rank, CostNS: cost,
 				CostPct: 100 * cost / max(sw.medianNS, 1), Fix: fix, finding: f.ID,
 				Headline: fmt.Sprintf("the kernels of %s run at %.0f%% of their roofline: at the roofline each step would be up to %s shorter (%.1f%%)",
-					f.Subject, roof, Duration(cost), 100*cost/max(sw.medianNS, 1)),
+					f.Subject, roof, mdfmt.Duration(cost), 100*cost/max(sw.medianNS, 1)),
 				Evidence: []string{f.Message}})
 		case "memory_bound_ops":
 			// memory-bound element-wise work: what it would save moving its
@@ -365,8 +367,8 @@ func (r *Report) findingCauses(run string, sw stepWindow) []Cause {
 			out = append(out, Cause{RunID: run, Kind: "memory_bound", CostNS: cost, CostPct: 100 * cost / max(sw.medianNS, 1), Fix: f.Fix, finding: f.ID,
 				Subject: "element-wise, norm, softmax and reduction kernels",
 				Headline: fmt.Sprintf("memory-bound element-wise work (%.0f calls, %.0f shapes) takes %s a step (%.1f%% of the GPU time) at %.2f TB/s, %.0f%% of the %s's %.2f TB/s: at that bandwidth it would take %s, %s a step less (%.1f%%), and fused (torch.compile) it would move its tensors once",
-					ev["calls"]/ranks/nSteps, ev["shapes"], Duration(gpuNS/ranks/nSteps), 100*f.valueOr(0), ev["achieved_tbs"], 100*ev["achieved_tbs"]/ev["peak_tbs"],
-					evidenceString(f.Evidence, "gpu"), ev["peak_tbs"], Duration(atRoof/ranks/nSteps), Duration(cost), 100*cost/max(sw.medianNS, 1)),
+					ev["calls"]/ranks/nSteps, ev["shapes"], mdfmt.Duration(gpuNS/ranks/nSteps), 100*f.valueOr(0), ev["achieved_tbs"], 100*ev["achieved_tbs"]/ev["peak_tbs"],
+					evidenceString(f.Evidence, "gpu"), ev["peak_tbs"], mdfmt.Duration(atRoof/ranks/nSteps), mdfmt.Duration(cost), 100*cost/max(sw.medianNS, 1)),
 				Evidence: []string{f.Message}})
 		case "gpu_link":
 			// what NVLink would save is unknown from the counters alone:
@@ -379,7 +381,7 @@ func (r *Report) findingCauses(run string, sw stepWindow) []Cause {
 			out = append(out, Cause{RunID: run, Kind: "slow_link", Why: "pcie_path", Host: f.Host, Ranks: ranks, CostNS: xfer,
 				CostPct: 100 * xfer / max(sw.medianNS, 1), Fix: f.Fix,
 				Headline: fmt.Sprintf("collectives on %s bypass NVLink: up to %s a step (%.1f%%) of transfer at PCIe bandwidth (NVLink %.2f GB/s of its %.0f GB/s, PCIe %.1f GB/s)",
-					f.Host, Duration(xfer), 100*xfer/max(sw.medianNS, 1), ev["nvlink_gbs"], ev["link_peak_gbs"], ev["pcie_gbs"]),
+					f.Host, mdfmt.Duration(xfer), 100*xfer/max(sw.medianNS, 1), ev["nvlink_gbs"], ev["link_peak_gbs"], ev["pcie_gbs"]),
 				Evidence: []string{"counters: " + f.Message}})
 		}
 	}
@@ -420,7 +422,7 @@ func mergeSlowHost(r *Report, run string, causes []Cause, sw stepWindow) []Cause
 		if name == "" {
 			name = f.Subject
 		}
-		host.Headline = fmt.Sprintf("host %s delays every step by %s (%.1f%%): %s", name, Duration(host.CostNS), host.CostPct, f.Message)
+		host.Headline = fmt.Sprintf("host %s delays every step by %s (%.1f%%): %s", name, mdfmt.Duration(host.CostNS), host.CostPct, f.Message)
 		host.Evidence = []string{f.Message}
 		causes = append(kept, host)
 	}
@@ -596,11 +598,3 @@ func countList(m map[string]int) string {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// signed is a duration with its sign: +1.2 ms, -300 ns.
-func signed(ns float64) string {
-	if ns >= 0 {
-		return "+" + Duration(ns)
-	}
-	return Duration(ns)
-}

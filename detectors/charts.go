@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/trainscope/trainscope/detectors/mdfmt"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
@@ -341,7 +342,7 @@ func (r *Report) timelineStep(ctx context.Context, st *duck.Store, run string) (
 	}
 	if found && step.Valid {
 		s := int(step.Int64)
-		return &s, fmt.Sprintf("step %d, where %s held the others up longest (%s)", s, who, Duration(float64(block.Int64))), true, nil
+		return &s, fmt.Sprintf("step %d, where %s held the others up longest (%s)", s, who, mdfmt.Duration(float64(block.Int64))), true, nil
 	}
 	rows, err = st.Query(ctx, `SELECT min(step) FROM gpu_window WHERE run_id = ?`, run)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/trainscope/trainscope/detectors/mdfmt"
 	"github.com/trainscope/trainscope/gpu"
 )
 
@@ -168,7 +169,7 @@ func rooflineChart(c *RooflineChart) *rooflineView {
 		}
 		v.Dots = append(v.Dots, roofDot{X: n1(px(p.Intensity)), Y: n1(py(p.TFLOPS)), R: n1(3 + 9*math.Sqrt(p.TimeNS/maxTime(c.Points))),
 			Colour: col, Label: p.Label, Bound: p.Bound, Intensity: n2(p.Intensity), TFLOPS: n2(p.TFLOPS), RoofPct: n0(p.RoofPct),
-			Time: Duration(p.TimeNS), Saved: Duration(p.SavedNS)})
+			Time: mdfmt.Duration(p.TimeNS), Saved: mdfmt.Duration(p.SavedNS)})
 	}
 	return v
 }

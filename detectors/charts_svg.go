@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
+
+	"github.com/trainscope/trainscope/detectors/mdfmt"
 )
 
 // Colours of the charts, one per kind of GPU time.
@@ -127,10 +128,10 @@ func rankChart(c *Charts) *rankChartView {
 				continue
 			}
 			w := part.v * scale
-			bar.Parts = append(bar.Parts, barPart{X: n1(x), W: n2(w), Colour: part.col, Name: part.name, Time: Duration(part.v)})
+			bar.Parts = append(bar.Parts, barPart{X: n1(x), W: n2(w), Colour: part.col, Name: part.name, Time: mdfmt.Duration(part.v)})
 			x += w
 		}
-		bar.TotalX, bar.Total = n1(x+4), Duration(rt.Compute+rt.Transfer+rt.Wait+rt.Other+rt.Idle)
+		bar.TotalX, bar.Total = n1(x+4), mdfmt.Duration(rt.Compute+rt.Transfer+rt.Wait+rt.Other+rt.Idle)
 		v.Bars = append(v.Bars, bar)
 	}
 	return v
@@ -193,7 +194,7 @@ func timelineChart(tl *Timeline) *timelineView {
 	h := 24 + float64(len(tl.Lanes))*(laneH+4)
 	span := float64(tl.EndNS - tl.StartNS)
 	x := func(ns int64) float64 { return label + plotW*float64(ns-tl.StartNS)/span }
-	v := &timelineView{Why: tl.Why, Span: Duration(span), Width: width, Height: n0(h), LabelX: label - 6,
+	v := &timelineView{Why: tl.Why, Span: mdfmt.Duration(span), Width: width, Height: n0(h), LabelX: label - 6,
 		PlotX: label, PlotW: plotW, LaneH: n0(laneH), HalfH: n1(laneH * 0.5), LineY2: n1(h - 20), TickY: n1(h - 6)}
 	if len(tl.Lanes) < tl.TotalRanks {
 		v.Shown = fmt.Sprintf("; %d of %d ranks shown: the root causes' and their peers' first", len(tl.Lanes), tl.TotalRanks)
@@ -216,7 +217,7 @@ func timelineChart(tl *Timeline) *timelineView {
 		}
 		for _, c := range l.Colls {
 			cb := collBars{Tip: fmt.Sprintf("rank %d %s: waited %s, transfer %s", l.Rank, c.Name,
-				Duration(float64(c.WaitEndNS-c.StartNS)), Duration(float64(c.End-c.WaitEndNS)))}
+				mdfmt.Duration(float64(c.WaitEndNS-c.StartNS)), mdfmt.Duration(float64(c.End-c.WaitEndNS)))}
 			if c.WaitEndNS > c.StartNS {
 				cb.WaitX, cb.WaitW = n2(x(c.StartNS)), n2(max(0.5, x(c.WaitEndNS)-x(c.StartNS)))
 			}
@@ -226,7 +227,7 @@ func timelineChart(tl *Timeline) *timelineView {
 			lane.Colls = append(lane.Colls, cb)
 			if c.Last {
 				v.Marks = append(v.Marks, lateMark{X: n1(x(c.StartNS)), Y: n1(y), Rank: l.Rank, Name: c.Name,
-					Block: Duration(float64(c.BlockNS)), Line: float64(c.BlockNS) >= 0.01*span})
+					Block: mdfmt.Duration(float64(c.BlockNS)), Line: float64(c.BlockNS) >= 0.01*span})
 			}
 		}
 		v.Lanes = append(v.Lanes, lane)
@@ -237,7 +238,7 @@ func timelineChart(tl *Timeline) *timelineView {
 		if i == 4 {
 			anchor = "end"
 		}
-		v.Ticks = append(v.Ticks, axisTick{X: n1(x(ns)), Label: Duration(float64(ns - tl.StartNS)), Anchor: anchor})
+		v.Ticks = append(v.Ticks, axisTick{X: n1(x(ns)), Label: mdfmt.Duration(float64(ns - tl.StartNS)), Anchor: anchor})
 	}
 	return v
 }
@@ -245,19 +246,6 @@ func timelineChart(tl *Timeline) *timelineView {
 // shade quantises a busy share to tenths, so neighbouring slices merge.
 func shade(v float64) float64 {
 	return float64(int(v*10+0.5)) / 10
-}
-
-// shortKernel is a kernel name without its return type, template and
-// parameter lists, at most 60 characters (the tooltip has it in full).
-func shortKernel(name string) string {
-	n := strings.ReplaceAll(strings.TrimPrefix(name, "void "), "(anonymous namespace)::", "")
-	if i := strings.IndexAny(n, "<("); i > 0 {
-		n = n[:i]
-	}
-	if r := []rune(n); len(r) > 60 {
-		n = string(r[:59]) + "…"
-	}
-	return n
 }
 
 var classColour = map[string]string{"COMP": colCompute, "COMM": colTransfer, "MEM": colOther}
@@ -301,7 +289,7 @@ func kernelChart(ks []KernelTime) *kernelChartView {
 		if col == "" {
 			col = colCompute
 		}
-		v.Bars = append(v.Bars, kernelBar{Short: shortKernel(k.Name), Name: k.Name, Colour: col, Time: Duration(k.TotalNS),
+		v.Bars = append(v.Bars, kernelBar{Short: mdfmt.ShortKernel(k.Name), Name: k.Name, Colour: col, Time: mdfmt.Duration(k.TotalNS),
 			Count: k.Count, Y: n1(y), TextY: n1(y + barH*0.75), W: n2(max(0.5, k.TotalNS*scale)), TimeX: n1(label + k.TotalNS*scale + 4)})
 	}
 	return v

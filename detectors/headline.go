@@ -3,6 +3,8 @@ package detectors
 import (
 	"fmt"
 	"slices"
+
+	"github.com/trainscope/trainscope/detectors/mdfmt"
 )
 
 // buildHeadlines decides each run's verdict sentence: its costliest root
@@ -61,12 +63,12 @@ func (r *Report) headlineOf(run RunInfo) Headline {
 			p = 100 * cost / r.medianStep[run.RunID]
 		}
 		if rank >= 0 && p >= MinCostPct {
-			h.Text = fmt.Sprintf("No single rank%s stands out: the ranks take turns holding each other up (the most, rank %d, %s a step, %.1f%%); what holds them back is what they share", among, rank, Duration(cost), p)
+			h.Text = fmt.Sprintf("No single rank%s stands out: the ranks take turns holding each other up (the most, rank %d, %s a step, %.1f%%); what holds them back is what they share", among, rank, mdfmt.Duration(cost), p)
 			return h
 		}
 		h.Text = fmt.Sprintf("Balanced: no rank%s holds the others up by a noticeable share of the step", among)
 		if rank >= 0 {
-			h.Text += fmt.Sprintf(" (the most, rank %d, %s a step, %.1f%%", rank, Duration(cost), p)
+			h.Text += fmt.Sprintf(" (the most, rank %d, %s a step, %.1f%%", rank, mdfmt.Duration(cost), p)
 			if why := r.whys[run.RunID][rank]; why != "" && why != "unknown" && whyText[why] != "" {
 				h.Text += ": " + whyText[why]
 			}
@@ -93,7 +95,7 @@ func (r *Report) verdictLines(run RunInfo) []string {
 			rest = "the other is"
 		}
 		out = append(out, fmt.Sprintf("traced: %s (%s); %s not in these traces, so whether one of them holds the job up, and how long the traced ranks wait for them at collectives, cannot be told",
-			part, RankRanges(run.Ranks), rest))
+			part, mdfmt.RankRanges(run.Ranks), rest))
 	}
 	if b := r.breakdowns[run.RunID]; b != "" {
 		out = append(out, b)
@@ -102,7 +104,7 @@ func (r *Report) verdictLines(run RunInfo) []string {
 	for _, h := range r.Headline {
 		for _, c := range r.Causes {
 			if h.RunID == run.RunID && c.RunID == run.RunID && c.Kind == "unrecorded_idle" && h.Cause != c.ID && c.CostNS > h.CostNS {
-				out = append(out, fmt.Sprintf("more than that, %s a step (%.1f%%), the GPU is idle while the thread that launches its work is in no recorded event: profile with with_stack=True (Python frames) to see what the host does there", Duration(c.CostNS), c.CostPct))
+				out = append(out, fmt.Sprintf("more than that, %s a step (%.1f%%), the GPU is idle while the thread that launches its work is in no recorded event: profile with with_stack=True (Python frames) to see what the host does there", mdfmt.Duration(c.CostNS), c.CostPct))
 			}
 		}
 	}

@@ -6,11 +6,12 @@ import (
 	"sort"
 
 	"fmt"
-	"github.com/trainscope/trainscope/gpu"
 	"io"
-	"math"
 	"strconv"
 	"strings"
+
+	"github.com/trainscope/trainscope/detectors/mdfmt"
+	"github.com/trainscope/trainscope/gpu"
 )
 
 // WriteJSON writes the report as indented JSON.
@@ -98,7 +99,7 @@ func writeMetricTable(b *strings.Builder, t MetricTable) {
 	if len(rows) > MaxTableRows {
 		rows = rows[:MaxTableRows]
 	}
-	writeTable(b, t.Columns, rows)
+	mdfmt.Table(b, t.Columns, rows)
 	if len(t.Rows) > len(rows) {
 		fmt.Fprintf(b, "\n%d more rows: `SELECT * FROM metrics WHERE detector = '%s'` (trainscope sql), or the JSON report.\n", len(t.Rows)-len(rows), t.Detector)
 	}
@@ -116,7 +117,7 @@ func gpuLine(s gpu.Spec, jobDtypes []string) string {
 	var have, missing []string
 	for _, p := range peaks {
 		if p.v > 0 {
-			have = append(have, fmt.Sprintf("%s %s", strings.ToUpper(p.name), formatFloat(p.v)))
+			have = append(have, fmt.Sprintf("%s %s", strings.ToUpper(p.name), mdfmt.Float(p.v)))
 		} else {
 			missing = append(missing, strings.ToUpper(p.name))
 		}
@@ -128,9 +129,9 @@ func gpuLine(s gpu.Spec, jobDtypes []string) string {
 	if len(jobDtypes) > 0 {
 		line += "; the job's matmuls ran in " + strings.ToUpper(strings.Join(jobDtypes, ", "))
 	}
-	line += fmt.Sprintf("; %s GiB at %s GB/s", formatFloat(s.MemGiB), formatFloat(s.HBMGBs))
+	line += fmt.Sprintf("; %s GiB at %s GB/s", mdfmt.Float(s.MemGiB), mdfmt.Float(s.HBMGBs))
 	if s.LinkGBs > 0 {
-		line += fmt.Sprintf(", GPU links %s GB/s", formatFloat(s.LinkGBs))
+		line += fmt.Sprintf(", GPU links %s GB/s", mdfmt.Float(s.LinkGBs))
 	} else {
 		line += ", no GPU links (PCIe)"
 	}
@@ -141,112 +142,7 @@ func rankList(ranks []int) string {
 	if len(ranks) == 0 {
 		return ""
 	}
-	return "(" + RankRanges(ranks) + ")"
-}
-
-const maxCell = 80
-
-func writeTable(b *strings.Builder, cols []string, rows [][]any) {
-	b.WriteString("|")
-	for _, c := range cols {
-		fmt.Fprintf(b, " %s |", c)
-	}
-	b.WriteString("\n|")
-	for range cols {
-		b.WriteString(" --- |")
-	}
-	b.WriteString("\n")
-	for _, row := range rows {
-		b.WriteString("|")
-		for i, v := range row {
-			fmt.Fprintf(b, " %s |", cell(cols[i], v))
-		}
-		b.WriteString("\n")
-	}
-}
-
-// shorten cuts text to maxCell characters. A call stack ("kind a > b >
-// c") keeps its kind and its innermost frames, the ones that tell stacks
-// apart; other text keeps its beginning.
-func shorten(s string) string {
-	r := []rune(s)
-	if len(r) <= maxCell {
-		return s
-	}
-	if kind, path, ok := strings.Cut(s, " "); ok && strings.Contains(path, " > ") && len([]rune(kind)) < maxCell/4 {
-		// drop whole frames from the root end while it does not fit
-		frames := strings.Split(strings.TrimPrefix(path, "… > "), " > ")
-		for len(frames) > 1 {
-			frames = frames[1:]
-			out := kind + " … > " + strings.Join(frames, " > ")
-			if len([]rune(out)) <= maxCell {
-				return out
-			}
-		}
-		// one frame too long by itself: keep its end
-		head := []rune(kind + " …")
-		return string(head) + string(r[len(r)-(maxCell-len(head)):])
-	}
-	return string(r[:maxCell-1]) + "…"
-}
-
-// cell formats one value: durations (columns ending in _ns) in readable
-// units, shares with two decimals, text escaped and shortened.
-func cell(col string, v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		s := strings.ReplaceAll(x, "|", `\|`)
-		s = shorten(s)
-		return "`" + strings.ReplaceAll(s, "`", "'") + "`"
-	case int64:
-		return cell(col, float64(x))
-	case float64:
-		switch {
-		case strings.HasSuffix(col, "_ns"):
-			return Duration(x)
-		case strings.HasSuffix(col, "_bytes"):
-			return Bytes(x)
-		}
-		return formatFloat(x)
-	}
-	return fmt.Sprint(v)
-}
-
-func formatFloat(f float64) string {
-	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
-		return strconv.FormatFloat(f, 'f', 0, 64)
-	}
-	return strconv.FormatFloat(f, 'f', 2, 64)
-}
-
-// Duration formats nanoseconds with a unit: ns, us, ms or s.
-func Duration(ns float64) string {
-	a := math.Abs(ns)
-	switch {
-	case a >= 1e9:
-		return fmt.Sprintf("%.3f s", ns/1e9)
-	case a >= 1e6:
-		return fmt.Sprintf("%.3f ms", ns/1e6)
-	case a >= 1e3:
-		return fmt.Sprintf("%.1f us", ns/1e3)
-	}
-	return fmt.Sprintf("%.0f ns", ns)
-}
-
-// Bytes formats a byte count with a binary unit.
-func Bytes(n float64) string {
-	a := math.Abs(n)
-	switch {
-	case a >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", n/(1<<30))
-	case a >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", n/(1<<20))
-	case a >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", n/(1<<10))
-	}
-	return fmt.Sprintf("%.0f B", n)
+	return "(" + mdfmt.RankRanges(ranks) + ")"
 }
 
 // writeFinding writes one finding: its heading, message, value against
@@ -261,9 +157,9 @@ func writeFinding(b *strings.Builder, f Finding) {
 	}
 	fmt.Fprintf(b, "##### [%s] %s%s\n\n%s\n\n", strings.ToUpper(f.Severity), f.Detector, scope, f.Message)
 	if f.Value != nil {
-		fmt.Fprintf(b, "- %s: %s", f.Metric, formatFloat(*f.Value))
+		fmt.Fprintf(b, "- %s: %s", f.Metric, mdfmt.Float(*f.Value))
 		if f.Threshold != nil {
-			fmt.Fprintf(b, " (threshold %s)", formatFloat(*f.Threshold))
+			fmt.Fprintf(b, " (threshold %s)", mdfmt.Float(*f.Threshold))
 		}
 		b.WriteString("\n")
 	}
@@ -320,13 +216,13 @@ func writeGroup(b *strings.Builder, detector, severity string, all []Finding) {
 	sort.Float64s(vals)
 	fmt.Fprintf(b, "##### [%s] %s — %d findings", strings.ToUpper(severity), detector, len(fs))
 	if len(ranks) > 0 {
-		fmt.Fprintf(b, " on %d ranks (%s)", len(ranks), RankRanges(ranks))
+		fmt.Fprintf(b, " on %d ranks (%s)", len(ranks), mdfmt.RankRanges(ranks))
 	}
 	b.WriteString("\n\n")
 	if len(vals) > 0 {
-		fmt.Fprintf(b, "- %s: min %s, median %s, max %s", fs[0].Metric, formatFloat(vals[0]), formatFloat(vals[len(vals)/2]), formatFloat(vals[len(vals)-1]))
+		fmt.Fprintf(b, "- %s: min %s, median %s, max %s", fs[0].Metric, mdfmt.Float(vals[0]), mdfmt.Float(vals[len(vals)/2]), mdfmt.Float(vals[len(vals)-1]))
 		if fs[0].Threshold != nil {
-			fmt.Fprintf(b, " (threshold %s)", formatFloat(*fs[0].Threshold))
+			fmt.Fprintf(b, " (threshold %s)", mdfmt.Float(*fs[0].Threshold))
 		}
 		b.WriteString("\n")
 	}
@@ -349,24 +245,6 @@ func writeGroup(b *strings.Builder, detector, severity string, all []Finding) {
 		fmt.Fprintf(b, "  - %s\n", f.Message)
 	}
 	b.WriteString("\n")
-}
-
-// RankRanges writes sorted ranks compactly: 0-7, 12, 14-15.
-func RankRanges(ranks []int) string {
-	var parts []string
-	for i := 0; i < len(ranks); {
-		j := i
-		for j+1 < len(ranks) && ranks[j+1] == ranks[j]+1 {
-			j++
-		}
-		if j > i {
-			parts = append(parts, fmt.Sprintf("%d-%d", ranks[i], ranks[j]))
-		} else {
-			parts = append(parts, strconv.Itoa(ranks[i]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ", ")
 }
 
 // MaxTableRows caps a metric table in the markdown report (the JSON report
@@ -419,7 +297,7 @@ func compactBecause(items []string) string {
 			parts = append(parts, fmt.Sprintf("%s (rank %d)", k, rs[0]))
 		default:
 			sort.Ints(rs)
-			parts = append(parts, fmt.Sprintf("%s (ranks %s)", k, RankRanges(rs)))
+			parts = append(parts, fmt.Sprintf("%s (ranks %s)", k, mdfmt.RankRanges(rs)))
 		}
 	}
 	return strings.Join(parts, ", ")

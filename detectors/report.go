@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/trainscope/trainscope/detectors/mdfmt"
 	"github.com/trainscope/trainscope/gpu"
 	"github.com/trainscope/trainscope/sql/duck"
 )
@@ -278,11 +279,11 @@ ORDER BY run_id, CASE severity WHEN 'critical' THEN 0 WHEN 'warn' THEN 1 ELSE 2 
 		f.Host, f.Subject, f.Fix = host.String, subject.String, fix.String
 		f.Impact, f.Validation, f.Needs = impact.String, validation.String, needs.String
 		if value.Valid {
-			v := round(value.Float64)
+			v := mdfmt.Round(value.Float64)
 			f.Value = &v
 		}
 		if threshold.Valid {
-			v := round(threshold.Float64)
+			v := mdfmt.Round(threshold.Float64)
 			f.Threshold = &v
 		}
 		if evidence.Valid && evidence.String != "" {
@@ -418,9 +419,9 @@ func normalize(v any) any {
 	case uint64:
 		return int64(x)
 	case float32:
-		return round(float64(x))
+		return mdfmt.Round(float64(x))
 	case float64:
-		return round(x)
+		return mdfmt.Round(x)
 	case []byte:
 		return string(x)
 	case *big.Int:
@@ -430,24 +431,17 @@ func normalize(v any) any {
 		f, _ := new(big.Float).SetInt(x).Float64()
 		return f
 	case interface{ Float64() float64 }:
-		return round(x.Float64())
+		return mdfmt.Round(x.Float64())
 	case fmt.Stringer:
 		return x.String()
 	}
 	return v
 }
 
-func round(f float64) float64 {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0
-	}
-	return math.Round(f*1e4) / 1e4
-}
-
 func roundAll(v any) any {
 	switch x := v.(type) {
 	case float64:
-		return round(x)
+		return mdfmt.Round(x)
 	case map[string]any:
 		for k, e := range x {
 			x[k] = roundAll(e)
@@ -508,7 +502,7 @@ func (r *Report) memorySummary(runID string) {
 			}
 			reserved := num(row, "reserved_bytes")
 			text := fmt.Sprintf("memory, rank %d %s: %s reserved, %s allocated (%.0f%% of reserved unused), free memory %.0f%% fragmented",
-				toInt(row[col["rank"]]), row[col["subject"]], Bytes(reserved), Bytes(num(row, "allocated_bytes")),
+				toInt(row[col["rank"]]), row[col["subject"]], mdfmt.Bytes(reserved), mdfmt.Bytes(num(row, "allocated_bytes")),
 				100*num(row, "unused_bytes")/math.Max(reserved, 1), num(row, "fragmentation_pct"))
 			r.Summary = append(r.Summary, SummaryLine{RunID: runID, Text: text, Detector: "mem_summary"})
 		}

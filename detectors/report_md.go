@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/trainscope/trainscope/detectors/mdfmt"
 	"github.com/trainscope/trainscope/gpu"
 )
 
@@ -130,16 +131,16 @@ func (r *Report) writeCause(b *strings.Builder, n int, c Cause) {
 	case c.Host != "":
 		where = "host " + c.Host
 	case len(c.Ranks) > 0:
-		where = "ranks " + RankRanges(slices.Sorted(slices.Values(c.Ranks)))
+		where = "ranks " + mdfmt.RankRanges(slices.Sorted(slices.Values(c.Ranks)))
 	}
 	why := ""
 	if c.Why != "" && (c.Kind == "late_rank" || c.Kind == "one_off_stall" || c.Kind == "slow_host") {
 		why = ", " + strings.ReplaceAll(c.Why, "_", " ")
 	}
-	cost := fmt.Sprintf("costs %s a step (%.1f%%)", Duration(c.CostNS), c.CostPct)
+	cost := fmt.Sprintf("costs %s a step (%.1f%%)", mdfmt.Duration(c.CostNS), c.CostPct)
 	switch {
 	case c.StallNS > 0 && c.Step != nil:
-		cost = fmt.Sprintf("costs %s once, in step %d (%s a step over the window, %.1f%%)", Duration(c.StallNS), *c.Step, Duration(c.CostNS), c.CostPct)
+		cost = fmt.Sprintf("costs %s once, in step %d (%s a step over the window, %.1f%%)", mdfmt.Duration(c.StallNS), *c.Step, mdfmt.Duration(c.CostNS), c.CostPct)
 	case c.Kind == "hang":
 		cost = "stops the run"
 	}
@@ -191,7 +192,7 @@ func (r *Report) findingList(ids []string) string {
 		case 1:
 			parts = append(parts, fmt.Sprintf("%s (rank %d)", d, rs[0]))
 		default:
-			parts = append(parts, fmt.Sprintf("%s (ranks %s)", d, RankRanges(rs)))
+			parts = append(parts, fmt.Sprintf("%s (ranks %s)", d, mdfmt.RankRanges(rs)))
 		}
 	}
 	return strings.Join(parts, ", ")
@@ -262,12 +263,12 @@ func findingLine(detector, severity string, fs []Finding) string {
 	case len(ranks) == 1:
 		line += fmt.Sprintf(" on rank %d", ranks[0])
 	case len(ranks) > 1:
-		line += " on ranks " + RankRanges(ranks)
+		line += " on ranks " + mdfmt.RankRanges(ranks)
 	}
 	if len(vals) > 1 && vals[0] != vals[len(vals)-1] {
-		line += fmt.Sprintf(" (%s %s to %s)", fs[0].Metric, formatFloat(vals[0]), formatFloat(vals[len(vals)-1]))
+		line += fmt.Sprintf(" (%s %s to %s)", fs[0].Metric, mdfmt.Float(vals[0]), mdfmt.Float(vals[len(vals)-1]))
 	} else if len(vals) > 0 {
-		line += fmt.Sprintf(" (%s %s)", fs[0].Metric, formatFloat(vals[0]))
+		line += fmt.Sprintf(" (%s %s)", fs[0].Metric, mdfmt.Float(vals[0]))
 	}
 	worst := fs[0]
 	for _, f := range fs {
@@ -300,7 +301,7 @@ func rankWord(rs []int) string {
 	if len(rs) == 1 {
 		return fmt.Sprintf("rank %d", rs[0])
 	}
-	return "ranks " + RankRanges(rs)
+	return "ranks " + mdfmt.RankRanges(rs)
 }
 
 // distinctSubjects is the findings' subjects (an audit rule's id, a

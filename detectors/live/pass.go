@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/mdfmt"
 	"github.com/trainscope/trainscope/sql/archive"
 	"github.com/trainscope/trainscope/sql/duck"
 	"github.com/trainscope/trainscope/stream"
@@ -185,7 +186,7 @@ func runStatus(ctx context.Context, scratch *duck.Store, why string, missing []s
 	rows.Close()
 	if len(incomplete) > 0 {
 		st.Partial = true
-		st.Reasons = append(st.Reasons, fmt.Sprintf("rank(s) %s have rows but their traces are not complete yet (no ranks row)", detectors.RankRanges(incomplete)))
+		st.Reasons = append(st.Reasons, fmt.Sprintf("rank(s) %s have rows but their traces are not complete yet (no ranks row)", mdfmt.RankRanges(incomplete)))
 	}
 	st.Missing = missing
 	if !st.Partial && len(st.Missing) == 0 {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/mdfmt"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
@@ -329,7 +330,7 @@ func (e *chromeWriter) lateArrivals(ctx context.Context, st *duck.Store, run str
 			if step.Valid {
 				a["step"] = step.Int64
 			}
-			e.instant(lr, gpuTID+lstream, "t", fmt.Sprintf("late arrival: held up %s by %s", coll, detectors.Duration(float64(block))), at, a)
+			e.instant(lr, gpuTID+lstream, "t", fmt.Sprintf("late arrival: held up %s by %s", coll, mdfmt.Duration(float64(block))), at, a)
 		}
 		if !keep(pr) {
 			continue

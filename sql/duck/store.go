@@ -296,6 +296,30 @@ func (s *Store) Query(ctx context.Context, query string, args ...any) (*sql.Rows
 	return s.conn.QueryContext(ctx, query, args...)
 }
 
+// QueryByKey runs a query whose rows are a string key and n numbers, and
+// returns the numbers by key.
+func (s *Store) QueryByKey(ctx context.Context, q string, n int) (map[string][]float64, error) {
+	rows, err := s.Query(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string][]float64{}
+	for rows.Next() {
+		var k string
+		v := make([]float64, n)
+		dst := []any{&k}
+		for i := range v {
+			dst = append(dst, &v[i])
+		}
+		if err := rows.Scan(dst...); err != nil {
+			return nil, err
+		}
+		out[k] = v
+	}
+	return out, rows.Err()
+}
+
 // QueryArrow runs a query and returns its result as Arrow records.
 func (s *Store) QueryArrow(ctx context.Context, query string, args ...any) (array.RecordReader, error) {
 	return s.arrow.QueryContext(ctx, query, args...)

@@ -1,4 +1,4 @@
-package detectors
+package diff
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/trainscope/trainscope/detectors/mdfmt"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
@@ -49,9 +50,9 @@ type Iterations struct {
 	HostNS float64 `json:"host_ops_ns"`
 }
 
-// DiffVerdict answers which run is slower per iteration, by how much, and
+// Verdict answers which run is slower per iteration, by how much, and
 // what moved.
-type DiffVerdict struct {
+type Verdict struct {
 	Base     Iterations `json:"base"`
 	New      Iterations `json:"new"`
 	DeltaNS  float64    `json:"delta_ns_per_iteration"`
@@ -128,7 +129,7 @@ GROUP BY sp.run_id`)
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	host, err := queryByKey(ctx, st, `
+	host, err := st.QueryByKey(ctx, `
 SELECT run_id, (coalesce(sum(self_dur), 0) / count(DISTINCT rank))::DOUBLE FROM host_window
 WHERE run_id IN (`+in+`) AND kind IN ('cpu_op', 'python')
 GROUP BY run_id`, 1)
@@ -136,7 +137,7 @@ GROUP BY run_id`, 1)
 		return nil, fmt.Errorf("iterations: %w", err)
 	}
 	// ProfilerSteps in the window
-	steps, err := queryByKey(ctx, st, `
+	steps, err := st.QueryByKey(ctx, `
 SELECT s.run_id, (count(*) / count(DISTINCT s.rank))::DOUBLE, avg(s.end_ns - s.start_ns)::DOUBLE
 FROM steps s JOIN analysis_window w ON w.run_id = s.run_id AND w.rank = s.rank
 WHERE s.run_id IN (`+in+`) AND (w.step_lo IS NULL OR s.step >= w.step_lo) AND (w.step_hi IS NULL OR s.step <= w.step_hi)
@@ -176,8 +177,8 @@ GROUP BY s.run_id`, 2)
 		if h := host[r]; len(h) == 1 {
 			o.HostNS = h[0] / n
 		}
-		o.Count, o.IterNS = round(o.Count), round(o.IterNS)
-		o.ComputeNS, o.TransferNS, o.WaitNS, o.MemNS, o.IdleNS, o.HostNS = round(o.ComputeNS), round(o.TransferNS), round(o.WaitNS), round(o.MemNS), round(o.IdleNS), round(o.HostNS)
+		o.Count, o.IterNS = mdfmt.Round(o.Count), mdfmt.Round(o.IterNS)
+		o.ComputeNS, o.TransferNS, o.WaitNS, o.MemNS, o.IdleNS, o.HostNS = mdfmt.Round(o.ComputeNS), mdfmt.Round(o.TransferNS), mdfmt.Round(o.WaitNS), mdfmt.Round(o.MemNS), mdfmt.Round(o.IdleNS), mdfmt.Round(o.HostNS)
 	}
 	return out, nil
 }
@@ -281,36 +282,12 @@ func hasMarker(ms []marker, m marker) bool {
 	return false
 }
 
-// queryByKey runs a query whose rows are a string key and n numbers, and
-// returns the numbers by key.
-func queryByKey(ctx context.Context, st *duck.Store, q string, n int) (map[string][]float64, error) {
-	rows, err := st.Query(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string][]float64{}
-	for rows.Next() {
-		var k string
-		v := make([]float64, n)
-		dst := []any{&k}
-		for i := range v {
-			dst = append(dst, &v[i])
-		}
-		if err := rows.Scan(dst...); err != nil {
-			return nil, err
-		}
-		out[k] = v
-	}
-	return out, rows.Err()
-}
-
-// Verdict compares two runs' iterations and names what moved, with the
+// Judge compares two runs' iterations and names what moved, with the
 // kernel and operator rows of Diff as the detail.
-func Verdict(base, nw Iterations, rows []DiffRow) DiffVerdict {
-	v := DiffVerdict{Base: base, New: nw, DeltaNS: round(nw.IterNS - base.IterNS)}
+func Judge(base, nw Iterations, rows []Row) Verdict {
+	v := Verdict{Base: base, New: nw, DeltaNS: mdfmt.Round(nw.IterNS - base.IterNS)}
 	if base.IterNS > 0 {
-		v.DeltaPct = round(100 * (nw.IterNS - base.IterNS) / base.IterNS)
+		v.DeltaPct = mdfmt.Round(100 * (nw.IterNS - base.IterNS) / base.IterNS)
 	}
 	parts := []struct {
 		name   string
@@ -327,7 +304,7 @@ func Verdict(base, nw Iterations, rows []DiffRow) DiffVerdict {
 		if p.bv == 0 && p.nv == 0 {
 			continue
 		}
-		v.Moved = append(v.Moved, Move{Part: p.name, BaseNS: p.bv, NewNS: p.nv, DeltaNS: round(p.nv - p.bv)})
+		v.Moved = append(v.Moved, Move{Part: p.name, BaseNS: p.bv, NewNS: p.nv, DeltaNS: mdfmt.Round(p.nv - p.bv)})
 	}
 	sort.SliceStable(v.Moved, func(i, j int) bool { return math.Abs(v.Moved[i].DeltaNS) > math.Abs(v.Moved[j].DeltaNS) })
 	v.Text = verdictText(v, rows)
@@ -338,7 +315,7 @@ func Verdict(base, nw Iterations, rows []DiffRow) DiffVerdict {
 // span's and add up to it.
 const hostPart = "host operators' own time (beside the GPU)"
 
-func verdictText(v DiffVerdict, rows []DiffRow) string {
+func verdictText(v Verdict, rows []Row) string {
 	var b strings.Builder
 	unit := "iteration"
 	if v.Base.Source == "capture" || v.New.Source == "capture" {
@@ -350,11 +327,11 @@ func verdictText(v DiffVerdict, rows []DiffRow) string {
 		b.WriteString("The runs could not be compared: one of them has no GPU activity in its window.")
 		return b.String()
 	case rel < 2:
-		fmt.Fprintf(&b, "The runs take the same time per %s within 2%%: %s against %s (%+.1f%%).", unit, Duration(v.New.IterNS), Duration(v.Base.IterNS), v.DeltaPct)
+		fmt.Fprintf(&b, "The runs take the same time per %s within 2%%: %s against %s (%+.1f%%).", unit, mdfmt.Duration(v.New.IterNS), mdfmt.Duration(v.Base.IterNS), v.DeltaPct)
 	case v.DeltaNS > 0:
-		fmt.Fprintf(&b, "The new run is %.1f%% slower per %s: %s against %s (+%s).", rel, unit, Duration(v.New.IterNS), Duration(v.Base.IterNS), Duration(v.DeltaNS))
+		fmt.Fprintf(&b, "The new run is %.1f%% slower per %s: %s against %s (+%s).", rel, unit, mdfmt.Duration(v.New.IterNS), mdfmt.Duration(v.Base.IterNS), mdfmt.Duration(v.DeltaNS))
 	default:
-		fmt.Fprintf(&b, "The new run is %.1f%% faster per %s: %s against %s (-%s).", rel, unit, Duration(v.New.IterNS), Duration(v.Base.IterNS), Duration(-v.DeltaNS))
+		fmt.Fprintf(&b, "The new run is %.1f%% faster per %s: %s against %s (-%s).", rel, unit, mdfmt.Duration(v.New.IterNS), mdfmt.Duration(v.Base.IterNS), mdfmt.Duration(-v.DeltaNS))
 	}
 	if len(v.Moved) > 0 && rel >= 2 {
 		var moved []string
@@ -369,17 +346,17 @@ func verdictText(v DiffVerdict, rows []DiffRow) string {
 				continue
 			}
 			if len(moved) < 3 {
-				moved = append(moved, fmt.Sprintf("%s %s (%s to %s)", m.Part, signed(m.DeltaNS), Duration(m.BaseNS), Duration(m.NewNS)))
+				moved = append(moved, fmt.Sprintf("%s %s (%s to %s)", m.Part, mdfmt.Signed(m.DeltaNS), mdfmt.Duration(m.BaseNS), mdfmt.Duration(m.NewNS)))
 			}
 		}
 		if len(moved) > 0 {
 			b.WriteString(" On the GPU it is " + strings.Join(moved, ", ") + ", per " + unit + " and rank.")
 		}
 		if r, d, rest, ok := rankMove(v); ok {
-			fmt.Fprintf(&b, " GPU compute moved most on rank %d (%s an iteration; the other ranks %s on average).", r, signed(d), signed(rest))
+			fmt.Fprintf(&b, " GPU compute moved most on rank %d (%s an iteration; the other ranks %s on average).", r, mdfmt.Signed(d), mdfmt.Signed(rest))
 		}
 		if host != nil {
-			fmt.Fprintf(&b, " On the host, operators' own time moved %s (%s to %s).", signed(host.DeltaNS), Duration(host.BaseNS), Duration(host.NewNS))
+			fmt.Fprintf(&b, " On the host, operators' own time moved %s (%s to %s).", mdfmt.Signed(host.DeltaNS), mdfmt.Duration(host.BaseNS), mdfmt.Duration(host.NewNS))
 		}
 		var top []string
 		for _, r := range rows {
@@ -388,7 +365,7 @@ func verdictText(v DiffVerdict, rows []DiffRow) string {
 			if r.DeltaNSStep*v.DeltaNS <= 0 || r.Kind == "host:runtime" || r.Kind == "host:driver" {
 				continue
 			}
-			top = append(top, fmt.Sprintf("%s `%s` %s (%s)", r.Kind[strings.IndexByte(r.Kind, ':')+1:], shortKernel(r.Name), signed(r.DeltaNSStep), strings.ReplaceAll(r.Change, "_", " ")))
+			top = append(top, fmt.Sprintf("%s `%s` %s (%s)", r.Kind[strings.IndexByte(r.Kind, ':')+1:], mdfmt.ShortKernel(r.Name), mdfmt.Signed(r.DeltaNSStep), strings.ReplaceAll(r.Change, "_", " ")))
 			if len(top) == 3 {
 				break
 			}
@@ -403,7 +380,7 @@ func verdictText(v DiffVerdict, rows []DiffRow) string {
 // rankMove finds the rank whose compute per iteration moved the most, in
 // the total's direction, when it carries at least half of the ranks'
 // summed move: a diff of a run with one slow rank says which.
-func rankMove(v DiffVerdict) (rank int, delta, rest float64, ok bool) {
+func rankMove(v Verdict) (rank int, delta, rest float64, ok bool) {
 	b, n := v.Base.rankCompute, v.New.rankCompute
 	if len(b) < 2 || len(b) != len(n) {
 		return 0, 0, 0, false
@@ -423,7 +400,7 @@ func rankMove(v DiffVerdict) (rank int, delta, rest float64, ok bool) {
 	if best < 0 || sum*bestD <= 0 || math.Abs(bestD) < 0.5*math.Abs(sum) || math.Abs(bestD) < 0.05*math.Abs(v.DeltaNS) {
 		return 0, 0, 0, false
 	}
-	return best, round(bestD), round((sum - bestD) / float64(len(b)-1)), true
+	return best, mdfmt.Round(bestD), mdfmt.Round((sum - bestD) / float64(len(b)-1)), true
 }
 
 // parseRankMap reads DuckDB's text form of a MAP(INTEGER, DOUBLE):
@@ -453,13 +430,13 @@ func parseRankMap(s string) map[int]float64 {
 func iterationLine(label string, it Iterations) string {
 	switch it.Source {
 	case "ProfilerStep":
-		return fmt.Sprintf("- %s: %s per iteration, %.4g ProfilerStep(s) a rank in the window, %d rank(s)", label, Duration(it.IterNS), it.Count, it.Ranks)
+		return fmt.Sprintf("- %s: %s per iteration, %.4g ProfilerStep(s) a rank in the window, %d rank(s)", label, mdfmt.Duration(it.IterNS), it.Count, it.Ranks)
 	case "range", "kernel":
 		what := "range"
 		if it.Source == "kernel" {
 			what = "kernel"
 		}
-		return fmt.Sprintf("- %s: %s per iteration; no ProfilerSteps, so an iteration is the steady period of the %s `%s` (%.1f iterations a rank in the GPU span), %d rank(s)", label, Duration(it.IterNS), what, shortKernel(it.Marker), it.Count, it.Ranks)
+		return fmt.Sprintf("- %s: %s per iteration; no ProfilerSteps, so an iteration is the steady period of the %s `%s` (%.1f iterations a rank in the GPU span), %d rank(s)", label, mdfmt.Duration(it.IterNS), what, mdfmt.ShortKernel(it.Marker), it.Count, it.Ranks)
 	}
-	return fmt.Sprintf("- %s: %s of GPU span; no ProfilerSteps and nothing repeats at a steady interval, so the whole capture is compared, %d rank(s)", label, Duration(it.IterNS), it.Ranks)
+	return fmt.Sprintf("- %s: %s of GPU span; no ProfilerSteps and nothing repeats at a steady interval, so the whole capture is compared, %d rank(s)", label, mdfmt.Duration(it.IterNS), it.Ranks)
 }

@@ -1,4 +1,4 @@
-package detectors
+package diff
 
 import (
 	"context"
@@ -7,15 +7,16 @@ import (
 	"io"
 	"strings"
 
+	"github.com/trainscope/trainscope/detectors/mdfmt"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
 //go:embed diff.sql
 var diffSQL string
 
-// DiffRow compares one kernel or operator between two runs, per iteration
+// Row compares one kernel or operator between two runs, per iteration
 // and rank (the JSON names keep "per_step" for readers of older reports).
-type DiffRow struct {
+type Row struct {
 	Kind        string  `json:"kind"`
 	Name        string  `json:"name"`
 	Change      string  `json:"change"` // added, removed, slower, faster, more_frequent, less_frequent
@@ -26,8 +27,8 @@ type DiffRow struct {
 	DeltaNSStep float64 `json:"delta_ns_per_step"`
 }
 
-// DiffOptions tune Diff.
-type DiffOptions struct {
+// Options tune Changes.
+type Options struct {
 	MinRatio   float64 // a mean duration or call rate changed by at least this factor (default 1.1)
 	MinDeltaNS float64 // and moved at least this much time per step (default 10 us)
 	Top        int     // rows kept (default 30)
@@ -36,38 +37,38 @@ type DiffOptions struct {
 	BaseUnits, NewUnits float64
 }
 
-// DiffResult is a diff's verdict and its kernel and operator rows.
-type DiffResult struct {
-	Verdict DiffVerdict `json:"verdict"`
-	Changes []DiffRow   `json:"changes"`
+// Result is a diff's verdict and its kernel and operator rows.
+type Result struct {
+	Verdict Verdict `json:"verdict"`
+	Changes []Row   `json:"changes"`
 }
 
-// CompareRuns cuts both runs into iterations (CountIterations), compares
-// their kernels and operators per iteration and rank (Diff), and says which
-// run is slower and what moved (Verdict).
-func CompareRuns(ctx context.Context, st *duck.Store, baseRun, newRun string, opt DiffOptions) (DiffResult, error) {
+// Compare cuts both runs into iterations (CountIterations), compares
+// their kernels and operators per iteration and rank (Changes), and says which
+// run is slower and what moved (Judge).
+func Compare(ctx context.Context, st *duck.Store, baseRun, newRun string, opt Options) (Result, error) {
 	its, err := CountIterations(ctx, st, baseRun, newRun)
 	if err != nil {
-		return DiffResult{}, err
+		return Result{}, err
 	}
 	b, n := its[baseRun], its[newRun]
 	opt.BaseUnits, opt.NewUnits = b.Count*float64(max(b.Ranks, 1)), n.Count*float64(max(n.Ranks, 1))
-	rows, err := Diff(ctx, st, baseRun, newRun, opt)
+	rows, err := Changes(ctx, st, baseRun, newRun, opt)
 	if err != nil {
-		return DiffResult{}, err
+		return Result{}, err
 	}
 	if rows == nil {
-		rows = []DiffRow{}
+		rows = []Row{}
 	}
-	return DiffResult{Verdict: Verdict(*b, *n, rows), Changes: rows}, nil
+	return Result{Verdict: Judge(*b, *n, rows), Changes: rows}, nil
 }
 
-// Diff compares the GPU kernels and host operators of two runs already
+// Changes compares the GPU kernels and host operators of two runs already
 // loaded in st (over each run's analysis window, per iteration and rank so
 // that windows of different lengths and jobs of different sizes compare):
 // what was added, removed, got slower or faster, or ran more or less
 // often. Rows are ordered by the time per iteration they moved.
-func Diff(ctx context.Context, st *duck.Store, baseRun, newRun string, opt DiffOptions) ([]DiffRow, error) {
+func Changes(ctx context.Context, st *duck.Store, baseRun, newRun string, opt Options) ([]Row, error) {
 	if opt.MinRatio <= 1 {
 		opt.MinRatio = 1.1
 	}
@@ -95,22 +96,22 @@ func Diff(ctx context.Context, st *duck.Store, baseRun, newRun string, opt DiffO
 		return nil, fmt.Errorf("trace diff: %w", err)
 	}
 	defer rows.Close()
-	var out []DiffRow
+	var out []Row
 	for rows.Next() {
-		var r DiffRow
+		var r Row
 		if err := rows.Scan(&r.Kind, &r.Name, &r.Change, &r.BaseCalls, &r.NewCalls, &r.BaseMeanNS, &r.NewMeanNS, &r.DeltaNSStep); err != nil {
 			return nil, err
 		}
-		r.BaseCalls, r.NewCalls = round(r.BaseCalls), round(r.NewCalls)
-		r.BaseMeanNS, r.NewMeanNS, r.DeltaNSStep = round(r.BaseMeanNS), round(r.NewMeanNS), round(r.DeltaNSStep)
+		r.BaseCalls, r.NewCalls = mdfmt.Round(r.BaseCalls), mdfmt.Round(r.NewCalls)
+		r.BaseMeanNS, r.NewMeanNS, r.DeltaNSStep = mdfmt.Round(r.BaseMeanNS), mdfmt.Round(r.NewMeanNS), mdfmt.Round(r.DeltaNSStep)
 		out = append(out, r)
 	}
 	return out, rows.Err()
 }
 
-// WriteDiffMarkdown renders a diff: the verdict, how each run was cut
+// WriteMarkdown renders a diff: the verdict, how each run was cut
 // into iterations, what moved, and the kernel and operator rows.
-func WriteDiffMarkdown(w io.Writer, baseRun, newRun string, res DiffResult) error {
+func WriteMarkdown(w io.Writer, baseRun, newRun string, res Result) error {
 	var b strings.Builder
 	v := res.Verdict
 	fmt.Fprintf(&b, "# trainscope diff: `%s` -> `%s`\n\n## Verdict\n\n**%s**\n\n", baseRun, newRun, v.Text)
@@ -120,9 +121,9 @@ func WriteDiffMarkdown(w io.Writer, baseRun, newRun string, res DiffResult) erro
 		b.WriteString("## Where an iteration's time went\n\nPer iteration and rank, mean over ranks; the GPU parts add up to the GPU span, host time runs beside them.\n\n")
 		var data [][]any
 		for _, m := range v.Moved {
-			data = append(data, []any{m.Part, Duration(m.BaseNS), Duration(m.NewNS), signed(m.DeltaNS)})
+			data = append(data, []any{m.Part, mdfmt.Duration(m.BaseNS), mdfmt.Duration(m.NewNS), mdfmt.Signed(m.DeltaNS)})
 		}
-		writeTable(&b, []string{"part", "baseline", "new", "change"}, data)
+		mdfmt.Table(&b, []string{"part", "baseline", "new", "change"}, data)
 		b.WriteString("\n")
 	}
 	b.WriteString("## Kernels and operators\n\n")
@@ -135,7 +136,7 @@ func WriteDiffMarkdown(w io.Writer, baseRun, newRun string, res DiffResult) erro
 		for _, r := range res.Changes {
 			data = append(data, []any{r.Change, r.Kind, r.Name, r.BaseCalls, r.NewCalls, r.BaseMeanNS, r.NewMeanNS, r.DeltaNSStep})
 		}
-		writeTable(&b, cols, data)
+		mdfmt.Table(&b, cols, data)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -1,4 +1,4 @@
-package detectors_test
+package diff_test
 
 import (
 	"context"
@@ -6,7 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/diff"
+	"github.com/trainscope/trainscope/detectors/internal/testkit"
 )
 
 // diffRun writes a one-rank run of two steps (plus a last one left out):
@@ -14,7 +15,7 @@ import (
 // calls x kernel "c" of 10 µs.
 func diffRun(t *testing.T, aDur int64, withB bool, calls int) string {
 	dir := t.TempDir()
-	b := newTrace(0, 1)
+	b := testkit.NewTrace(0, 1)
 	for s := range 3 {
 		o := int64(s) * 10000
 		b.Step(s+1, o, 10000)
@@ -32,15 +33,15 @@ func diffRun(t *testing.T, aDur int64, withB bool, calls int) string {
 
 func TestDiff(t *testing.T) {
 	ctx := context.Background()
-	st := loadRuns(t, map[string]string{
+	st := testkit.LoadRuns(t, map[string]string{
 		"base": diffRun(t, 100, true, 5),   // a 100 µs, b present, c x5
 		"new":  diffRun(t, 250, false, 20), // a 250 µs, b gone, c x20
 	})
-	rows, err := detectors.Diff(ctx, st, "base", "new", detectors.DiffOptions{})
+	rows, err := diff.Changes(ctx, st, "base", "new", diff.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]detectors.DiffRow{}
+	got := map[string]diff.Row{}
 	for _, r := range rows {
 		got[r.Kind+" "+r.Name] = r
 	}
@@ -75,7 +76,7 @@ func TestDiff(t *testing.T) {
 func loopRun(t *testing.T, ranks int, iters float64, period int64, gemmUS ...int64) string {
 	dir := t.TempDir()
 	for r := range ranks {
-		b := newTrace(r, ranks)
+		b := testkit.NewTrace(r, ranks)
 		gemm := gemmUS[0]
 		if r < len(gemmUS) {
 			gemm = gemmUS[r]
@@ -106,16 +107,16 @@ func loopRun(t *testing.T, ranks int, iters float64, period int64, gemmUS ...int
 // kernel that repeats at the longest steady period, so a shorter capture
 // of a slower job reads as slower per iteration, not as "less frequent".
 func TestDiffWithoutSteps(t *testing.T) {
-	st := loadRuns(t, map[string]string{
+	st := testkit.LoadRuns(t, map[string]string{
 		"base": loopRun(t, 2, 5.5, 10_000, 3_000), // 10 ms iterations, 5.5 of them
 		"new":  loopRun(t, 2, 3.2, 12_000, 5_000), // the gemm takes 2 ms more: 12 ms, 3.2 captured
 	})
-	res, err := detectors.CompareRuns(context.Background(), st, "base", "new", detectors.DiffOptions{})
+	res, err := diff.Compare(context.Background(), st, "base", "new", diff.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	v := res.Verdict
-	for _, it := range []detectors.Iterations{v.Base, v.New} {
+	for _, it := range []diff.Iterations{v.Base, v.New} {
 		// gemm and optimizer both run once an iteration; noise and layer must not cut
 		if it.Source != "kernel" || (it.Marker != "optimizer" && it.Marker != "gemm") || it.Marker != v.Base.Marker || it.Ranks != 2 {
 			t.Errorf("%s cut by %s %q over %d ranks, want the optimizer or gemm kernel, the same in both runs, over 2", it.Run, it.Source, it.Marker, it.Ranks)
@@ -134,7 +135,7 @@ func TestDiffWithoutSteps(t *testing.T) {
 	if d := v.Moved[0].DeltaNS; math.Abs(d-2e6) > 0.1e6 {
 		t.Errorf("GPU compute moved %v ns an iteration, want about 2 ms", d)
 	}
-	var gemm *detectors.DiffRow
+	var gemm *diff.Row
 	for i, r := range res.Changes {
 		if r.Name == "gemm" {
 			gemm = &res.Changes[i]
@@ -148,7 +149,7 @@ func TestDiffWithoutSteps(t *testing.T) {
 		t.Errorf("gemm row %+v, want slower by about 2 ms an iteration", gemm)
 	}
 	var md strings.Builder
-	if err := detectors.WriteDiffMarkdown(&md, "base", "new", res); err != nil {
+	if err := diff.WriteMarkdown(&md, "base", "new", res); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"**The new run is 20.0% slower per iteration", "the steady period of the kernel `", "| `GPU compute` | `3.9", "Largest movers: kernel `gemm` +1."} {
@@ -160,11 +161,11 @@ func TestDiffWithoutSteps(t *testing.T) {
 
 // A diff of a run where one rank's GEMM got slower says which rank moved.
 func TestDiffNamesTheRankThatMoved(t *testing.T) {
-	st := loadRuns(t, map[string]string{
+	st := testkit.LoadRuns(t, map[string]string{
 		"base": loopRun(t, 4, 4.9, 10_000, 3_000),
 		"new":  loopRun(t, 4, 4.9, 12_000, 3_000, 3_000, 5_000, 3_000), // rank 2's GEMM +2 ms, the iteration too
 	})
-	res, err := detectors.CompareRuns(context.Background(), st, "base", "new", detectors.DiffOptions{})
+	res, err := diff.Compare(context.Background(), st, "base", "new", diff.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
