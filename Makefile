@@ -70,7 +70,7 @@ dashboards: ## regenerate deploy/grafana/dashboards from deploy/grafana/dashgen
 # for minutes when a worker's runtime has two Ps.
 FUZZTIME ?= 60s
 FUZZ_TARGETS := ingest/kineto:FuzzKineto ingest/nsys:FuzzNsys ingest/memsnap:FuzzMemsnap ingest/script:FuzzScript \
-	sql/flightsrv:FuzzCheckReadOnly detectors:FuzzHTMLPage stream/transport:FuzzDecode ingest:FuzzConsume ingest/dcgm:FuzzRead \
+	sql/flightsrv:FuzzCheckReadOnly detectors/report/html:FuzzHTMLPage stream/transport:FuzzDecode ingest:FuzzConsume ingest/dcgm:FuzzRead \
 	ingest/ncu:FuzzNCU gpu:FuzzOpCost
 
 fuzz: $(foreach t,$(FUZZ_TARGETS),$(word 2,$(subst :, ,$(t)))) ## fuzz every reader of outside input (traces, Nsight Systems and Compute exports, snapshots, scripts, dcgm scrapes, recorded operator shapes, wire messages through the consumer, the SQL checker), FUZZTIME each

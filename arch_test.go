@@ -35,6 +35,8 @@ var importRules = []struct {
 	// test support: builds traces and loads them with the readers; only
 	// tests import it (testOnly below)
 	{"detectors/internal/testkit", []string{"detectors/...", "ingest", "ingest/*", "sql/*", "gpu", "stream"}},
+	// renderers render the report they are given: no store
+	{"detectors/report/html", []string{"detectors", "detectors/mdfmt", "gpu", "stream"}},
 	{"detectors/...", []string{"detectors/...", "sql/*", "gpu", "stream"}},
 }
 

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/trainscope/trainscope/detectors/report/html"
+
 	"github.com/trainscope/trainscope/detectors"
 	"github.com/trainscope/trainscope/gpu"
 	"github.com/trainscope/trainscope/ingest"
@@ -130,7 +132,7 @@ func writeAudit(rep *detectors.AuditReport, format, path string, out io.Writer) 
 		case "json":
 			return rep.WriteJSON(w)
 		case "html":
-			return detectors.WriteHTMLOf(w, rep.WriteMarkdown)
+			return html.WriteOf(w, rep.WriteMarkdown)
 		}
 		return rep.WriteMarkdown(w)
 	})

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 
+	"github.com/trainscope/trainscope/detectors/report/html"
+
 	"github.com/trainscope/trainscope/detectors"
 	"github.com/trainscope/trainscope/detectors/diff"
 	"github.com/trainscope/trainscope/ingest"
@@ -113,7 +115,7 @@ func runDiff(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	writeMD := func(w io.Writer) error { return diff.WriteMarkdown(w, fs.Arg(0), fs.Arg(1), res) }
 	if *format == "html" {
-		return detectors.WriteHTMLOf(out, writeMD)
+		return html.WriteOf(out, writeMD)
 	}
 	return writeMD(out)
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trainscope/trainscope/detectors/report/html"
+
 	"github.com/trainscope/trainscope/detectors"
 	"github.com/trainscope/trainscope/sql/archive"
 	"github.com/trainscope/trainscope/sql/duck"
@@ -115,7 +117,7 @@ func writeReport(rep *detectors.Report, format string, full bool, path string, o
 		case format == "json":
 			return rep.WriteJSON(w)
 		case format == "html":
-			return rep.WriteHTML(w)
+			return html.Write(w, rep)
 		case full:
 			return rep.WriteMarkdownFull(w)
 		}

@@ -505,3 +505,12 @@ SELECT rank, b, sum(least(e, $t0 + (b + 1) * $bw) - greatest(s, $t0 + b * $bw)):
 // Charts returns what the HTML report draws for a run (nil for a run the
 // report does not hold).
 func (r *Report) Charts(run string) *Charts { return r.charts[run] }
+
+// SetCharts gives run the charts c, for a report put together by hand
+// (tests of the page).
+func (r *Report) SetCharts(run string, c *Charts) {
+	if r.charts == nil {
+		r.charts = map[string]*Charts{}
+	}
+	r.charts[run] = c
+}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainscope/trainscope/detectors/report/html"
+
 	"github.com/trainscope/trainscope/detectors"
 )
 
@@ -103,7 +105,7 @@ func TestHTMLChartsInBrowser(t *testing.T) {
 		t.Skip("no chromium: install Debian's chromium to check the page in a browser")
 	}
 	var page bytes.Buffer
-	if err := handReport(t).WriteHTML(&page); err != nil {
+	if err := html.Write(&page, handReport(t)); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()

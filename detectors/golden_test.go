@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/trainscope/trainscope/detectors/report/html"
+
 	"github.com/trainscope/trainscope/bench/corpus"
 	"github.com/trainscope/trainscope/detectors"
 	"github.com/trainscope/trainscope/ingest"
@@ -61,7 +63,7 @@ func TestGoldenReports(t *testing.T) {
 			golden(t, filepath.Join("testdata", c.name, "want.json"), js.Bytes())
 			if c.name == "hand" { // the HTML renders the markdown: one case shows it
 				var page bytes.Buffer
-				if err := rep.WriteHTML(&page); err != nil {
+				if err := html.Write(&page, rep); err != nil {
 					t.Fatal(err)
 				}
 				golden(t, filepath.Join("testdata", c.name, "want.html"), page.Bytes())

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/trainscope/trainscope/detectors/report/html"
+
 	"github.com/trainscope/trainscope/detectors"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
@@ -65,7 +67,7 @@ func BenchmarkWriteHTML(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		cw := &countWriter{}
-		if err := rep.WriteHTML(cw); err != nil {
+		if err := html.Write(cw, rep); err != nil {
 			b.Fatal(err)
 		}
 		size = cw.n
@@ -89,6 +91,6 @@ func BenchmarkHTMLPage(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		detectors.HTMLPage(md.String())
+		html.Page(md.String())
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trainscope/trainscope/detectors/report/html"
+
 	"github.com/trainscope/trainscope/detectors"
 )
 
@@ -144,18 +146,18 @@ func TestRooflineChart(t *testing.T) {
 		t.Errorf("roofs: %+v", c.Roofline)
 	}
 	var page strings.Builder
-	if err := rep.WriteHTML(&page); err != nil {
+	if err := html.Write(&page, rep); err != nil {
 		t.Fatal(err)
 	}
-	html := page.String()
+	pg := page.String()
 	for _, want := range []string{`data-chart="roofline"`, "aten::addmm " + slowShape + " bf16: ", "% of its roofline", "BF16 989"} {
-		if !strings.Contains(html, want) {
+		if !strings.Contains(pg, want) {
 			t.Errorf("the page lacks %q", want)
 		}
 	}
 	// the two GEMMs and the add are drawn; the tiny muls' 64 FLOPs round
 	// to 0.00 TFLOP/s, which a log axis cannot show
-	if n := strings.Count(html, "<circle"); n != len(c.Roofline.Points) || n != 3 || c.Roofline.Skipped != 1 {
+	if n := strings.Count(pg, "<circle"); n != len(c.Roofline.Points) || n != 3 || c.Roofline.Skipped != 1 {
 		t.Errorf("%d dots for %d points", n, len(c.Roofline.Points))
 	}
 }

@@ -8,11 +8,12 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/trainscope/trainscope/detectors/report/html"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/trainscope/trainscope/detectors"
 	"github.com/trainscope/trainscope/detectors/live"
 )
 
@@ -92,7 +93,7 @@ func (a *API) report(w http.ResponseWriter, run, format string) {
 	case "html":
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		if len(rr.HTML) == 0 { // a report kept by a build before HTML pages were
-			io.WriteString(w, detectors.HTMLPage(string(rr.MD)))
+			io.WriteString(w, html.Page(string(rr.MD)))
 			return
 		}
 		w.Write(rr.HTML)

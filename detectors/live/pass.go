@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trainscope/trainscope/detectors/report/html"
+
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/trainscope/trainscope/detectors"
@@ -78,7 +80,7 @@ func (s *Scheduler) analyze(ctx context.Context, run, why string) (bool, error) 
 	if err := rep.WriteJSON(&js); err != nil {
 		return false, err
 	}
-	if err := rep.WriteHTML(&page); err != nil {
+	if err := html.Write(&page, rep); err != nil {
 		return false, err
 	}
 	rr.MD, rr.JSON, rr.HTML = md.Bytes(), js.Bytes(), page.Bytes()

@@ -1,4 +1,4 @@
-package detectors
+package html
 
 import (
 	"bytes"
@@ -6,9 +6,11 @@ import (
 	"html/template"
 	"io"
 	"strings"
+
+	"github.com/trainscope/trainscope/detectors"
 )
 
-// WriteHTML writes the report as one self-contained HTML page: the
+// Write writes the report as one self-contained HTML page: the
 // markdown report's sections, tables and findings, styled, with a table of
 // contents and each finding coloured by severity. It renders the markdown
 // report, so the two always say the same.
@@ -16,17 +18,17 @@ import (
 // After the verdict come charts drawn as inline SVG: each rank's GPU time
 // split into compute, transfer, wait and idle, a timeline of one step with
 // the late arrivals marked, and the top kernels.
-func (r *Report) WriteHTML(w io.Writer) error {
+func Write(w io.Writer, r *detectors.Report) error {
 	var md bytes.Buffer
 	if err := r.WriteMarkdownFull(&md); err != nil {
 		return err
 	}
-	return writePage(w, md.Bytes(), r.chartViews())
+	return writePage(w, md.Bytes(), chartViews(r))
 }
 
-// WriteHTMLOf writes as an HTML page (HTMLPage) the markdown that
+// WriteOf writes as an HTML page (Page) the markdown that
 // writeMarkdown produces: how the audit and diff reports become pages too.
-func WriteHTMLOf(w io.Writer, writeMarkdown func(io.Writer) error) error {
+func WriteOf(w io.Writer, writeMarkdown func(io.Writer) error) error {
 	var md bytes.Buffer
 	if err := writeMarkdown(&md); err != nil {
 		return err
@@ -34,9 +36,9 @@ func WriteHTMLOf(w io.Writer, writeMarkdown func(io.Writer) error) error {
 	return writePage(w, md.Bytes(), nil)
 }
 
-// HTMLPage renders a markdown report (WriteMarkdown's output) as the HTML
-// page WriteHTML writes; serve uses it on the reports it keeps.
-func HTMLPage(md string) string {
+// Page renders a markdown report (WriteMarkdown's output) as the HTML
+// page Write writes; serve uses it on the reports it keeps.
+func Page(md string) string {
 	var b strings.Builder
 	if err := writePage(&b, []byte(md), nil); err != nil {
 		// only a template bug fails here: the writer cannot, the

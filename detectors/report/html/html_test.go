@@ -1,4 +1,4 @@
-package detectors
+package html
 
 import (
 	"regexp"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/net/html"
+	xhtml "golang.org/x/net/html"
 )
 
 // TestHTMLPage covers each construct the report writers emit, and what
@@ -76,7 +76,7 @@ func TestHTMLPage(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			page := HTMLPage(c.md)
+			page := Page(c.md)
 			main := page[strings.Index(page, "<main>"):]
 			for _, want := range c.want {
 				if !strings.Contains(main, want) {
@@ -152,14 +152,14 @@ func FuzzHTMLPage(f *testing.F) {
 	f.Add("[a](javascript:x) <javascript:alert(1)> ![i](x.png)\n\n[r]: /x\n```js\n<b>\n```\n    <pre>\n> <q>\n")
 	f.Add("| :-- | --: |\n| --- | --- |\n| <td onclick=x> | &lt;script&gt; &#60;img&#62; |\n")
 	f.Fuzz(func(t *testing.T, md string) {
-		page := HTMLPage(md)
-		z := html.NewTokenizer(strings.NewReader(page))
+		page := Page(md)
+		z := xhtml.NewTokenizer(strings.NewReader(page))
 		for {
 			tt := z.Next()
-			if tt == html.ErrorToken {
+			if tt == xhtml.ErrorToken {
 				break
 			}
-			if tt != html.StartTagToken && tt != html.SelfClosingTagToken {
+			if tt != xhtml.StartTagToken && tt != xhtml.SelfClosingTagToken {
 				continue
 			}
 			tok := z.Token()

@@ -1,10 +1,11 @@
-package detectors
+package html
 
 import (
 	"fmt"
 	"slices"
 	"strconv"
 
+	"github.com/trainscope/trainscope/detectors"
 	"github.com/trainscope/trainscope/detectors/mdfmt"
 )
 
@@ -59,10 +60,10 @@ type runChartsView struct {
 }
 
 // chartViews lays out the charts of every run that has any.
-func (r *Report) chartViews() []runChartsView {
+func chartViews(r *detectors.Report) []runChartsView {
 	var out []runChartsView
 	for _, run := range r.Runs {
-		c := r.charts[run.RunID]
+		c := r.Charts(run.RunID)
 		if c == nil || len(c.Ranks) == 0 && c.Timeline == nil && len(c.Kernels) == 0 && c.Roofline == nil {
 			continue
 		}
@@ -94,7 +95,7 @@ type barPart struct {
 	Colour, Name, Time string
 }
 
-func rankChart(c *Charts) *rankChartView {
+func rankChart(c *detectors.Charts) *rankChartView {
 	longest := 0.0
 	for _, rt := range c.Ranks {
 		longest = max(longest, rt.Compute+rt.Transfer+rt.Wait+rt.Other+rt.Idle)
@@ -182,7 +183,7 @@ type axisTick struct {
 	Anchor string // text-anchor: the last label ends at the plot's edge, inside the drawing
 }
 
-func timelineChart(tl *Timeline) *timelineView {
+func timelineChart(tl *detectors.Timeline) *timelineView {
 	if tl == nil {
 		return nil
 	}
@@ -263,12 +264,12 @@ type kernelBar struct {
 	W                         n2
 }
 
-func kernelChart(ks []KernelTime) *kernelChartView {
+func kernelChart(ks []detectors.KernelTime) *kernelChartView {
 	if len(ks) == 0 {
 		return nil
 	}
 	const width, label = 960.0, 420.0
-	top := slices.MaxFunc(ks, func(a, b KernelTime) int {
+	top := slices.MaxFunc(ks, func(a, b detectors.KernelTime) int {
 		switch {
 		case a.TotalNS < b.TotalNS:
 			return -1

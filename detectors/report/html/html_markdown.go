@@ -1,4 +1,4 @@
-package detectors
+package html
 
 import (
 	"bytes"
