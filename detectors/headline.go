@@ -9,8 +9,8 @@ import (
 
 // buildHeadlines decides each run's verdict sentence: its costliest root
 // cause, else why there is none (no GPU work, a memory snapshot alone, the
-// ranks balanced), and puts it first in the summary. Renderers print it;
-// they do not decide it.
+// ranks balanced), and the lines under it, and puts it first in the
+// summary. Renderers print them; they do not decide them.
 func (r *Report) buildHeadlines() {
 	var summary []SummaryLine
 	for _, run := range r.Runs {
@@ -19,6 +19,15 @@ func (r *Report) buildHeadlines() {
 		summary = append(summary, SummaryLine{RunID: run.RunID, Text: h.Text, Detector: "verdict"})
 	}
 	r.Summary = append(summary, r.Summary...)
+	// the lines under each headline read every run's headline
+	for i := range r.Headline {
+		for _, run := range r.Runs {
+			if run.RunID == r.Headline[i].RunID {
+				r.Headline[i].Limiter = r.limiterOf(run.RunID)
+				r.Headline[i].Lines = r.verdictLines(run)
+			}
+		}
+	}
 }
 
 // traced says what part of the job a run's traces cover, when not all of
@@ -66,6 +75,7 @@ func (r *Report) headlineOf(run RunInfo) Headline {
 			h.Text = fmt.Sprintf("No single rank%s stands out: the ranks take turns holding each other up (the most, rank %d, %s a step, %.1f%%); what holds them back is what they share", among, rank, mdfmt.Duration(cost), p)
 			return h
 		}
+		h.Balanced = true
 		h.Text = fmt.Sprintf("Balanced: no rank%s holds the others up by a noticeable share of the step", among)
 		if rank >= 0 {
 			h.Text += fmt.Sprintf(" (the most, rank %d, %s a step, %.1f%%", rank, mdfmt.Duration(cost), p)
@@ -115,12 +125,7 @@ func (r *Report) verdictLines(run RunInfo) []string {
 			break
 		}
 	}
-	limiter := ""
-	for _, f := range r.Findings {
-		if f.RunID == run.RunID && f.Detector == "bottleneck_class" {
-			limiter = f.Message
-		}
-	}
+	limiter := r.limiterOf(run.RunID)
 	switch {
 	case limiter == "":
 	case top != nil && slices.Contains([]string{"late_rank", "one_off_stall", "slow_host", "slow_link", "hang"}, top.Kind) && len(run.Ranks) > 1:
@@ -134,4 +139,16 @@ func (r *Report) verdictLines(run RunInfo) []string {
 		}
 	}
 	return out
+}
+
+// limiterOf is what bounds a run's steps: the message of its (last)
+// bottleneck_class finding, "" when there is none.
+func (r *Report) limiterOf(run string) string {
+	limiter := ""
+	for _, f := range r.Findings {
+		if f.RunID == run && f.Detector == "bottleneck_class" {
+			limiter = f.Message
+		}
+	}
+	return limiter
 }

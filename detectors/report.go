@@ -107,6 +107,17 @@ type Headline struct {
 	CostNS  float64 `json:"cost_ns_per_step,omitempty"`
 	CostPct float64 `json:"cost_pct_of_step,omitempty"`
 	Fix     string  `json:"fix,omitempty"`
+	// Balanced is set for a run of several ranks in which no rank holds
+	// the others up by a noticeable share of the step (Kind is "none").
+	Balanced bool `json:"-"`
+	// Limiter is what bounds the run's steps (the bottleneck_class
+	// finding's message), "" when nothing was classified.
+	Limiter string `json:"-"`
+	// Lines are the verdict's lines under the headline, in order: what
+	// part of the job was traced, where a typical step goes, the outlier
+	// steps, the limiter and the rest of the summary. Renderers print
+	// them as they are.
+	Lines []string `json:"-"`
 }
 
 // SummaryLine is one statement of the summary, with the detector behind it.

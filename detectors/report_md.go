@@ -87,12 +87,14 @@ func (r *Report) writeVerdict(b *strings.Builder, run RunInfo) {
 			fmt.Fprintf(b, "GPU %s: %s.\n\n", s.Key, gpuLine(s, run.Dtypes))
 		}
 	}
+	var lines []string
 	for _, h := range r.Headline {
 		if h.RunID == run.RunID {
 			fmt.Fprintf(b, "**%s.**\n\n", h.Text)
+			lines = h.Lines
 		}
 	}
-	for _, line := range r.verdictLines(run) {
+	for _, line := range lines {
 		fmt.Fprintf(b, "- %s\n", line)
 	}
 	b.WriteString("\n")
