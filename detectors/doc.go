@@ -15,6 +15,11 @@
 // message, and may carry rank, host, step_lo, step_hi, subject, threshold,
 // severity, fix and evidence (JSON); the runner stores them in findings.
 //
-// Reports (markdown and JSON) are rendered from the results of one run of
-// the detectors; they are deterministic for the same database.
+// BuildReport turns the results of one run of the detectors into the
+// report model: root causes, the verdict (headline, the lines under it,
+// the limiter) and the chart data; WriteMarkdown and WriteJSON render it,
+// deterministically for the same database. Its subpackages render and
+// compare: report/html the HTML page and its charts, perfetto the trace
+// export, diff two runs against each other, mdfmt the units and tables
+// they all write; live and httpapi serve reports of runs as they stream in.
 package detectors
