@@ -16,36 +16,18 @@ import (
 	"github.com/trainscope/trainscope/stream"
 )
 
-// detect sets the analysis window (refusing a --steps range the traces do
-// not have), runs every detector of set and builds the report: the part
-// analyze, profile and report share. A detector that fails is named on
-// errOut and in the report; the others' results still come out.
+// detect runs the analysis pipeline (detectors.Analyze), refusing a
+// --steps range the traces do not have: the part analyze, profile and
+// report share. A detector that fails is named on errOut and in the
+// report; the others' results still come out.
 func detect(ctx context.Context, st *duck.Store, set *detectors.Set, window detectors.Window, stepsSpec string, errOut io.Writer) (*detectors.Report, error) {
-	if err := detectors.SetWindow(ctx, st, window); err != nil {
-		return nil, err
-	}
-	if window.Set {
-		if err := checkSteps(ctx, st, stepsSpec); err != nil {
-			return nil, err
-		}
-	}
-	results, err := set.RunWithAudit(ctx, st, "")
-	if err != nil {
-		return nil, err
-	}
-	for _, f := range detectors.Failures(results) {
+	opt := detectors.AnalyzeOptions{Window: window, OnFailure: func(f detectors.DetectorFailure) {
 		warnTo(errOut)(f.Error + `; the report lists it under "Detectors that failed" and holds every other detector's results`)
+	}}
+	if window.Set {
+		opt.AfterWindow = func(ctx context.Context, st *duck.Store) error { return checkSteps(ctx, st, stepsSpec) }
 	}
-	rep, err := detectors.BuildReport(ctx, st, results)
-	if err != nil {
-		return nil, err
-	}
-	// the root causes go into the database too (root_causes), for sql and
-	// Grafana, and each GPU's and link's outcome into node_history
-	if err := detectors.SaveCauses(ctx, st, rep); err != nil {
-		return nil, err
-	}
-	return rep, detectors.SaveNodeHistory(ctx, st, rep, time.Now())
+	return detectors.Analyze(ctx, st, set, opt)
 }
 
 // archiveRuns adds every run in st to the fleet archive (serve.archive).

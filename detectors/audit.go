@@ -227,7 +227,13 @@ func Baselines() ([][]string, error) {
 // by the same config: one call that gives a run with traces and a script
 // its trace and audit findings together.
 func (s *Set) RunWithAudit(ctx context.Context, st *duck.Store, gpu string) ([]Result, error) {
-	res, err := s.Run(ctx, st)
+	return s.runWithAudit(ctx, st, gpu, false)
+}
+
+// runWithAudit is RunWithAudit; keep leaves the shared views computed for
+// the caller, who drops them (Analyze).
+func (s *Set) runWithAudit(ctx context.Context, st *duck.Store, gpu string, keep bool) ([]Result, error) {
+	res, err := s.run(ctx, st, keep)
 	if err != nil {
 		return res, err
 	}

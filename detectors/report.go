@@ -185,11 +185,9 @@ func severityRank(s string) int {
 }
 
 // BuildReport reads findings from the store and metric tables from results.
-//
-// It reads the shared views Run left computed and drops them when done
-// (ReleaseShared).
+// Within Analyze it reads the shared views the detectors computed; alone
+// (after Run) it reads them from the store again.
 func BuildReport(ctx context.Context, st *duck.Store, results []Result) (*Report, error) {
-	defer ReleaseShared(context.WithoutCancel(ctx), st)
 	r := &Report{}
 	if err := r.loadRuns(ctx, st); err != nil {
 		return nil, err

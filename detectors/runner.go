@@ -63,8 +63,15 @@ GROUP BY r.run_id, r.rank`)
 // Run runs every detector of the set, metrics first (findings may read the
 // metrics table), replacing earlier results of the same runs. On an
 // in-memory store with Workers > 1 the detectors of each kind run on that
-// many connections at once.
+// many connections at once. The shared views it computes for them are
+// dropped before it returns; Analyze keeps them for the report too.
 func (s *Set) Run(ctx context.Context, st *duck.Store) ([]Result, error) {
+	return s.run(ctx, st, false)
+}
+
+// run is Run; keep leaves the shared views computed (the caller drops them
+// with ReleaseShared).
+func (s *Set) run(ctx context.Context, st *duck.Store, keep bool) ([]Result, error) {
 	// config audit findings belong to RunAudit; leave them
 	if err := st.Exec(ctx, "DELETE FROM findings WHERE run_id IN (SELECT run_id FROM ranks) AND category NOT IN ('config', 'config_memory')"); err != nil {
 		return nil, err
@@ -80,14 +87,12 @@ func (s *Set) Run(ctx context.Context, st *duck.Store) ([]Result, error) {
 		ReleaseShared(context.WithoutCancel(ctx), st)
 		return nil, err
 	}
-	// the shared views stay computed for BuildReport, which drops them
-	// (ReleaseShared); a failed pass drops them here
 	workers := 1
 	if shared {
 		workers = s.Workers
 	}
 	res, err := s.runKinds(ctx, st, workers, KindMetric, KindFinding)
-	if err != nil {
+	if err != nil || !keep {
 		ReleaseShared(context.WithoutCancel(ctx), st)
 	}
 	return res, err
@@ -260,10 +265,9 @@ func materialize(ctx context.Context, st *duck.Store, shared bool, timed func(st
 // viewSuffix renames a shared view while a table of its name stands in.
 const viewSuffix = "__view"
 
-// ReleaseShared drops the shared views' tables that Run computed, so the
-// views read the store again. BuildReport calls it when it is done; call
-// it after a Run whose results are not made into a report before the
-// store changes.
+// ReleaseShared drops the shared views' tables a pass computed, so the
+// views read the store again. Run and Analyze call it before they return;
+// dropping nothing is no error.
 func ReleaseShared(ctx context.Context, st *duck.Store) { dropMaterialized(ctx, st) }
 
 func dropMaterialized(ctx context.Context, st *duck.Store) {

@@ -147,14 +147,7 @@ func analyze(ctx context.Context, set *detectors.Set, dir string, query func(*du
 	if _, err := ingest.Load(ctx, st, files, ingest.Options{RunID: filepath.Base(dir), Rank: -1}); err != nil {
 		return nil, err
 	}
-	if err := detectors.SetWindow(ctx, st, detectors.Window{}); err != nil {
-		return nil, err
-	}
-	results, err := set.Run(ctx, st)
-	if err != nil {
-		return nil, err
-	}
-	rep, err := detectors.BuildReport(ctx, st, results)
+	rep, err := detectors.Analyze(ctx, st, set, detectors.AnalyzeOptions{})
 	if err == nil && query != nil {
 		err = query(st)
 	}

@@ -42,31 +42,21 @@ func (s *Scheduler) analyze(ctx context.Context, run, why string) (bool, error) 
 		return false, err
 	}
 	// the window analyze uses: every step but the last (often cut short)
-	if err := detectors.SetWindow(ctx, scratch, detectors.Window{}); err != nil {
-		return false, err
-	}
-	window, err := windowSteps(ctx, scratch)
-	if err != nil {
-		return false, err
-	}
-	results, err := s.set.RunWithAudit(ctx, scratch, "")
-	if err != nil {
-		return false, err
-	}
-	for _, f := range detectors.Failures(results) {
-		s.DetectorErrors.Add(1)
-		s.opts.Logf("run %s: %s (the report lists it; the other detectors ran)", run, f.Error)
-	}
-	rep, err := detectors.BuildReport(ctx, scratch, results)
-	if err != nil {
-		return false, err
-	}
-	rep.Status = status
-	if err := detectors.SaveCauses(ctx, scratch, rep); err != nil {
-		return false, err
-	}
+	var window detectors.Window
 	rr := &Report{Run: run, At: s.opts.Now().UTC(), Status: status, Partial: status != nil && status.Partial}
-	if err := detectors.SaveNodeHistory(ctx, scratch, rep, rr.At); err != nil {
+	rep, err := detectors.Analyze(ctx, scratch, s.set, detectors.AnalyzeOptions{
+		AfterWindow: func(ctx context.Context, st *duck.Store) (err error) {
+			window, err = windowSteps(ctx, st)
+			return err
+		},
+		OnFailure: func(f detectors.DetectorFailure) {
+			s.DetectorErrors.Add(1)
+			s.opts.Logf("run %s: %s (the report lists it; the other detectors ran)", run, f.Error)
+		},
+		Status: status,
+		At:     rr.At,
+	})
+	if err != nil {
 		return false, err
 	}
 	if window.Set {
