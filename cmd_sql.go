@@ -26,6 +26,8 @@ it from stdin.
 Tables: runs, ranks, process_groups, threads, stacks, slices (a view over
 slices_core and slices_detail), steps, counters, mem_segments, mem_blocks,
 mem_events, mem_settings, script_flags, script_context, findings, metrics,
+metric_<detector> (each metric detector's rows, one column per measure,
+documented in duckdb_tables() and duckdb_columns()),
 root_causes (the report's ranked root causes), node_history (how every
 GPU and link fared in each run: slow, throttled, GPU errors, hangs, late
 arrivals), analysis_window, gpu_specs;

@@ -60,8 +60,8 @@ FROM ranks r LEFT JOIN steps s ON s.run_id = r.run_id AND s.rank = r.rank
 GROUP BY r.run_id, r.rank`)
 }
 
-// Run runs every detector of the set, metrics first (findings may read the
-// metrics table), replacing earlier results of the same runs. On an
+// Run runs every detector of the set, metrics first (findings read their
+// tables, metric_<name>), replacing earlier results of the same runs. On an
 // in-memory store with Workers > 1 the detectors of each kind run on that
 // many connections at once. The shared views it computes for them are
 // dropped before it returns; Analyze keeps them for the report too.
@@ -77,6 +77,9 @@ func (s *Set) run(ctx context.Context, st *duck.Store, keep bool) ([]Result, err
 		return nil, err
 	}
 	if err := st.Exec(ctx, "DELETE FROM metrics WHERE run_id IN (SELECT run_id FROM ranks)"); err != nil {
+		return nil, err
+	}
+	if err := clearMetricTables(ctx, st); err != nil {
 		return nil, err
 	}
 	if err := recordGPUSpecs(ctx, st); err != nil {
@@ -343,7 +346,8 @@ func (d *Detector) run(ctx context.Context, st *duck.Store) (Result, error) {
 	return res, nil
 }
 
-// store copies _detector_out into metrics or findings.
+// store copies _detector_out into the metric detector's table and metrics
+// (one row per number), or into findings.
 func (d *Detector) store(ctx context.Context, st *duck.Store, cols []*sql.ColumnType) error {
 	has := map[string]bool{}
 	for _, c := range cols {
@@ -373,6 +377,9 @@ func (d *Detector) store(ctx context.Context, st *duck.Store, cols []*sql.Column
 			default:
 				numeric = append(numeric, c.Name())
 			}
+		}
+		if err := d.storeTable(ctx, st, cols); err != nil {
+			return err
 		}
 		if len(numeric) == 0 {
 			return nil

@@ -1,5 +1,9 @@
 -- Detector output. A finding is a judgement (it has a severity and a fix);
 -- a metric is a measurement that reports tabulate and dashboards plot.
+-- metrics holds every metric detector's numbers one per row, by
+-- (detector, metric); the runner also keeps each metric detector's rows
+-- as it returned them in a table of its own, metric_<detector>, made from
+-- its output columns (detectors/metric_tables.go).
 
 CREATE TABLE IF NOT EXISTS findings (
     run_id     VARCHAR NOT NULL,
