@@ -45,9 +45,15 @@ func runValidate(ctx context.Context, args []string, out, errOut io.Writer) erro
 		return err
 	}
 	var errs []error
-	for _, d := range set.Detectors {
-		if err := d.Check(ctx, st); err != nil {
-			errs = append(errs, err)
+	// metric detectors first: finding detectors read their tables
+	for _, kind := range []string{detectors.KindMetric, detectors.KindFinding} {
+		for _, d := range set.Detectors {
+			if d.Kind != kind {
+				continue
+			}
+			if err := d.Check(ctx, st); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	if len(errs) > 0 {

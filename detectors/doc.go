@@ -10,8 +10,12 @@
 //
 // Metric detectors measure: each output row is keyed by run_id and
 // optionally rank, step_lo, step_hi and subject, and every other column is
-// a number; the runner stores them in the metrics table (one row per
-// number). Finding detectors judge: each row needs run_id, metric, value and
+// a number or text naming what was measured. The runner stores the rows in
+// the detector's own table, metric_<name> (its columns, numbers as DOUBLE,
+// documented with COMMENT ON from the header), which finding detectors
+// read by column (FROM metric_<name>: the rule tests and the catalogue
+// find the dependency there), and in the metrics table, one row per
+// number, for dashboards, the archive and SQL clients. Finding detectors judge: each row needs run_id, metric, value and
 // message, and may carry rank, host, step_lo, step_hi, subject, threshold,
 // severity, fix and evidence (JSON); the runner stores them in findings.
 //

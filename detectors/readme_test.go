@@ -44,6 +44,8 @@ func schemaSources(t *testing.T) []string {
 var (
 	fromJoin  = regexp.MustCompile(`(?i)\b(?:FROM|JOIN)\s+([a-z_][a-z0-9_]*)`)
 	metricsOf = regexp.MustCompile(`(?i)detector\s*(?:=|IN\s*\()\s*'([a-z0-9_]+)'`)
+	// a metric detector's own table, metric_<name>
+	metricTable = regexp.MustCompile(`(?i)\b(?:FROM|JOIN)\s+metric_([a-z0-9_]+)`)
 )
 
 // reads lists what a detector's SQL reads: tables and views, and the
@@ -60,6 +62,11 @@ func reads(d *detectors.Detector, sources []string) []string {
 			if s := "metrics of `" + m[1] + "`"; !slices.Contains(out, s) {
 				out = append(out, s)
 			}
+		}
+	}
+	for _, m := range metricTable.FindAllStringSubmatch(d.SQL, -1) {
+		if s := "metrics of `" + m[1] + "`"; !slices.Contains(out, s) {
+			out = append(out, s)
 		}
 	}
 	slices.Sort(out)

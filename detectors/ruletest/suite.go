@@ -142,9 +142,25 @@ func (s *Suite) detector(name string) (d *detectors.Detector, audit bool) {
 	return nil, false
 }
 
-// metricsOf finds the metrics of other detectors a detector's SQL reads
-// (the README catalogue's "metrics of" uses the same pattern).
-var metricsOf = regexp.MustCompile(`(?i)detector\s*(?:=|IN\s*\()\s*'([a-z0-9_]+)'`)
+// metricsOf and metricTableOf find the metrics of other detectors a
+// detector's SQL reads: from the metrics table by detector name, or from
+// the detector's own table, metric_<name> (the README catalogue's
+// "metrics of" uses the same patterns).
+var (
+	metricsOf     = regexp.MustCompile(`(?i)detector\s*(?:=|IN\s*\()\s*'([a-z0-9_]+)'`)
+	metricTableOf = regexp.MustCompile(`(?i)\b(?:FROM|JOIN)\s+metric_([a-z0-9_]+)`)
+)
+
+// metricDeps are the names of the detectors whose metrics sql reads.
+func metricDeps(sql string) []string {
+	var out []string
+	for _, re := range []*regexp.Regexp{metricsOf, metricTableOf} {
+		for _, m := range re.FindAllStringSubmatch(sql, -1) {
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
 
 // withDeps returns names and, transitively, the metric detectors their
 // SQL reads the metrics of.
@@ -197,9 +213,7 @@ func (s *Suite) readViews(ctx context.Context, st *duck.Store) error {
 		return err
 	}
 	for n, q := range text {
-		for _, m := range metricsOf.FindAllStringSubmatch(q, -1) {
-			s.views[n] = append(s.views[n], m[1])
-		}
+		s.views[n] = append(s.views[n], metricDeps(q)...)
 		for v := range text {
 			if v != n && wordIn(v, q) {
 				s.views[n] = append(s.views[n], v)
@@ -225,8 +239,8 @@ func (s *Suite) reads(sql string) []string {
 			add(dep)
 		}
 	}
-	for _, m := range metricsOf.FindAllStringSubmatch(sql, -1) {
-		add(m[1])
+	for _, m := range metricDeps(sql) {
+		add(m)
 	}
 	for v := range s.views {
 		if wordIn(v, sql) {

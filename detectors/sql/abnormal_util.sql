@@ -8,8 +8,8 @@
 -- threshold: min_ranks = 3  # fewer ranks cannot single one out
 -- fix: compare the rank's temporal_breakdown, idle_breakdown and comm_comp_overlap with a peer's: more idle points at its host (data loading, synchronization), more exposed communication at the collectives it waits in (a straggler elsewhere, or its link)
 WITH u AS (
-    SELECT run_id, rank, max(value) FILTER (WHERE metric = 'compute_pct') AS util
-    FROM metrics WHERE detector = 'temporal_breakdown' AND rank IS NOT NULL
+    SELECT run_id, rank, max(compute_pct) AS util
+    FROM metric_temporal_breakdown WHERE rank IS NOT NULL
     GROUP BY run_id, rank
 ), m AS (
     SELECT run_id, median(util) AS med, count(*) AS ranks FROM u GROUP BY run_id

@@ -12,19 +12,17 @@ WITH n AS (
     SELECT run_id, count(*) AS kernels FROM gpu_window GROUP BY run_id
 ), t AS (
     SELECT run_id,
-           avg(value) FILTER (WHERE metric = 'idle_pct') / 100 AS idle,
-           avg(value) FILTER (WHERE metric = 'compute_pct') / 100 AS compute,
-           avg(value) FILTER (WHERE metric = 'non_compute_pct') / 100 AS non_compute,
+           avg(idle_pct) / 100 AS idle, avg(compute_pct) / 100 AS compute, avg(non_compute_pct) / 100 AS non_compute,
            count(DISTINCT rank) AS ranks
-    FROM metrics WHERE detector = 'temporal_breakdown'
+    FROM metric_temporal_breakdown
     GROUP BY run_id
 ), c AS (
-    SELECT run_id, max(value) / 100 AS exposed, arg_max(rank, (value, -rank)) AS worst_rank
-    FROM metrics WHERE detector = 'comm_comp_overlap' AND metric = 'exposed_comm_pct'
+    SELECT run_id, max(exposed_comm_pct) / 100 AS exposed, arg_max(rank, (exposed_comm_pct, -rank)) AS worst_rank
+    FROM metric_comm_comp_overlap
     GROUP BY run_id
 ), l AS (
-    SELECT run_id, avg(value) / 100 AS short
-    FROM metrics WHERE detector = 'kernel_launch_stats' AND metric = 'short_pct'
+    SELECT run_id, avg(short_pct) / 100 AS short
+    FROM metric_kernel_launch_stats
     GROUP BY run_id
 ), sy AS (
     SELECT h.run_id, h.rank, sum(h.total_ns) AS sync_ns, sum(h.calls) AS calls
@@ -40,12 +38,9 @@ WITH n AS (
 ), rf AS (
     -- the roofline of the operators whose shapes the trace recorded
     SELECT run_id,
-           max(value) FILTER (WHERE metric = 'coverage_pct') AS coverage,
-           max(value) FILTER (WHERE metric = 'compute_bound_pct') AS rf_compute,
-           max(value) FILTER (WHERE metric = 'memory_bound_pct') AS rf_memory,
-           max(value) FILTER (WHERE metric = 'latency_bound_pct') AS rf_latency,
-           max(value) FILTER (WHERE metric = 'roof_pct') AS rf_roof
-    FROM metrics WHERE detector = 'roofline' AND subject = 'all'
+           max(coverage_pct) AS coverage, max(compute_bound_pct) AS rf_compute, max(memory_bound_pct) AS rf_memory,
+           max(latency_bound_pct) AS rf_latency, max(roof_pct) AS rf_roof
+    FROM metric_roofline WHERE subject = 'all'
     GROUP BY run_id
 ), j AS (
     SELECT t.run_id, t.ranks, n.kernels, t.idle, t.compute, t.non_compute,

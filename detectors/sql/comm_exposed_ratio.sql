@@ -7,12 +7,9 @@
 -- fix: overlap communication with compute, or communicate fewer bytes
 WITH m AS (
     SELECT run_id, rank,
-           max(value) FILTER (WHERE metric = 'exposed_comm_ns') AS exposed_ns,
-           max(value) FILTER (WHERE metric = 'comm_ns') AS comm_ns,
-           max(value) FILTER (WHERE metric = 'overlap_pct') AS overlap_pct,
-           max(value) FILTER (WHERE metric = 'exposed_comm_pct') AS exposed_pct
-    FROM metrics
-    WHERE detector = 'comm_comp_overlap'
+           max(exposed_comm_ns) AS exposed_ns, max(comm_ns) AS comm_ns,
+           max(overlap_pct) AS overlap_pct, max(exposed_comm_pct) AS exposed_pct
+    FROM metric_comm_comp_overlap
     GROUP BY run_id, rank
 ), top AS (
     SELECT run_id, rank, string_agg(coll || ' ' || fmt_ns(t), ', ' ORDER BY t DESC) AS colls,

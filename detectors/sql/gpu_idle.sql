@@ -6,17 +6,13 @@
 -- threshold: max_idle_ratio = 0.20  # idle time / GPU span
 WITH t AS (
     SELECT run_id, rank,
-           max(value) FILTER (WHERE metric = 'idle_ns') AS idle_ns,
-           max(value) FILTER (WHERE metric = 'span_ns') AS span_ns,
-           max(value) FILTER (WHERE metric = 'idle_pct') AS idle_pct
-    FROM metrics WHERE detector = 'temporal_breakdown'
+           max(idle_ns) AS idle_ns, max(span_ns) AS span_ns, max(idle_pct) AS idle_pct
+    FROM metric_temporal_breakdown
     GROUP BY run_id, rank
 ), ib AS (
     SELECT run_id, rank,
-           sum(value) FILTER (WHERE metric = 'host_wait_ns') AS host_wait_ns,
-           sum(value) FILTER (WHERE metric = 'kernel_wait_ns') AS kernel_wait_ns,
-           sum(value) FILTER (WHERE metric = 'other_ns') AS other_ns
-    FROM metrics WHERE detector = 'idle_breakdown'
+           sum(host_wait_ns) AS host_wait_ns, sum(kernel_wait_ns) AS kernel_wait_ns, sum(other_ns) AS other_ns
+    FROM metric_idle_breakdown
     GROUP BY run_id, rank
 ), j AS (
     SELECT t.*, coalesce(ib.host_wait_ns, 0) AS hw, coalesce(ib.kernel_wait_ns, 0) AS kw, coalesce(ib.other_ns, 0) AS ot,

@@ -9,9 +9,8 @@
 -- fix: cool or power the GPU back to its clocks: check its temperature and fans or airflow (thermal), its power limit against its peers' (nvidia-smi -q -d POWER,PERFORMANCE, a lowered limit or a power-brake signal from the chassis), and the node's other GPUs; if it persists, drain the node and have the GPU serviced
 WITH k AS (
     SELECT run_id, rank,
-           max(value) FILTER (WHERE metric = 'slowdown') AS slowdown,
-           max(value) FILTER (WHERE metric = 'extra_ns') AS extra_ns
-    FROM metrics WHERE detector = 'kernel_speed'
+           max(slowdown) AS slowdown, max(extra_ns) AS extra_ns
+    FROM metric_kernel_speed
     GROUP BY run_id, rank
 )
 SELECT c.run_id, c.rank, r.host, c.subject,

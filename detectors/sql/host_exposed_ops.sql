@@ -7,9 +7,8 @@
 -- fix: move the work off the step's critical path or make it cheaper: prefetch and preprocess data in DataLoader workers, precompute what is recomputed every step, fuse many small operators (torch.compile), avoid Python loops over tensors; where the exposed time is a wrapper (an annotation or module call), look at what runs inside it
 WITH m AS (
     SELECT run_id, rank, subject,
-           max(value) FILTER (WHERE metric = 'exposed_self_ns') AS exposed_ns,
-           max(value) FILTER (WHERE metric = 'exposed_pct') AS exposed_pct
-    FROM metrics WHERE detector = 'host_exposed'
+           max(exposed_self_ns) AS exposed_ns, max(exposed_pct) AS exposed_pct
+    FROM metric_host_exposed
     GROUP BY run_id, rank, subject
 ), over AS (
     SELECT * FROM m WHERE exposed_pct / 100 >= $min_ratio

@@ -8,12 +8,9 @@
 -- fix: launch fewer, larger kernels: torch.compile (fusion) or CUDA graphs for steady steps, fused optimizers (foreach/fused Adam), larger micro-batches; avoid per-element Python loops over tensors
 WITH l AS (
     SELECT run_id, rank,
-           max(value) FILTER (WHERE metric = 'launches') AS launches,
-           max(value) FILTER (WHERE metric = 'short_kernels') AS short_kernels,
-           max(value) FILTER (WHERE metric = 'short_pct') AS short_pct,
-           max(value) FILTER (WHERE metric = 'mean_launch_ns') AS mean_launch_ns,
-           max(value) FILTER (WHERE metric = 'mean_gpu_ns') AS mean_gpu_ns
-    FROM metrics WHERE detector = 'kernel_launch_stats'
+           max(launches) AS launches, max(short_kernels) AS short_kernels, max(short_pct) AS short_pct,
+           max(mean_launch_ns) AS mean_launch_ns, max(mean_gpu_ns) AS mean_gpu_ns
+    FROM metric_kernel_launch_stats
     GROUP BY run_id, rank
 )
 SELECT run_id, rank,

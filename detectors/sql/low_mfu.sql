@@ -8,13 +8,9 @@
 -- fix: if the matmul kernels themselves run far below peak, grow them (larger micro-batch or sequence, fused QKV/MLP projections, bf16/fp8 instead of fp32, dimensions that are multiples of 64/128); if they run near peak but take a small share of the span, remove what surrounds them: exposed communication, host-launch gaps (CUDA graphs, torch.compile), memory-bound elementwise kernels (fusion)
 WITH m AS (
     SELECT run_id, rank,
-           max(value) FILTER (WHERE metric = 'mfu_pct') AS mfu,
-           max(value) FILTER (WHERE metric = 'tflop') AS tflop,
-           max(value) FILTER (WHERE metric = 'achieved_tflops') AS tflops,
-           max(value) FILTER (WHERE metric = 'matmul_time_pct') AS mm_time,
-           max(value) FILTER (WHERE metric = 'matmul_pct_of_peak') AS mm_peak,
-           max(value) FILTER (WHERE metric = 'matmul_tflops') AS mm_tflops
-    FROM metrics WHERE detector = 'mfu'
+           max(mfu_pct) AS mfu, max(tflop) AS tflop, max(achieved_tflops) AS tflops,
+           max(matmul_time_pct) AS mm_time, max(matmul_pct_of_peak) AS mm_peak, max(matmul_tflops) AS mm_tflops
+    FROM metric_mfu
     GROUP BY run_id, rank
 )
 SELECT m.run_id, m.rank,

@@ -7,9 +7,11 @@
 -- threshold: min_growth_bytes = 268435456  # total growth to report (256 MiB)
 -- fix: find what keeps memory across steps: tensors appended to Python lists (store loss.item(), not loss), graphs kept by retain_graph, caches keyed by shape; compare allocation sites between two snapshots taken steps apart (trainscope profile --memory)
 WITH m AS (
-    SELECT run_id, rank, subject, step_lo AS step, metric, value
-    FROM metrics
-    WHERE detector = 'mem_step_peaks' AND metric IN ('peak_allocated_bytes', 'peak_reserved_bytes')
+    SELECT run_id, rank, subject, step_lo AS step, 'peak_allocated_bytes' AS metric, peak_allocated_bytes AS value
+    FROM metric_mem_step_peaks
+    UNION ALL
+    SELECT run_id, rank, subject, step_lo, 'peak_reserved_bytes', peak_reserved_bytes
+    FROM metric_mem_step_peaks
 ), g AS (
     SELECT run_id, rank, subject, metric,
            count(*) AS steps,

@@ -6,12 +6,9 @@
 -- threshold: min_pct = 1  # exposed time / GPU span, in percent
 WITH m AS (
     SELECT run_id, rank, subject,
-           max(value) FILTER (WHERE metric = 'exposed_ns') AS exposed_ns,
-           max(value) FILTER (WHERE metric = 'bottleneck_pct') AS pct,
-           max(value) FILTER (WHERE metric = 'ops') AS ops,
-           max(value) FILTER (WHERE metric = 'moved_bytes') AS moved,
-           max(value) FILTER (WHERE metric = 'achieved_gbps') AS gbps
-    FROM metrics WHERE detector = 'mem_ops'
+           max(exposed_ns) AS exposed_ns, max(bottleneck_pct) AS pct, max(ops) AS ops,
+           max(moved_bytes) AS moved, max(achieved_gbps) AS gbps
+    FROM metric_mem_ops
     GROUP BY run_id, rank, subject
 )
 SELECT run_id, rank, subject,

@@ -8,12 +8,9 @@
 -- threshold: fragmented_pct = 50  # fragmentation above which the fix is about splitting
 WITH m AS (
     SELECT run_id, rank, subject,
-           max(value) FILTER (WHERE metric = 'reserved_bytes') AS reserved,
-           max(value) FILTER (WHERE metric = 'allocated_bytes') AS allocated,
-           max(value) FILTER (WHERE metric = 'unused_bytes') AS unused,
-           max(value) FILTER (WHERE metric = 'largest_free_bytes') AS largest_free,
-           max(value) FILTER (WHERE metric = 'fragmentation_pct') AS frag
-    FROM metrics WHERE detector = 'mem_summary'
+           max(reserved_bytes) AS reserved, max(allocated_bytes) AS allocated, max(unused_bytes) AS unused,
+           max(largest_free_bytes) AS largest_free, max(fragmentation_pct) AS frag
+    FROM metric_mem_summary
     GROUP BY run_id, rank, subject
 )
 SELECT run_id, rank, subject,

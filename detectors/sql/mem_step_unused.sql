@@ -8,10 +8,8 @@
 -- fix: the reserve is larger than the peak needs: take a memory snapshot (torch.cuda.memory._snapshot) at the peak and run trainscope profile --memory on it to see whether fragmentation (try expandable_segments:True) or a transient early peak (release with empty_cache between phases) holds it
 WITH m AS (
     SELECT run_id, rank, subject, step_lo AS step,
-           max(value) FILTER (WHERE metric = 'peak_reserved_bytes') AS reserved,
-           max(value) FILTER (WHERE metric = 'peak_allocated_bytes') AS allocated,
-           max(value) FILTER (WHERE metric = 'unused_at_peak_bytes') AS unused
-    FROM metrics WHERE detector = 'mem_step_peaks'
+           max(peak_reserved_bytes) AS reserved, max(peak_allocated_bytes) AS allocated, max(unused_at_peak_bytes) AS unused
+    FROM metric_mem_step_peaks
     GROUP BY run_id, rank, subject, step_lo
 ), w AS (
     SELECT run_id, rank, subject, min(step) AS step_lo, max(step) AS step_hi,

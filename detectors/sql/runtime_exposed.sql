@@ -22,11 +22,8 @@ SELECT m.run_id, m.rank, m.subject,
        json_object('calls', m.calls, 'host_ns', m.host_ns, 'exposed_ns', m.exposed_ns, 'bottleneck_pct', m.bottleneck_pct)::VARCHAR AS evidence
 FROM (
     SELECT run_id, rank, subject,
-           max(value) FILTER (WHERE metric = 'calls') AS calls,
-           max(value) FILTER (WHERE metric = 'host_ns') AS host_ns,
-           max(value) FILTER (WHERE metric = 'exposed_ns') AS exposed_ns,
-           max(value) FILTER (WHERE metric = 'bottleneck_pct') AS bottleneck_pct
-    FROM metrics WHERE detector = 'runtime_api'
+           max(calls) AS calls, max(host_ns) AS host_ns, max(exposed_ns) AS exposed_ns, max(bottleneck_pct) AS bottleneck_pct
+    FROM metric_runtime_api
     GROUP BY run_id, rank, subject
 ) m
 WHERE m.bottleneck_pct / 100 >= $min_ratio AND m.subject <> 'other'

@@ -7,10 +7,9 @@
 -- threshold: min_hosts = 2  # hosts needed to compare
 -- fix: a whole node is slow: check its GPUs' clocks, power caps and temperatures (DCGM), its CPU frequency governor and NUMA placement, other jobs on the node, and its NICs if collectives are slow too; drain the node and rerun to confirm
 WITH s AS (
-    SELECT m.run_id, m.rank, r.host, max(m.value) FILTER (WHERE m.metric = 'slowdown') AS slowdown,
-           max(m.value) FILTER (WHERE m.metric = 'extra_ns') AS extra_ns
-    FROM metrics m JOIN ranks r ON r.run_id = m.run_id AND r.rank = m.rank
-    WHERE m.detector = 'kernel_speed' AND r.host <> ''
+    SELECT m.run_id, m.rank, r.host, max(m.slowdown) AS slowdown, max(m.extra_ns) AS extra_ns
+    FROM metric_kernel_speed m JOIN ranks r ON r.run_id = m.run_id AND r.rank = m.rank
+    WHERE r.host <> ''
     GROUP BY m.run_id, m.rank, r.host
 ), h AS (
     SELECT run_id, host, count(*) AS ranks, avg(slowdown) AS slowdown, min(slowdown) AS min_s, sum(extra_ns) AS extra_ns,

@@ -9,10 +9,8 @@
 -- fix: compare this GPU with its peers: clocks and throttling (DCGM SM clock, power, temperature), ECC/XID errors, a different GPU model or MIG slice, other processes on the GPU; if its host's other ranks are slow too, see slow_host
 WITH s AS (
     SELECT run_id, rank,
-           max(value) FILTER (WHERE metric = 'slowdown') AS slowdown,
-           max(value) FILTER (WHERE metric = 'extra_ns') AS extra_ns,
-           max(value) FILTER (WHERE metric = 'robust_z') AS z
-    FROM metrics WHERE detector = 'kernel_speed'
+           max(slowdown) AS slowdown, max(extra_ns) AS extra_ns, max(robust_z) AS z
+    FROM metric_kernel_speed
     GROUP BY run_id, rank
 ), n AS (
     SELECT run_id, count(*) AS ranks FROM s GROUP BY run_id

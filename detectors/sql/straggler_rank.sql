@@ -9,13 +9,9 @@
 -- fix: find what delays this rank before its collectives: compare its compute kernels and host time with peers (thermal or power throttling, a slower GPU or link, uneven data or sequence lengths, a noisy neighbour on its host)
 WITH s AS (
     SELECT run_id, rank,
-           max(value) FILTER (WHERE metric = 'instances') AS instances,
-           max(value) FILTER (WHERE metric = 'times_last') AS times_last,
-           max(value) FILTER (WHERE metric = 'last_pct') AS last_pct,
-           max(value) FILTER (WHERE metric = 'wait_caused_ns') AS wait_ns,
-           max(value) FILTER (WHERE metric = 'mean_lateness_ns') AS lateness_ns,
-           max(value) FILTER (WHERE metric = 'block_ns') AS block_ns
-    FROM metrics WHERE detector = 'straggler'
+           max(instances) AS instances, max(times_last) AS times_last, max(last_pct) AS last_pct,
+           max(wait_caused_ns) AS wait_ns, max(mean_lateness_ns) AS lateness_ns, max(block_ns) AS block_ns
+    FROM metric_straggler
     GROUP BY run_id, rank
 ), span AS (
     SELECT run_id, max(span_ns) AS span_ns FROM gpu_span GROUP BY run_id

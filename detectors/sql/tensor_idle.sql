@@ -7,8 +7,8 @@
 -- threshold: min_matmul_pct = 20  # only where matmuls take this share (%) of the span
 -- fix: run matmuls in bf16/fp16 (autocast) or allow TF32 for fp32 (torch.backends.cuda.matmul.allow_tf32 = True, torch.set_float32_matmul_precision('high')); pad dimensions to multiples of 16 (better 64) so cuBLAS picks tensor-core kernels; if they do use tensor cores, small or skinny shapes starve them: fuse or batch the matmuls
 WITH m AS (
-    SELECT run_id, rank, max(value) FILTER (WHERE metric = 'matmul_time_pct') AS mm_pct
-    FROM metrics WHERE detector = 'mfu' GROUP BY run_id, rank
+    SELECT run_id, rank, max(matmul_time_pct) AS mm_pct
+    FROM metric_mfu GROUP BY run_id, rank
 )
 SELECT c.run_id, c.rank, c.subject,
        'tensor_active_in_matmul' AS metric,

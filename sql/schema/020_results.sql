@@ -3,7 +3,8 @@
 -- metrics holds every metric detector's numbers one per row, by
 -- (detector, metric); the runner also keeps each metric detector's rows
 -- as it returned them in a table of its own, metric_<detector>, made from
--- its output columns (detectors/metric_tables.go).
+-- its output columns (detectors/metric_tables.go), which finding
+-- detectors read by column.
 
 CREATE TABLE IF NOT EXISTS findings (
     run_id     VARCHAR NOT NULL,
