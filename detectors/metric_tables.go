@@ -54,7 +54,7 @@ func (d *Detector) metricColumns(cols []*sql.ColumnType) []metricColumn {
 	return out
 }
 
-// storeTable replaces the rows of _detector_out's runs in d's table,
+// storeTable adds _detector_out's rows to d's table (Run has cleared their runs),
 // creating the table from the output's columns where it is missing and
 // again where the detector's columns changed since it was made (a new
 // version, or an edited user detector): the table then starts over with
