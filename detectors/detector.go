@@ -31,11 +31,14 @@ type Detector struct {
 	Severity    string
 	Description string
 	Fix         string
-	Params      []Param
-	SQL         string
-	File        string
-	Line        int // line where the SQL body starts
-	Builtin     bool
+	// Order places a metric's table in the report: ascending, before the
+	// tables of detectors without one (0), which follow by name.
+	Order   int
+	Params  []Param
+	SQL     string
+	File    string
+	Line    int // line where the SQL body starts
+	Builtin bool
 }
 
 // Param is a threshold: a named number bound as $name.
@@ -55,6 +58,9 @@ type LoadError struct {
 }
 
 func (e *LoadError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
+
+// headerKeys are the keys a detector's header may hold.
+var headerKeys = []string{"name", "category", "kind", "severity", "description", "fix", "threshold", "order"}
 
 var (
 	headerLine = regexp.MustCompile(`^--\s*([a-z_]+)\s*:\s*(.*?)\s*$`)
@@ -105,6 +111,13 @@ func Parse(file string, text []byte) (*Detector, error) {
 			d.Description = val
 		case "fix":
 			d.Fix = val
+		case "order":
+			n, err := strconv.Atoi(val)
+			if err != nil || n <= 0 {
+				fail(i+1, "order %q must be a whole number above 0", val)
+				continue
+			}
+			d.Order = n
 		case "threshold":
 			tm := thresholdV.FindStringSubmatch(val)
 			if tm == nil {
@@ -123,7 +136,7 @@ func Parse(file string, text []byte) (*Detector, error) {
 			}
 			d.Params = append(d.Params, Param{Name: tm[1], Default: v, Value: v, Doc: tm[3], Line: i + 1})
 		default:
-			fail(i+1, "unknown header key %q (known: name, category, kind, severity, description, fix, threshold)", key)
+			fail(i+1, "unknown header key %q (known: %s)", key, strings.Join(headerKeys, ", "))
 		}
 	}
 	d.Line = body + 1
@@ -149,6 +162,9 @@ func Parse(file string, text []byte) (*Detector, error) {
 		fail(1, "missing '-- kind:' header (metric or finding)")
 	default:
 		fail(seen["kind"], "kind %q must be metric or finding", d.Kind)
+	}
+	if d.Order > 0 && d.Kind == KindFinding {
+		fail(seen["order"], "order places a metric's table in the report; a finding detector has none")
 	}
 	if !validSeverity(d.Severity) {
 		fail(seen["severity"], "severity %q must be one of %s", d.Severity, strings.Join(Severities, ", "))

@@ -47,6 +47,8 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate key", "sample.sql", strings.Replace(goodHeader, "-- kind: finding", "-- kind: finding\n-- kind: metric", 1), "sample.sql:4: kind given twice (first at line 3)"},
 		{"missing name", "sample.sql", strings.Replace(goodHeader, "-- name: sample\n", "", 1), "sample.sql:1: missing '-- name:' header"},
 		{"no body", "sample.sql", "-- name: sample\n-- category: c\n-- kind: metric\n-- description: d\n", "no SQL after the header"},
+		{"bad order", "sample.sql", strings.Replace(goodHeader, "kind: finding", "kind: metric\n-- order: first", 1), "sample.sql:4: order \"first\" must be a whole number above 0"},
+		{"order on a finding", "sample.sql", strings.Replace(goodHeader, "-- severity: warn", "-- order: 5", 1), "sample.sql:4: order places a metric's table in the report"},
 		{"free text in header", "sample.sql", "-- name: sample\n-- this is prose\n", "sample.sql:2: header line must be '-- key: value'"},
 	}
 	for _, c := range cases {

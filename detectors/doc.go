@@ -2,6 +2,8 @@
 // file whose header, in SQL comments, states its name, category, kind
 // (metric or finding), default severity, description and thresholds; the
 // thresholds are bound parameters ($name), never formatted into the SQL.
+// Where a detector stands in the report is in its header too: order places
+// a metric's table (see README.md's header keys).
 //
 // The loader is strict: unknown header keys, a name that differs from the
 // file name, thresholds declared but unused or used but undeclared are

@@ -113,6 +113,9 @@ func TestDetectorsReadme(t *testing.T) {
 			if d.Fix != "" {
 				fmt.Fprintf(&b, "- fix: %s\n", d.Fix)
 			}
+			if d.Order > 0 {
+				fmt.Fprintf(&b, "- report order: %d\n", d.Order)
+			}
 		}
 	}
 	const path = "README.md"

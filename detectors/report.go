@@ -463,28 +463,22 @@ func roundAll(v any) any {
 	return v
 }
 
-// reportOrder is the order built-in metric tables appear in: the broad
-// picture first, details after. Other detectors follow by name.
-var reportOrder = []string{"temporal_breakdown", "step_time", "straggler_whatif", "kernel_type_breakdown", "comm_comp_overlap",
-	"straggler", "idle_breakdown", "kernel_launch_stats", "top_kernels", "mem_ops", "cpu_top_ops", "cpu_threads",
-	"mem_fleet", "mem_step_peaks", "mem_summary", "mem_actions", "mem_top_sites", "mem_top_segments"}
-
+// ordered sorts results as the report shows their tables: by their
+// detectors' order header, then the rest by name.
 func ordered(results []Result) []Result {
-	pos := func(name string) int {
-		for i, n := range reportOrder {
-			if n == name {
-				return i
-			}
+	pos := func(d *Detector) int {
+		if d.Order > 0 {
+			return d.Order
 		}
-		return len(reportOrder)
+		return math.MaxInt
 	}
 	out := append([]Result(nil), results...)
 	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i].Detector.Name, out[j].Detector.Name
+		a, b := out[i].Detector, out[j].Detector
 		if pa, pb := pos(a), pos(b); pa != pb {
 			return pa < pb
 		}
-		return a < b
+		return a.Name < b.Name
 	})
 	return out
 }

@@ -1,6 +1,7 @@
 -- name: comm_comp_overlap
 -- category: communication
 -- kind: metric
+-- order: 50
 -- description: per rank, the share of communication time during which compute kernels also ran (HTA's comm/comp overlap), and the communication time left exposed, also as a share of the GPU span. Communication here is the transfer part of each collective: the time a rank spent in one waiting for a late member (wait_ns, see coll_wait) is charged to that member, not counted as this rank's communication
 WITH c AS (
     SELECT run_id, rank,

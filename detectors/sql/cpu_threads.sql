@@ -1,6 +1,7 @@
 -- name: cpu_threads
 -- category: cpu
 -- kind: metric
+-- order: 120
 -- description: per rank, the host threads (by the name the trace gives them) with the most self time in the analysis window, the operator that took most of it, and how busy each was over the window
 -- threshold: top_n = 5  # threads listed per rank
 WITH t AS (

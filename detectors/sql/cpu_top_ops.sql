@@ -1,6 +1,7 @@
 -- name: cpu_top_ops
 -- category: cpu
 -- kind: metric
+-- order: 110
 -- description: per run, the host operators (ATen ops, Python functions, runtime calls, annotations) with the most self time (their own time, without what they call) in the analysis window, over all ranks, with total time, calls and the share of all host self time
 -- threshold: top_n = 15  # operators listed
 WITH h AS (

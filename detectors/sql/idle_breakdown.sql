@@ -1,6 +1,7 @@
 -- name: idle_breakdown
 -- category: utilization
 -- kind: metric
+-- order: 70
 -- description: per rank and stream, the gaps between consecutive GPU activities split as HTA does: host wait (the launch call began after the previous activity ended), kernel wait (a shorter gap than the threshold), other
 -- threshold: kernel_wait_ns = 30000  # HTA's consecutive_kernel_delay default, 30 in its microsecond units
 WITH k AS (

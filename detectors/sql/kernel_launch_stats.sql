@@ -1,6 +1,7 @@
 -- name: kernel_launch_stats
 -- category: launch
 -- kind: metric
+-- order: 80
 -- description: per rank, kernel launches matched to their runtime calls by correlation id: short kernels (GPU time below the launch call's CPU time), launch-call and launch-delay outliers, and launch delay percentiles (delay = kernel start minus the end of its launch call)
 -- threshold: runtime_outlier_ns = 50000  # a launch call slower than this is an outlier (HTA runtime_cutoff, 50 us)
 -- threshold: launch_delay_outlier_ns = 100000  # a kernel starting this long after its launch call ended is an outlier (HTA launch_delay_cutoff, 100 us)

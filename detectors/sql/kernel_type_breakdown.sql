@@ -1,6 +1,7 @@
 -- name: kernel_type_breakdown
 -- category: kernels
 -- kind: metric
+-- order: 40
 -- description: per run, GPU busy time split into exclusive overlap classes of computation (COMP), communication (COMM: a collective's transfer), waiting in a collective for a late member (WAIT) and memory (MEM) work, summed over ranks, with each class's share of busy time (HTA's kernel type breakdown, with its COMM split into transfer and wait)
 WITH classes AS (
     SELECT run_id,

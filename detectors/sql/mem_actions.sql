@@ -1,6 +1,7 @@
 -- name: mem_actions
 -- category: memory
 -- kind: metric
+-- order: 160
 -- description: per snapshot device, the allocator trace's action counts (alloc, free_requested, free_completed, segment_alloc, segment_free, oom, snapshot), the window it covers, and cudaMalloc/cudaFree churn as segment allocations and frees per second
 SELECT run_id, rank, 'device ' || device AS subject,
        count(*) AS entries,

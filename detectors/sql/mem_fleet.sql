@@ -1,6 +1,7 @@
 -- name: mem_fleet
 -- category: memory
 -- kind: metric
+-- order: 130
 -- description: per run, the GPU memory reserved but holding no tensor, summed over ranks and devices: from snapshots (reserved - allocated), and from traces (the largest per-step unused-at-peak of each rank and device), in GiB, for comparing runs across a fleet
 WITH snap AS (
     SELECT run_id, sum(total_size - allocated_size) / 2^30 AS snapshot_unused_gib, count(DISTINCT (rank, device)) AS snapshot_devices

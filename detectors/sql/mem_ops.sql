@@ -1,6 +1,7 @@
 -- name: mem_ops
 -- category: memory_ops
 -- kind: metric
+-- order: 100
 -- description: per rank, GPU memory operations by kind (Memcpy HtoD, DtoH, DtoD, PtoP, Memset): count, bytes, GPU time, the part not hidden under compute, its bottleneck ratio (exposed time / GPU span, as PerfTracker defines it) and the achieved bandwidth
 WITH ops AS (
     SELECT run_id, rank, rk, ts, end_ts, bytes, dur,

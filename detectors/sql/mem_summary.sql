@@ -1,6 +1,7 @@
 -- name: mem_summary
 -- category: memory
 -- kind: metric
+-- order: 150
 -- description: per snapshot device, the caching allocator's reserved, allocated, active and requested bytes, segment and block counts, free memory and its fragmentation (1 - largest free block / all free bytes), free bytes split off segments still in use, and rounding waste (block size - requested size of live blocks)
 WITH seg AS (
     SELECT run_id, rank, device, count(*) AS segments, sum(blocks) AS blocks,

@@ -1,6 +1,7 @@
 -- name: mem_top_segments
 -- category: memory
 -- kind: metric
+-- order: 180
 -- description: the largest segments of each snapshot: size, bytes allocated in them, block count, pool and the site that allocated them
 -- threshold: top_n = 10  # segments listed per snapshot
 SELECT run_id, rank, printf('0x%x', address) AS segment, segment_type, pool, coalesce(frame, '') AS site,

@@ -1,6 +1,7 @@
 -- name: mem_top_sites
 -- category: memory
 -- kind: metric
+-- order: 170
 -- description: the allocation sites (first frame outside torch) that requested the most bytes in the allocator trace, with how many allocations and the largest one
 -- threshold: top_n = 10  # sites listed per snapshot
 SELECT run_id, rank, frame AS site, count(*) AS allocs, sum(size) AS alloc_bytes, max(size) AS largest_bytes

@@ -1,6 +1,7 @@
 -- name: step_time
 -- category: steps
 -- kind: metric
+-- order: 20
 -- description: per rank, the steps in the analysis window: how many, and their mean, median, min and max duration, measured on the GPU timeline as the step-time account has them (from the end of the previous step's GPU work to the end of the step's own), else by the ProfilerStep ranges on the host
 WITH acct AS (
     SELECT DISTINCT run_id, rank, step, start_ns, end_ns FROM step_account

@@ -1,6 +1,7 @@
 -- name: straggler
 -- category: communication
 -- kind: metric
+-- order: 60
 -- description: per rank, over collective instances matched across ranks (clocks aligned on collective ends): how often it arrived last, how long its peers waited for it in total, and how much step time it cost the job (block_ns: at each collective it held up, its arrival less the one before it, the time the critical path through the collectives runs on this rank alone)
 -- threshold: min_spread_ns = 2000  # arrival spreads below this are ties, with nobody last
 WITH w AS (

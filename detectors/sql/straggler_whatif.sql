@@ -1,6 +1,7 @@
 -- name: straggler_whatif
 -- category: steps
 -- kind: metric
+-- order: 30
 -- description: per step, the rank that cost the job the most step time and how much (PerfTracker's straggler what-if, from the critical path through the collectives): at each collective the last member to arrive held everyone up by its arrival less the one before it; summed over the step, that is what the step would save had that rank kept up. Step durations do not tell, as synchronous collectives even them out: the slowest and median rank step times are given for reference
 WITH b AS (
     SELECT run_id, step, rank, sum(block_ns) AS block_ns

@@ -1,6 +1,7 @@
 -- name: temporal_breakdown
 -- category: utilization
 -- kind: metric
+-- order: 10
 -- description: per rank, GPU idle, compute and non-compute time over the span of GPU activity in the analysis window, as HTA's temporal breakdown defines them (communication or memory work overlapped by compute counts as compute); non-compute splits further into collective transfer, waiting in a collective for a late member, and memory work, each where no compute runs
 WITH t AS (
     SELECT run_id, rank,

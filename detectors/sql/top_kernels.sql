@@ -1,6 +1,7 @@
 -- name: top_kernels
 -- category: kernels
 -- kind: metric
+-- order: 90
 -- description: per run and class (COMP, COMM, MEM), the kernels with the most GPU time over all ranks: count, total, mean, median (cost per execution), min, max and standard deviation of duration, share of the class's time, and bottleneck ratio (its time over the ranks' summed GPU spans, as PerfTracker reports major kernels)
 -- threshold: top_n = 10  # kernels listed per class
 WITH k AS (
