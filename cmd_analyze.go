@@ -175,7 +175,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 		return err
 	}
 	cfg.Detectors.Dirs = append(cfg.Detectors.Dirs, f.detectorDirs...)
-	set, err := detectors.NewSet(cfg.Detectors)
+	set, err := detectors.NewSet(cfg.detectorsConfig())
 	var slowest []timedStep
 	if err == nil && f.timing {
 		set.Timed = func(what string, took time.Duration) { slowest = append(slowest, timedStep{what, took}) }

@@ -73,7 +73,7 @@ func runExport(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if err != nil {
 		return err
 	}
-	set, err := detectors.NewSet(cfg.Detectors)
+	set, err := detectors.NewSet(cfg.detectorsConfig())
 	if err != nil {
 		return &inputError{err}
 	}

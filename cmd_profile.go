@@ -65,7 +65,7 @@ func runProfile(ctx context.Context, args []string, out, errOut io.Writer) error
 	if err := cfg.applyThreads("profile", *threads); err != nil {
 		return err
 	}
-	set, err := detectors.NewSet(cfg.Detectors)
+	set, err := detectors.NewSet(cfg.detectorsConfig())
 	if err != nil {
 		return &inputError{err}
 	}

@@ -57,7 +57,7 @@ func runReport(ctx context.Context, args []string, out, errOut io.Writer) error 
 		return &inputError{fmt.Errorf("report: %w", err)}
 	}
 	cfg.Detectors.Dirs = append(cfg.Detectors.Dirs, *dirs...)
-	set, err := detectors.NewSet(cfg.Detectors)
+	set, err := detectors.NewSet(cfg.detectorsConfig())
 	if err != nil {
 		return &inputError{err}
 	}

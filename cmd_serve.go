@@ -125,7 +125,7 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return &usageError{"serve: " + err.Error()}
 	}
-	set, err := detectors.NewSet(cfg.Detectors)
+	set, err := detectors.NewSet(cfg.detectorsConfig())
 	if err != nil {
 		return &inputError{err}
 	}

@@ -32,7 +32,7 @@ func runValidate(ctx context.Context, args []string, out, errOut io.Writer) erro
 		return err
 	}
 	cfg.Detectors.Dirs = append(cfg.Detectors.Dirs, *dirs...)
-	set, err := detectors.NewSet(cfg.Detectors)
+	set, err := detectors.NewSet(cfg.detectorsConfig())
 	if err != nil {
 		return &inputError{err}
 	}

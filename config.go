@@ -19,15 +19,18 @@ import (
 type Config struct {
 	// Threads is the core count every pool, worker count and DuckDB's
 	// threads are sized from (cores); 0 means GOMAXPROCS.
-	Threads   int                       `mapstructure:"threads"`
-	Detectors detectors.Config          `mapstructure:"detectors"`
-	DuckDB    DuckDBConfig              `mapstructure:"duckdb"`
-	NATS      transport.NATSConfig      `mapstructure:"nats"`
-	Stream    transport.StreamConfig    `mapstructure:"stream"`
-	Publish   transport.PublisherConfig `mapstructure:"publish"`
-	Ingest    ingest.ConsumerConfig     `mapstructure:"ingest"`
-	Serve     ServeConfig               `mapstructure:"serve"`
-	Agent     AgentConfig               `mapstructure:"agent"`
+	Threads   int              `mapstructure:"threads"`
+	Detectors detectors.Config `mapstructure:"detectors"`
+	// Causes are the cause graph's thresholds: what a root cause must
+	// cost, when a stall is one-off.
+	Causes  detectors.CausesConfig    `mapstructure:"causes"`
+	DuckDB  DuckDBConfig              `mapstructure:"duckdb"`
+	NATS    transport.NATSConfig      `mapstructure:"nats"`
+	Stream  transport.StreamConfig    `mapstructure:"stream"`
+	Publish transport.PublisherConfig `mapstructure:"publish"`
+	Ingest  ingest.ConsumerConfig     `mapstructure:"ingest"`
+	Serve   ServeConfig               `mapstructure:"serve"`
+	Agent   AgentConfig               `mapstructure:"agent"`
 }
 
 // ServeConfig is the always-on server's: where it keeps its data and
@@ -126,6 +129,7 @@ type DuckDBConfig struct {
 func defaultConfig() Config {
 	return Config{
 		Detectors: detectors.Config{Dirs: []string{}, Disable: []string{}},
+		Causes:    detectors.DefaultCauses(),
 		NATS:      transport.DefaultNATS,
 		Stream:    transport.DefaultStream,
 		Publish:   transport.DefaultPublisher,
@@ -135,6 +139,14 @@ func defaultConfig() Config {
 			Query: QueryLimits{Timeout: time.Minute, MaxRows: 1_000_000}},
 		Agent: AgentConfig{Poll: 2 * time.Second, Settle: 5 * time.Second, GiveUp: 10 * time.Minute},
 	}
+}
+
+// detectorsConfig is the detectors section with the causes section it
+// carries to the reports the set's results make.
+func (c *Config) detectorsConfig() detectors.Config {
+	d := c.Detectors
+	d.Causes = c.Causes
+	return d
 }
 
 // defaultServe is the default serve section, for flags' help texts.
@@ -151,7 +163,7 @@ func (c *Config) Validate() error {
 	}
 	for _, err := range []error{c.DuckDB.Validate("duckdb"), c.NATS.Validate("nats"), c.Stream.Validate("stream"),
 		c.Publish.Validate("publish"), c.Ingest.Validate("ingest"), c.Serve.Validate("serve"), c.Agent.Validate("agent"),
-		c.Detectors.Validate("detectors")} {
+		c.Detectors.Validate("detectors"), c.Causes.Validate("causes")} {
 		if err != nil {
 			errs = append(errs, err)
 		}

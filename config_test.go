@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/spf13/viper"
+
+	"github.com/trainscope/trainscope/detectors"
 )
 
 // serve.checkpoint_wal defaults to 256MB and must be a size.
@@ -146,6 +148,44 @@ func clearConfigEnv(t *testing.T) {
 		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "TRAINSCOPE_") {
 			t.Setenv(k, "")
 			os.Unsetenv(k)
+		}
+	}
+}
+
+// The causes section holds the cause graph's thresholds: they default to
+// detectors.DefaultCauses, reach the detector set, and a value out of
+// range is refused with its key path.
+func TestCausesConfig(t *testing.T) {
+	cfg, err := loadConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Causes != detectors.DefaultCauses() {
+		t.Errorf("default causes %+v, want %+v", cfg.Causes, detectors.DefaultCauses())
+	}
+	for _, tc := range []struct{ text, wantErr string }{
+		{"causes: {min_cost_pct: 2.5, one_off_ns: 0}\n", ""},
+		{"causes: {min_cost_pct: 0}\n", "causes.min_cost_pct: 0, want 0 < pct <= 100"},
+		{"causes: {min_cost_pct: 120}\n", "causes.min_cost_pct: 120, want 0 < pct <= 100"},
+		{"causes: {min_cost_ns: -1}\n", "causes.min_cost_ns: -1, want >= 0"},
+		{"causes: {one_off_share: 1.5}\n", "causes.one_off_share: 1.5, want 0 < share <= 1"},
+		{"causes: {min_cost_z: 0}\n", "causes.min_cost_z: 0, want > 0"},
+		{"causes: {min_cost: 3}\n", "causes.min_cost"},
+	} {
+		path := filepath.Join(t.TempDir(), "c.yaml")
+		if err := os.WriteFile(path, []byte(tc.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := loadConfig(path)
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%s: %v", tc.text, err)
+		case tc.wantErr == "":
+			if got := c.detectorsConfig().Causes; got.MinCostPct != 2.5 || got.OneOffNS != 0 || got.MinCostNS != detectors.DefaultCauses().MinCostNS {
+				t.Errorf("%s: the set gets causes %+v", tc.text, got)
+			}
+		case err == nil || !strings.Contains(err.Error(), tc.wantErr):
+			t.Errorf("%s: error %v, want one saying %q", tc.text, err, tc.wantErr)
 		}
 	}
 }

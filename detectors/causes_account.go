@@ -138,7 +138,7 @@ func (r *Report) accountCauses(ctx context.Context, st *duck.Store, run string, 
 			}
 			c, ok := r.stallCause(run, ra, s, t, others)
 			// a hiccup of a few ms is an outlier line, not a root cause
-			if ok && (c.StallNS >= OneOffNS || r.costsEnough(c.CostNS, step)) {
+			if ok && (c.StallNS >= r.causes.OneOffNS || r.costsEnough(c.CostNS, step)) {
 				need(rank, c.stack)
 				out = append(out, c)
 			}
@@ -214,7 +214,7 @@ func (r *Report) rankOutliers(run string, ra *runAccount, t typical, others []Ca
 			}
 		}
 		excess := topV - med
-		if top < 0 || named[top] || !r.costsEnough(excess, t.stepNS) || (excess/max(1.4826*mad, 0.005*t.stepNS, 1)) < MinCostZ ||
+		if top < 0 || named[top] || !r.costsEnough(excess, t.stepNS) || (excess/max(1.4826*mad, 0.005*t.stepNS, 1)) < r.causes.MinCostZ ||
 			!persistent(series[top], med+0.5*excess) {
 			continue
 		}
@@ -283,9 +283,9 @@ func onsetMean(series []float64) float64 {
 }
 
 // costsEnough says whether a cost per step makes a root cause: at least
-// MinCostNS and MinCostPct of the typical step.
+// causes.min_cost_ns and causes.min_cost_pct of the typical step.
 func (r *Report) costsEnough(cost, step float64) bool {
-	return cost >= MinCostNS && pct(cost, step) >= MinCostPct
+	return cost >= r.causes.MinCostNS && pct(cost, step) >= r.causes.MinCostPct
 }
 
 // coveredByLate says whether a cost the account finds is mostly on a rank

@@ -13,18 +13,6 @@ import (
 	"github.com/trainscope/trainscope/detectors/mdfmt"
 )
 
-// Thresholds of the cause graph: a rank is a root cause when the critical
-// path through the collectives runs on it alone for at least MinCostPct of
-// the median step (and MinCostNS); a stall is one-off when one step holds
-// OneOffShare of its cost and at least OneOffNS.
-var (
-	MinCostPct  = 5.0
-	MinCostNS   = 100e3
-	MinCostZ    = 3.0
-	OneOffShare = 0.8
-	OneOffNS    = 10e6
-)
-
 // lateAgg is what one rank of a run held up, summed over its late
 // collectives, split by why it was late.
 type lateAgg struct {
@@ -96,7 +84,7 @@ func (r *Report) lateCauses(run string, lates []lateInstance, sw stepWindow, wai
 	// It is a root cause when that cost stands out from the others' (robust
 	// z-score over every rank, the ones that held nothing up counting as
 	// zero): every collective has a last rank, and noise spreads small
-	// costs over all of them. A stall of OneOffNS or more at one step that
+	// costs over all of them. A stall of one_off_ns or more at one step that
 	// holds most of a rank's cost is a one-off stall.
 	costs := map[int]float64{}
 	from := map[int]int{}
@@ -119,7 +107,7 @@ func (r *Report) lateCauses(run string, lates []lateInstance, sw stepWindow, wai
 		if len(all) <= 3 {
 			return perStep >= 2*second
 		}
-		return (perStep-med)/max(1.4826*mad, floor, 1) >= MinCostZ
+		return (perStep-med)/max(1.4826*mad, floor, 1) >= r.causes.MinCostZ
 	}
 	var out []Cause
 	for _, rank := range slices.Sorted(maps.Keys(aggs)) {
@@ -129,10 +117,10 @@ func (r *Report) lateCauses(run string, lates []lateInstance, sw stepWindow, wai
 		c := Cause{RunID: run, Kind: "late_rank", Rank: ptr(rank), Host: a.host, Why: topKey(a.byWhy),
 			Waiters: waiters[waitKey{run, rank}]}
 		switch perStep := costs[rank]; {
-		case worst >= OneOffNS && worst >= OneOffShare*a.block && nSteps >= 2:
+		case worst >= r.causes.OneOffNS && worst >= r.causes.OneOffShare*a.block && nSteps >= 2:
 			st, _ := strconv.Atoi(worstStep)
 			c.Kind, c.Step, c.CostNS, c.StallNS = "one_off_stall", ptr(st), worst/nSteps, worst
-		case perStep >= MinCostNS && 100*perStep/max(sw.medianNS, 1) >= MinCostPct && standsOut(perStep):
+		case perStep >= r.causes.MinCostNS && 100*perStep/max(sw.medianNS, 1) >= r.causes.MinCostPct && standsOut(perStep):
 			c.CostNS = perStep
 			if from[rank] > 0 && len(stepList) > 0 && from[rank] > stepList[0] {
 				c.Step = ptr(from[rank]) // from this step on

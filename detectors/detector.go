@@ -39,6 +39,9 @@ type Detector struct {
 	File    string
 	Line    int // line where the SQL body starts
 	Builtin bool
+	// causes is the cause-graph config of the Set the detector is in
+	// (its Config.Causes): BuildReport reads it from the results.
+	causes CausesConfig
 }
 
 // Param is a threshold: a named number bound as $name.
@@ -336,6 +339,10 @@ type Config struct {
 	Disable []string `mapstructure:"disable"`
 	// Thresholds overrides defaults: detector -> threshold -> value.
 	Thresholds map[string]map[string]float64 `mapstructure:"thresholds"`
+	// Causes are the cause graph's thresholds, for the reports built from
+	// the set's results (the config's causes section, not this one's);
+	// zero: the defaults.
+	Causes CausesConfig `mapstructure:"-"`
 }
 
 // Validate reports the problems a config file can have before any
@@ -424,6 +431,7 @@ func applyConfig(all []*Detector, byName map[string]*Detector, cfg Config, other
 	}
 	s := &Set{Config: cfg}
 	for _, d := range all {
+		d.causes = cfg.Causes.orDefaults()
 		if !disabled[d.Name] {
 			s.Detectors = append(s.Detectors, d)
 		}

@@ -23,7 +23,8 @@
 //
 // BuildReport turns the results of one run of the detectors into the
 // report model: root causes, the verdict (headline, the lines under it,
-// the limiter) and the chart data; WriteMarkdown and WriteJSON render it,
+// the limiter) and the chart data; the cause graph's thresholds are the
+// CausesConfig of the Set that ran them (the config's causes section); WriteMarkdown and WriteJSON render it,
 // deterministically for the same database. Its subpackages render and
 // compare: report/html the HTML page and its charts, perfetto the trace
 // export, diff two runs against each other, mdfmt the units and tables

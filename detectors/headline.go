@@ -71,7 +71,7 @@ func (r *Report) headlineOf(run RunInfo) Headline {
 		if r.medianStep[run.RunID] > 0 {
 			p = 100 * cost / r.medianStep[run.RunID]
 		}
-		if rank >= 0 && p >= MinCostPct {
+		if rank >= 0 && p >= r.causes.MinCostPct {
 			h.Text = fmt.Sprintf("No single rank%s stands out: the ranks take turns holding each other up (the most, rank %d, %s a step, %.1f%%); what holds them back is what they share", among, rank, mdfmt.Duration(cost), p)
 			return h
 		}
@@ -86,7 +86,7 @@ func (r *Report) headlineOf(run RunInfo) Headline {
 		}
 		return h
 	}
-	h.Text = fmt.Sprintf("No cause costs %.0f%% of a step or more", MinCostPct)
+	h.Text = fmt.Sprintf("No cause costs %.0f%% of a step or more", r.causes.MinCostPct)
 	if b := r.breakdowns[run.RunID]; b != "" {
 		h.Text += ": " + b
 	}

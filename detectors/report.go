@@ -34,6 +34,7 @@ type Report struct {
 	// (some batches were rejected and never will). Nil on a final report.
 	Status *RunStatus `json:"status,omitempty"`
 
+	causes     CausesConfig               // the cause graph's thresholds
 	costs      map[string]map[int]float64 // per run and rank: the step time it held up (a typical step)
 	whys       map[string]map[int]string  // per run and rank: what mostly made it late (whyText's keys)
 	medianStep map[string]float64         // per run: the median step time
@@ -188,7 +189,7 @@ func severityRank(s string) int {
 // Within Analyze it reads the shared views the detectors computed; alone
 // (after Run) it reads them from the store again.
 func BuildReport(ctx context.Context, st *duck.Store, results []Result) (*Report, error) {
-	r := &Report{}
+	r := &Report{causes: causesOf(results)}
 	if err := r.loadRuns(ctx, st); err != nil {
 		return nil, err
 	}

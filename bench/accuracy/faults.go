@@ -81,7 +81,7 @@ func draw(ft FaultType, t topology, rng *rand.Rand) Fault {
 		f.Step = 1 + rng.IntN(t.steps) // steps are numbered from 1
 		f.StallUs = math.Exp(uniform(math.Log(15e3), math.Log(500e3)))
 	case SyncAPI:
-		f.Rate = uniform(0.08, 0.2) // from ~5% of a step: the least a root cause costs (MinCostPct)
+		f.Rate = uniform(0.08, 0.2) // from ~5% of a step: the least a root cause costs (causes.min_cost_pct)
 	case PageableMemcpy:
 		f.Step = 1 + rng.IntN(t.steps-1)
 		f.Calls = 1 + rng.IntN(3)

@@ -221,7 +221,7 @@ const limitations = `## What is not measured
   not generated.
 - **Headline misses that are the cost, not the detector.** A headline names a rank only when it
   costs at least 5% of the median step on the critical path through the collectives
-  (detectors.MinCostPct), in a typical step from its onset. Injected synchronizations after 3-12% of
+  (causes.min_cost_pct), in a typical step from its onset. Injected synchronizations after 3-12% of
   launches hold the host for milliseconds but leave the GPU idle only for the 0.2-1 ms of host work
   after each, in some steps: on the critical path that is 1-4% of a step, so those runs read as
   balanced (the line names the rank that costs the most, with its share) while sync_api names the
