@@ -294,7 +294,7 @@ func loadWaiters(ctx context.Context, st *duck.Store) (map[waitKey][]Waiter, err
 // Title names the cause's kind in words ("late rank", "slow link").
 func (c Cause) Title() string { return causeTitle[c.Kind] }
 
-var causeTitle = map[string]string{"late_rank": "late rank", "one_off_stall": "one-off stall", "slow_host": "slow host",
-	"hang": "hang", "slow_link": "slow link", "slow_kernel": "slow kernel", "sync": "synchronization", "input_bound": "input-bound",
+var causeTitle = map[string]string{"late_rank": "late rank", "one_off_stall": "one-off stall", causeSlowHost: "slow host",
+	causeHang: "hang", causeSlowLink: "slow link", "slow_kernel": "slow kernel", "sync": "synchronization", "input_bound": "input-bound",
 	"host_bound": "host-bound", "launch_bound": "launch-bound", "unrecorded_idle": "idle outside the trace", "copies": "copies",
 	"precision": "precision", "memory_bound": "memory-bound work"}

@@ -287,8 +287,10 @@ func lateText(c Cause, a *lateAgg, nSteps float64, sw stepWindow, counters strin
 	return head, ev
 }
 
-// findingCauses are the causes that findings name outright: a hang, a slow
-// link, a slow host.
+// findingCauses are the causes that findings name outright, each costed
+// by the model its detector's cause header names: a hang, a slow link, a
+// link off NVLink, a slow kernel, memory-bound work (a slow host is
+// mergeSlowHost's).
 func (r *Report) findingCauses(run string, sw stepWindow) []Cause {
 	nSteps := float64(max(sw.steps, 1))
 	var out []Cause
@@ -297,27 +299,27 @@ func (r *Report) findingCauses(run string, sw stepWindow) []Cause {
 			continue
 		}
 		ev := evidenceMap(f.Evidence)
-		switch f.Detector {
-		case "hang":
+		switch r.detectors[f.Detector].causeModel() {
+		case causeHang:
 			if f.Rank == nil {
 				continue
 			}
 			wait := ev["peers_wait_ns"]
-			out = append(out, Cause{RunID: run, Kind: "hang", Rank: ptr(int(*f.Rank)), Host: f.Host,
+			out = append(out, Cause{RunID: run, Kind: causeHang, Rank: ptr(int(*f.Rank)), Host: f.Host,
 				CostNS: max(wait, 1e12), CostPct: 100, Fix: f.Fix,
 				Headline: fmt.Sprintf("rank %d hung: %s; everything its peers did after that is waiting for it", *f.Rank, f.Message),
 				Evidence: []string{f.Message}})
-		case "slow_link":
+		case causeSlowLink:
 			bw, med, xfer := ev["busbw_gbps"], ev["median_gbps"], ev["transfer_ns"]
 			extra := 0.0
 			if med > 0 && bw > 0 {
 				extra = xfer * (1 - bw/med) / nSteps
 			}
-			out = append(out, Cause{RunID: run, Kind: "slow_link", Ranks: ranksOf(f.Subject), CostNS: extra,
+			out = append(out, Cause{RunID: run, Kind: causeSlowLink, Ranks: ranksOf(f.Subject), CostNS: extra,
 				CostPct: 100 * extra / max(sw.medianNS, 1), Fix: f.Fix,
 				Headline: fmt.Sprintf("a slow link under %s costs %s a step (%.1f%%): %s", f.Subject, mdfmt.Duration(extra), 100*extra/max(sw.medianNS, 1), f.Message),
 				Evidence: []string{f.Message}})
-		case "below_roofline":
+		case "slow_kernel":
 			// a kernel far below its roofline: what it would save at the
 			// roofline, per rank and step, is what the step could lose (an
 			// upper bound: compute that overlaps other work saves less)
@@ -341,7 +343,7 @@ func (r *Report) findingCauses(run string, sw stepWindow) []Cause {
 				Headline: fmt.Sprintf("the kernels of %s run at %.0f%% of their roofline: at the roofline each step would be up to %s shorter (%.1f%%)",
 					f.Subject, roof, mdfmt.Duration(cost), 100*cost/max(sw.medianNS, 1)),
 				Evidence: []string{f.Message}})
-		case "memory_bound_ops":
+		case "memory_bound":
 			// memory-bound element-wise work: what it would save moving its
 			// bytes at the GPU's bandwidth (fusion saves more: it moves
 			// fewer), per rank and step
@@ -358,7 +360,7 @@ func (r *Report) findingCauses(run string, sw stepWindow) []Cause {
 					ev["calls"]/ranks/nSteps, ev["shapes"], mdfmt.Duration(gpuNS/ranks/nSteps), 100*f.valueOr(0), ev["achieved_tbs"], 100*ev["achieved_tbs"]/ev["peak_tbs"],
 					evidenceString(f.Evidence, "gpu"), ev["peak_tbs"], mdfmt.Duration(atRoof/ranks/nSteps), mdfmt.Duration(cost), 100*cost/max(sw.medianNS, 1)),
 				Evidence: []string{f.Message}})
-		case "gpu_link":
+		case "pcie_path":
 			// what NVLink would save is unknown from the counters alone:
 			// the cost is the transfer time the PCIe path slows, an upper bound
 			xfer := ev["transfer_share"] * sw.medianNS
@@ -366,7 +368,7 @@ func (r *Report) findingCauses(run string, sw stepWindow) []Cause {
 			if m, ok := f.Evidence.(map[string]any); ok {
 				ranks = ranksOf(fmt.Sprint(m["ranks"]))
 			}
-			out = append(out, Cause{RunID: run, Kind: "slow_link", Why: "pcie_path", Host: f.Host, Ranks: ranks, CostNS: xfer,
+			out = append(out, Cause{RunID: run, Kind: causeSlowLink, Why: "pcie_path", Host: f.Host, Ranks: ranks, CostNS: xfer,
 				CostPct: 100 * xfer / max(sw.medianNS, 1), Fix: f.Fix,
 				Headline: fmt.Sprintf("collectives on %s bypass NVLink: up to %s a step (%.1f%%) of transfer at PCIe bandwidth (NVLink %.2f GB/s of its %.0f GB/s, PCIe %.1f GB/s)",
 					f.Host, mdfmt.Duration(xfer), 100*xfer/max(sw.medianNS, 1), ev["nvlink_gbs"], ev["link_peak_gbs"], ev["pcie_gbs"]),
@@ -376,11 +378,12 @@ func (r *Report) findingCauses(run string, sw stepWindow) []Cause {
 	return out
 }
 
-// mergeSlowHost turns the late ranks of a host the slow_host detector names
-// into one cause: the host, not each of its GPUs.
+// mergeSlowHost turns the late ranks of a host that a finding of a
+// detector with cause slow_host names into one cause: the host, not each
+// of its GPUs.
 func mergeSlowHost(r *Report, run string, causes []Cause, sw stepWindow) []Cause {
 	for _, f := range r.Findings {
-		if f.RunID != run || f.Detector != "slow_host" {
+		if f.RunID != run || r.detectors[f.Detector].causeModel() != causeSlowHost {
 			continue
 		}
 		var members []int
@@ -391,7 +394,7 @@ func mergeSlowHost(r *Report, run string, causes []Cause, sw stepWindow) []Cause
 		for _, m := range members {
 			in[m] = true
 		}
-		host := Cause{RunID: run, Kind: "slow_host", Host: f.Host, Ranks: members, Why: "compute", Fix: f.Fix}
+		host := Cause{RunID: run, Kind: causeSlowHost, Host: f.Host, Ranks: members, Why: "compute", Fix: f.Fix}
 		// what all its ranks held the others up, whether or not one of them
 		// stood out alone: they share the blame between them
 		for _, m := range members {
@@ -415,27 +418,6 @@ func mergeSlowHost(r *Report, run string, causes []Cause, sw stepWindow) []Cause
 		causes = append(kept, host)
 	}
 	return causes
-}
-
-// symptoms are the detectors whose findings on a rank that waited, or on
-// every rank of a hung run, are what a cause looks like from the outside.
-var symptoms = map[string]bool{"comm_exposed_ratio": true, "gpu_idle": true, "gpu_gaps": true, "gpu_time_util": true,
-	"abnormal_util": true, "low_mfu": true, "straggler_rank": true}
-
-// shows are, per kind of lateness, the detectors whose finding on the late
-// rank itself is that lateness seen directly.
-var shows = map[string][]string{
-	"data_loader": {"data_stall", "host_exposed_ops"},
-	"compute":     {"slow_rank", "kernel_speed"},
-	"throttle":    {"gpu_throttle", "gpu_clock_cap", "slow_rank", "kernel_speed"},
-	"sync":        {"sync_api", "sync_memcpy"},
-	"launch":      {"launch_overhead"},
-	"copies":      {"pageable_memcpy", "sync_memcpy"},
-	"gc":          {"host_exposed_ops"},
-	"checkpoint":  {"host_exposed_ops"},
-	"host":        {"host_exposed_ops", "data_stall"},
-	"input":       {"data_stall", "host_exposed_ops"},
-	"fp32":        {"below_roofline"},
 }
 
 // linkFindings marks which findings each cause shows itself in and which
@@ -463,35 +445,37 @@ func (r *Report) linkFindings(run string, causes []Cause, waiters map[waitKey][]
 			if f.Rank != nil {
 				rank = int(*f.Rank)
 			}
+			d := r.detectors[f.Detector]
 			isShow := false
 			switch c.Kind {
-			case "hang":
-				isShow = (f.Detector == "hang" || f.Detector == "gpu_xid") && own[rank]
-			case "slow_link":
-				isShow = f.Detector == "slow_link" && c.Why == "" || f.Detector == "gpu_link" && c.Why == "pcie_path" && f.Host == c.Host
+			case causeHang:
+				isShow = own[rank] && d.shows(causeHang)
+			case causeSlowLink:
+				// a slow group anywhere in the run; a link off NVLink on its host
+				isShow = c.Why == "" && d.shows(causeSlowLink) || c.Why != "" && f.Host == c.Host && d.shows(c.Why)
 			case "slow_kernel", "memory_bound":
 				isShow = f.ID == c.finding
 			case "precision":
-				isShow = own[rank] && f.Detector == "below_roofline" && strings.Contains(f.Message, "FP32")
-			case "slow_host":
-				isShow = f.Detector == "slow_host" || own[rank] && (f.Detector == "slow_rank" || f.Detector == "straggler_rank" || f.Detector == "gpu_throttle")
+				isShow = own[rank] && d.shows(c.Why) && strings.Contains(f.Message, "FP32")
+			case causeSlowHost:
+				isShow = d.causeModel() == causeSlowHost || own[rank] && d.shows(causeSlowHost)
 			default:
-				isShow = own[rank] && (f.Detector == "straggler_rank" || slices.Contains(shows[c.Why], f.Detector))
+				isShow = own[rank] && (d.shows("any") || d.shows(c.Why))
 			}
 			if isShow {
 				c.Shown = append(c.Shown, f.ID)
 				f.Shows = appendNew(f.Shows, c.ID)
 				continue
 			}
-			if !symptoms[f.Detector] {
+			if d.symptom() == "" {
 				continue
 			}
 			explained := false
 			switch c.Kind {
-			case "hang":
+			case causeHang:
 				explained = !own[rank]
-			case "slow_link":
-				explained = own[rank] && f.Detector == "comm_exposed_ratio"
+			case causeSlowLink:
+				explained = own[rank] && d.symptom() == "transfer"
 			case "slow_kernel", "memory_bound", "precision":
 				explained = false
 			default:
@@ -499,8 +483,8 @@ func (r *Report) linkFindings(run string, causes []Cause, waiters map[waitKey][]
 				// communication: that is transfer, their waits are set
 				// apart); and its own idle GPU when it was late for a
 				// host-side reason
-				explained = f.Detector != "comm_exposed_ratio" && (waited[rank] && !own[rank] ||
-					own[rank] && c.Why != "compute" && c.Why != "throttle" && f.Detector != "straggler_rank")
+				explained = d.symptom() == "idle" && (waited[rank] && !own[rank] ||
+					own[rank] && c.Why != "compute" && c.Why != "throttle")
 			}
 			if explained {
 				c.Explains = append(c.Explains, f.ID)

@@ -40,7 +40,7 @@ func (r *Report) hardwareCauses(run string, causes []Cause) {
 				c.Fix = f.Fix
 				c.Evidence = append(c.Evidence, "counters: "+f.Message)
 			}
-		case "slow_host":
+		case causeSlowHost:
 			var lines []string
 			for _, m := range c.Ranks {
 				if f := byRank["gpu_throttle"][m]; f != nil {
@@ -56,7 +56,7 @@ func (r *Report) hardwareCauses(run string, causes []Cause) {
 				c.Evidence = append(c.Evidence, lines...)
 				c.Headline += "; its GPUs' counters show throttling"
 			}
-		case "hang":
+		case causeHang:
 			if f := byRank["gpu_xid"][rankOr(c.Rank)]; c.Rank != nil && f != nil {
 				c.Headline += fmt.Sprintf("; its GPU reported an error: %s", f.Message)
 				c.Evidence = append(c.Evidence, "counters: "+f.Message)

@@ -33,7 +33,13 @@ type Detector struct {
 	Fix         string
 	// Order places a metric's table in the report: ascending, before the
 	// tables of detectors without one (0), which follow by name.
-	Order   int
+	Order int
+	// Cause, Shows and Symptom place a finding detector in the cause
+	// graph (roles.go): the cause its findings make, what of a cause they
+	// show, the symptom a cause explains.
+	Cause   string
+	Shows   []string
+	Symptom string
 	Params  []Param
 	SQL     string
 	File    string
@@ -63,7 +69,7 @@ type LoadError struct {
 func (e *LoadError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
 
 // headerKeys are the keys a detector's header may hold.
-var headerKeys = []string{"name", "category", "kind", "severity", "description", "fix", "threshold", "order"}
+var headerKeys = []string{"name", "category", "kind", "severity", "description", "fix", "threshold", "order", "cause", "shows", "symptom"}
 
 var (
 	headerLine = regexp.MustCompile(`^--\s*([a-z_]+)\s*:\s*(.*?)\s*$`)
@@ -139,6 +145,9 @@ func Parse(file string, text []byte) (*Detector, error) {
 			}
 			d.Params = append(d.Params, Param{Name: tm[1], Default: v, Value: v, Doc: tm[3], Line: i + 1})
 		default:
+			if parseRole(d, key, val, func(format string, args ...any) { fail(i+1, format, args...) }) {
+				continue
+			}
 			fail(i+1, "unknown header key %q (known: %s)", key, strings.Join(headerKeys, ", "))
 		}
 	}
@@ -169,6 +178,7 @@ func Parse(file string, text []byte) (*Detector, error) {
 	if d.Order > 0 && d.Kind == KindFinding {
 		fail(seen["order"], "order places a metric's table in the report; a finding detector has none")
 	}
+	checkRoles(d, seen, fail)
 	if !validSeverity(d.Severity) {
 		fail(seen["severity"], "severity %q must be one of %s", d.Severity, strings.Join(Severities, ", "))
 	}

@@ -30,6 +30,14 @@ func TestParseGood(t *testing.T) {
 	if d.Line != 7 || !strings.HasPrefix(d.SQL, "SELECT") {
 		t.Errorf("body at line %d: %q", d.Line, d.SQL)
 	}
+	roles := strings.Replace(goodHeader, "-- severity: warn", "-- cause: hang\n-- shows: compute , sync\n-- symptom: idle", 1)
+	d, err = Parse("x/sample.sql", []byte(roles))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Cause != "hang" || strings.Join(d.Shows, ",") != "compute,sync" || d.Symptom != "idle" || !d.shows("hang") || d.shows("") {
+		t.Errorf("roles: cause %q shows %q symptom %q", d.Cause, d.Shows, d.Symptom)
+	}
 }
 
 func TestParseErrors(t *testing.T) {
@@ -49,6 +57,10 @@ func TestParseErrors(t *testing.T) {
 		{"no body", "sample.sql", "-- name: sample\n-- category: c\n-- kind: metric\n-- description: d\n", "no SQL after the header"},
 		{"bad order", "sample.sql", strings.Replace(goodHeader, "kind: finding", "kind: metric\n-- order: first", 1), "sample.sql:4: order \"first\" must be a whole number above 0"},
 		{"order on a finding", "sample.sql", strings.Replace(goodHeader, "-- severity: warn", "-- order: 5", 1), "sample.sql:4: order places a metric's table in the report"},
+		{"unknown cause", "sample.sql", strings.Replace(goodHeader, "-- severity: warn", "-- cause: slow_disk", 1), "sample.sql:4: cause \"slow_disk\" must be one of hang, slow_link"},
+		{"unknown shows", "sample.sql", strings.Replace(goodHeader, "-- severity: warn", "-- shows: compute, weather", 1), "sample.sql:4: shows \"weather\" must be a kind of cause"},
+		{"bad symptom", "sample.sql", strings.Replace(goodHeader, "-- severity: warn", "-- symptom: fever", 1), "sample.sql:4: symptom \"fever\" must be one of idle, transfer"},
+		{"role on a metric", "sample.sql", strings.Replace(goodHeader, "kind: finding", "kind: metric\n-- symptom: idle", 1), "sample.sql:4: symptom places findings in the cause graph; a metric detector has none"},
 		{"free text in header", "sample.sql", "-- name: sample\n-- this is prose\n", "sample.sql:2: header line must be '-- key: value'"},
 	}
 	for _, c := range cases {

@@ -45,7 +45,7 @@ func (r *Report) headlineOf(run RunInfo) Headline {
 		if c.RunID == run.RunID && c.heads() {
 			h.Kind, h.Cause, h.CostNS, h.CostPct, h.Fix = c.Kind, c.ID, c.CostNS, c.CostPct, c.Fix
 			h.Text = upperFirst(c.Headline)
-			if part := traced(run); part != "" && (c.Kind == "late_rank" || c.Kind == "slow_host") {
+			if part := traced(run); part != "" && (c.Kind == "late_rank" || c.Kind == causeSlowHost) {
 				h.Text = fmt.Sprintf("Of the %s traced: %s", part, c.Headline)
 			}
 			return h
@@ -128,13 +128,13 @@ func (r *Report) verdictLines(run RunInfo) []string {
 	limiter := r.limiterOf(run.RunID)
 	switch {
 	case limiter == "":
-	case top != nil && slices.Contains([]string{"late_rank", "one_off_stall", "slow_host", "slow_link", "hang"}, top.Kind) && len(run.Ranks) > 1:
+	case top != nil && slices.Contains([]string{"late_rank", "one_off_stall", causeSlowHost, causeSlowLink, causeHang}, top.Kind) && len(run.Ranks) > 1:
 		out = append(out, "once waits for late ranks are set aside, "+limiter)
 	case top == nil:
 		out = append(out, "the limiter: "+limiter)
 	}
 	for _, s := range r.Summary {
-		if s.RunID == run.RunID && s.Detector != "bottleneck_class" && s.Detector != "verdict" {
+		if s.RunID == run.RunID && !r.isLimiter(s.Detector) && s.Detector != "verdict" {
 			out = append(out, s.Text)
 		}
 	}
@@ -142,13 +142,20 @@ func (r *Report) verdictLines(run RunInfo) []string {
 }
 
 // limiterOf is what bounds a run's steps: the message of its (last)
-// bottleneck_class finding, "" when there is none.
+// summary finding (bottleneck_class's), "" when there is none.
 func (r *Report) limiterOf(run string) string {
 	limiter := ""
 	for _, f := range r.Findings {
-		if f.RunID == run && f.Detector == "bottleneck_class" {
+		if f.RunID == run && f.Category == "summary" {
 			limiter = f.Message
 		}
 	}
 	return limiter
+}
+
+// isLimiter says whether detector's findings are the summary the limiter
+// comes from (its category is summary).
+func (r *Report) isLimiter(detector string) bool {
+	d := r.detectors[detector]
+	return d != nil && d.Category == "summary"
 }

@@ -38,7 +38,7 @@ func (r *Report) writeDetails(b *strings.Builder) {
 	for _, sec := range Sections {
 		header := false
 		for _, t := range r.Metrics {
-			if len(t.Rows) > 0 && SectionOf(Finding{Detector: t.Detector, Category: t.Category}) == sec {
+			if len(t.Rows) > 0 && r.SectionOf(Finding{Detector: t.Detector, Category: t.Category}) == sec {
 				if !header {
 					fmt.Fprintf(b, "#### %s\n\n", sec)
 					header = true
@@ -56,7 +56,7 @@ func (r *Report) writeDetails(b *strings.Builder) {
 	for _, sec := range Sections {
 		var in []Finding
 		for _, f := range r.Findings {
-			if f.Category != "summary" && SectionOf(f) == sec {
+			if f.Category != "summary" && r.SectionOf(f) == sec {
 				in = append(in, f)
 			}
 		}

@@ -116,6 +116,15 @@ func TestDetectorsReadme(t *testing.T) {
 			if d.Order > 0 {
 				fmt.Fprintf(&b, "- report order: %d\n", d.Order)
 			}
+			if d.Cause != "" {
+				fmt.Fprintf(&b, "- cause: each finding is a root cause (%s)\n", d.Cause)
+			}
+			if len(d.Shows) > 0 {
+				fmt.Fprintf(&b, "- shows, on a cause's rank: %s\n", strings.Join(d.Shows, ", "))
+			}
+			if d.Symptom != "" {
+				fmt.Fprintf(&b, "- symptom: %s\n", d.Symptom)
+			}
 		}
 	}
 	const path = "README.md"

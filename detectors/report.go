@@ -35,6 +35,7 @@ type Report struct {
 	Status *RunStatus `json:"status,omitempty"`
 
 	causes     CausesConfig               // the cause graph's thresholds
+	detectors  map[string]*Detector       // by name: their place in the cause graph
 	costs      map[string]map[int]float64 // per run and rank: the step time it held up (a typical step)
 	whys       map[string]map[int]string  // per run and rank: what mostly made it late (whyText's keys)
 	medianStep map[string]float64         // per run: the median step time
@@ -189,7 +190,7 @@ func severityRank(s string) int {
 // Within Analyze it reads the shared views the detectors computed; alone
 // (after Run) it reads them from the store again.
 func BuildReport(ctx context.Context, st *duck.Store, results []Result) (*Report, error) {
-	r := &Report{causes: causesOf(results)}
+	r := &Report{causes: causesOf(results), detectors: detectorIndex(results)}
 	if err := r.loadRuns(ctx, st); err != nil {
 		return nil, err
 	}
@@ -313,7 +314,7 @@ func (r *Report) buildSummary() {
 	for _, run := range r.Runs {
 		r.memorySummary(run.RunID)
 		for _, f := range r.Findings {
-			if f.RunID == run.RunID && f.Detector == "bottleneck_class" {
+			if f.RunID == run.RunID && f.Category == "summary" {
 				r.Summary = append(r.Summary, SummaryLine{RunID: run.RunID, Text: f.Message, Detector: f.Detector})
 			}
 		}
@@ -532,12 +533,14 @@ func appendNew(list []string, s string) []string {
 var Sections = []string{"GPU compute", "GPU memory operations", "Communication", "CUDA runtime",
 	"Host: Python, CPU ops, data loading", "Slow nodes", "Hangs", "GPU memory (allocator)", "Config audit", "Other"}
 
-// SectionOf is the section a finding is reported under.
-func SectionOf(f Finding) string {
-	switch f.Detector {
-	case "hang":
+// SectionOf is the section a finding is reported under: a hang's and a
+// slow host's (the findings of detectors whose cause header says so) have
+// their own, the rest go by category.
+func (r *Report) SectionOf(f Finding) string {
+	switch r.detectors[f.Detector].causeModel() {
+	case causeHang:
 		return "Hangs"
-	case "slow_host":
+	case causeSlowHost:
 		return "Slow nodes"
 	}
 	switch f.Category {

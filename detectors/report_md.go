@@ -136,14 +136,14 @@ func (r *Report) writeCause(b *strings.Builder, n int, c Cause) {
 		where = "ranks " + mdfmt.RankRanges(slices.Sorted(slices.Values(c.Ranks)))
 	}
 	why := ""
-	if c.Why != "" && (c.Kind == "late_rank" || c.Kind == "one_off_stall" || c.Kind == "slow_host") {
+	if c.Why != "" && (c.Kind == "late_rank" || c.Kind == "one_off_stall" || c.Kind == causeSlowHost) {
 		why = ", " + strings.ReplaceAll(c.Why, "_", " ")
 	}
 	cost := fmt.Sprintf("costs %s a step (%.1f%%)", mdfmt.Duration(c.CostNS), c.CostPct)
 	switch {
 	case c.StallNS > 0 && c.Step != nil:
 		cost = fmt.Sprintf("costs %s once, in step %d (%s a step over the window, %.1f%%)", mdfmt.Duration(c.StallNS), *c.Step, mdfmt.Duration(c.CostNS), c.CostPct)
-	case c.Kind == "hang":
+	case c.Kind == causeHang:
 		cost = "stops the run"
 	}
 	if where != "" {
@@ -211,7 +211,7 @@ func (r *Report) writeFindingLines(b *strings.Builder) {
 		groups := map[key][]Finding{}
 		var order []key
 		for _, f := range r.Findings {
-			if f.Category == "summary" || SectionOf(f) != sec {
+			if f.Category == "summary" || r.SectionOf(f) != sec {
 				continue
 			}
 			k := key{f.Detector, f.Severity}

@@ -7,6 +7,7 @@
 -- threshold: min_gap_pct = 5  # and at least this many percentage points below the median
 -- threshold: min_ranks = 3  # fewer ranks cannot single one out
 -- fix: compare the rank's temporal_breakdown, idle_breakdown and comm_comp_overlap with a peer's: more idle points at its host (data loading, synchronization), more exposed communication at the collectives it waits in (a straggler elsewhere, or its link)
+-- symptom: idle
 WITH u AS (
     SELECT run_id, rank, max(compute_pct) AS util
     FROM metric_temporal_breakdown WHERE rank IS NOT NULL

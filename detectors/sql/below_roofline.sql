@@ -8,6 +8,8 @@
 -- threshold: latency_us = 10  # kernels averaging less than this are latency-bound
 -- threshold: top = 5  # findings per run at most
 -- fix: act on the bound the finding names: latency-bound calls want CUDA graphs (torch.compile mode="reduce-overhead") or more work per call; FP32 GEMMs want bf16 autocast or TF32; GEMMs with ragged dims want padding to multiples of 64; aligned compute-bound calls want a better kernel (torch.compile mode="max-autotune") or a GPU that holds its clock (see gpu_throttle); memory-bound calls want contiguous inputs and fusion with their neighbours
+-- cause: slow_kernel
+-- shows: fp32
 WITH span AS (
     SELECT run_id, sum(span_ns) AS span_ns FROM gpu_span GROUP BY run_id
 ), s AS (

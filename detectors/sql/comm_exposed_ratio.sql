@@ -5,6 +5,7 @@
 -- description: ranks whose communication not hidden behind compute takes at least the threshold share of the GPU span
 -- threshold: min_ratio = 0.10  # exposed communication / GPU span
 -- fix: overlap communication with compute, or communicate fewer bytes
+-- symptom: transfer
 WITH m AS (
     SELECT run_id, rank,
            max(exposed_comm_ns) AS exposed_ns, max(comm_ns) AS comm_ns,

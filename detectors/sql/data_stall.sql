@@ -6,6 +6,7 @@
 -- threshold: min_stall_ns = 10000000  # the step's lead time exceeds the run's median lead by this much (10 ms)
 -- threshold: min_step_share = 0.20  # and by this share of the run's median step time
 -- fix: make the input pipeline keep ahead of the GPU: more DataLoader workers (num_workers), persistent_workers=True, prefetch_factor, pin_memory=True; move decoding and augmentation off the training process or onto the GPU; check the storage or network the data comes from on this rank's host, and whether this rank's shard holds larger samples
+-- shows: data_loader, host, input
 WITH complete AS (
     -- a one-off stall is looked for in every complete step, the window's
     -- or not; without an account, in the window's

@@ -5,6 +5,7 @@
 -- description: stretches in which a rank's GPU runs nothing at all on any stream for longer than the threshold (Nsight Systems' gpu_gaps rule), with where the longest one falls
 -- threshold: min_gap_ns = 5000000  # a gap at least this long (5 ms) is reported
 -- fix: look at what the host does during the longest gap (data loading, checkpointing, logging, a synchronizing call, Python between steps) and overlap or move it off the step
+-- symptom: idle
 WITH u AS (
     SELECT run_id, rank, start_ns AS s, lag(end_ns) OVER (PARTITION BY run_id, rank ORDER BY start_ns) AS prev_e
     FROM gpu_busy

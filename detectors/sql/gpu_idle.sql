@@ -4,6 +4,7 @@
 -- severity: warn
 -- description: ranks whose GPU sits idle for at least the threshold share of its active span, with what the gaps wait on (host launches, short kernel-to-kernel gaps, other)
 -- threshold: max_idle_ratio = 0.20  # idle time / GPU span
+-- symptom: idle
 WITH t AS (
     SELECT run_id, rank,
            max(idle_ns) AS idle_ns, max(span_ns) AS span_ns, max(idle_pct) AS idle_pct

@@ -7,6 +7,7 @@
 -- threshold: min_pcie_gbs = 1.0  # PCIe throughput (TX + RX, GB/s) that shows the traffic went there
 -- threshold: min_transfer = 0.05  # the ranks' collectives transfer for this share of the analysed window
 -- fix: find why NCCL does not use NVLink between these GPUs: NCCL_DEBUG=INFO prints each channel's path (via P2P/IPC or NVLS is NVLink; via SHM or NET is not); check NCCL_P2P_DISABLE, NCCL_P2P_LEVEL and NCCL_SHM settings in the launch environment, that the container sees every GPU of the node (CUDA_VISIBLE_DEVICES, --gpus, IPC namespace), and nvidia-smi nvlink --status and nvidia-smi topo -m for links that are down; with P2P over NVLink the same collectives run at several times the bandwidth
+-- cause: pcie_path
 WITH win AS (
     SELECT run_id, rank, host, hi - lo AS span_ns, count(*) OVER (PARTITION BY run_id, host) AS host_ranks
     FROM analysed_span

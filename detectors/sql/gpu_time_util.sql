@@ -6,6 +6,7 @@
 -- threshold: chunks = 20  # slices of the span
 -- threshold: min_util_pct = 50  # a slice below this utilization is low
 -- fix: find what the host does during the low slices (the timestamps are in the evidence): data loading, evaluation, checkpointing, logging or a synchronizing call, and overlap or move it
+-- symptom: idle
 WITH u AS (
     SELECT run_id, rank, start_ns AS s, end_ns AS e FROM gpu_busy
 ), c AS (

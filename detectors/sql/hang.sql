@@ -5,6 +5,7 @@
 -- description: a rank that stopped making progress while its peers went on: it entered fewer collectives on a communicator than its peers, or reached an earlier step, and its peers kept working (or waiting in a collective) long after its last activity. Looks at the whole trace, not only the analysis window: a hang is usually in the last step
 -- threshold: min_stall_ns = 1000000000  # peers' last activity minus this rank's last activity
 -- fix: look at what the rank was doing when it stopped (its last host ops and kernels, py-spy or a stack dump of the process); a rank missing from a collective points at a code path that skips it (a condition on rank or data, an exception swallowed on that rank), a dead GPU (check XID errors in DCGM) or a hung data loader; set TORCH_NCCL_ASYNC_ERROR_HANDLING and a NCCL timeout so that a hang fails fast
+-- cause: hang
 WITH comm AS (
     -- every collective kernel, numbered per rank and communicator in time order
     SELECT run_id, rank, step, coalesce(coll_name, name) AS coll, ts, ts + dur AS end_ts, dur,

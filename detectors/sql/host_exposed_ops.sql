@@ -5,6 +5,7 @@
 -- description: per rank, the call stacks of Python functions and CPU operators (host_exposed) whose own time runs while the GPU has nothing to do for more than min_ratio of the GPU span each (PerfTracker reports those above 1%): the host is the bottleneck there
 -- threshold: min_ratio = 0.01  # exposed self time / GPU span, per call stack
 -- fix: move the work off the step's critical path or make it cheaper: prefetch and preprocess data in DataLoader workers, precompute what is recomputed every step, fuse many small operators (torch.compile), avoid Python loops over tensors; where the exposed time is a wrapper (an annotation or module call), look at what runs inside it
+-- shows: data_loader, gc, checkpoint, host, input
 WITH m AS (
     SELECT run_id, rank, subject,
            max(exposed_self_ns) AS exposed_ns, max(exposed_pct) AS exposed_pct

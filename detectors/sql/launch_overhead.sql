@@ -6,6 +6,7 @@
 -- threshold: min_short_ratio = 0.30  # short kernels / launches
 -- threshold: min_launches = 100  # ignore ranks with fewer launches
 -- fix: launch fewer, larger kernels: torch.compile (fusion) or CUDA graphs for steady steps, fused optimizers (foreach/fused Adam), larger micro-batches; avoid per-element Python loops over tensors
+-- shows: launch
 WITH l AS (
     SELECT run_id, rank,
            max(launches) AS launches, max(short_kernels) AS short_kernels, max(short_pct) AS short_pct,

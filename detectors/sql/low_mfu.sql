@@ -6,6 +6,7 @@
 -- threshold: min_mfu = 0.30  # MFU below this (0.30 = 30% of dense peak) is reported
 -- threshold: min_tflop = 1  # ignore ranks whose window holds fewer TFLOP than this
 -- fix: if the matmul kernels themselves run far below peak, grow them (larger micro-batch or sequence, fused QKV/MLP projections, bf16/fp8 instead of fp32, dimensions that are multiples of 64/128); if they run near peak but take a small share of the span, remove what surrounds them: exposed communication, host-launch gaps (CUDA graphs, torch.compile), memory-bound elementwise kernels (fusion)
+-- symptom: idle
 WITH m AS (
     SELECT run_id, rank,
            max(mfu_pct) AS mfu, max(tflop) AS tflop, max(achieved_tflops) AS tflops,

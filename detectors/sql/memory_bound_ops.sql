@@ -5,6 +5,7 @@
 -- description: memory-bound element-wise, normalisation, softmax and reduction calls (their roofline is bound by HBM bandwidth: fewer FLOPs per byte than the GPU's ridge point) that together take at least min_share of the run's GPU time: each reads its inputs from device memory and writes its output back, so a chain of them moves the same tensor several times where one fused kernel would move it once. Counts only operators whose shapes the trace recorded (record_shapes)
 -- threshold: min_share = 0.10  # their GPU time over the run's GPU time (the ranks' GPU spans summed)
 -- fix: fuse chains of element-wise work: torch.compile the model (or its blocks), or use fused kernels (fused RMSNorm/LayerNorm, fused rotary embedding, SwiGLU, fused cross-entropy, fused optimizers); keep activations in bf16 so that each pass moves half the bytes
+-- cause: memory_bound
 WITH span AS (
     SELECT run_id, sum(span_ns) AS span_ns FROM gpu_span GROUP BY run_id
 ), m AS (

@@ -6,6 +6,7 @@
 -- threshold: min_copies = 1  # report a rank with at least this many
 -- threshold: warn_ratio = 0.01  # below this share of the GPU span in such copies the finding is only info
 -- fix: pin the host buffers: DataLoader(pin_memory=True), tensor.pin_memory(), then .to(device, non_blocking=True)
+-- shows: copies
 SELECT run_id, rank,
        'pageable_copies' AS metric,
        count(*) AS value,

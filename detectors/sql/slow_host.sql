@@ -6,6 +6,7 @@
 -- threshold: min_slowdown = 0.10  # the host's ranks against the other hosts' ranks (0.10 = 10%)
 -- threshold: min_hosts = 2  # hosts needed to compare
 -- fix: a whole node is slow: check its GPUs' clocks, power caps and temperatures (DCGM), its CPU frequency governor and NUMA placement, other jobs on the node, and its NICs if collectives are slow too; drain the node and rerun to confirm
+-- cause: slow_host
 WITH s AS (
     SELECT m.run_id, m.rank, r.host, max(m.slowdown) AS slowdown, max(m.extra_ns) AS extra_ns
     FROM metric_kernel_speed m JOIN ranks r ON r.run_id = m.run_id AND r.rank = m.rank

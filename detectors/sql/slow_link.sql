@@ -8,6 +8,7 @@
 -- threshold: min_groups = 2  # groups of a kind to compare; with only two, the slower must reach under (1 - 2 x min_drop) of the faster, as no z-score can single one out
 -- threshold: min_calls = 3  # collectives the group must have run in the window
 -- fix: test the group's links in isolation (nccl-tests all_reduce_perf on exactly these ranks, nvidia-smi nvlink --status / nvidia-smi topo -m on their hosts, NIC counters and error rates for groups that span hosts); a link trained down to a lower width or speed, a failed NVLink lane or a flapping NIC shows here; move the job off the link or drain the node
+-- cause: slow_link
 WITH c AS (
     SELECT run_id, rank, host, step, dur,
            coalesce(pg_desc, '') AS descr,

@@ -7,6 +7,7 @@
 -- threshold: min_z = 3.0  # robust z-score of the slowdown over the run's ranks
 -- threshold: min_ranks = 3  # fewer ranks cannot single one out
 -- fix: compare this GPU with its peers: clocks and throttling (DCGM SM clock, power, temperature), ECC/XID errors, a different GPU model or MIG slice, other processes on the GPU; if its host's other ranks are slow too, see slow_host
+-- shows: compute, throttle, slow_host
 WITH s AS (
     SELECT run_id, rank,
            max(slowdown) AS slowdown, max(extra_ns) AS extra_ns, max(robust_z) AS z

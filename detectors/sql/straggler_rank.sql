@@ -7,6 +7,8 @@
 -- threshold: min_instances = 5  # ignore ranks seen in fewer matched collectives
 -- threshold: min_wait_ratio = 0.01  # peers' total wait / the run's longest GPU span
 -- fix: find what delays this rank before its collectives: compare its compute kernels and host time with peers (thermal or power throttling, a slower GPU or link, uneven data or sequence lengths, a noisy neighbour on its host)
+-- shows: any, slow_host
+-- symptom: idle
 WITH s AS (
     SELECT run_id, rank,
            max(instances) AS instances, max(times_last) AS times_last, max(last_pct) AS last_pct,

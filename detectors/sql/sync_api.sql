@@ -5,6 +5,7 @@
 -- description: ranks whose synchronizing calls cost at least the threshold share of the GPU span in GPU idle: the host blocks until the GPU drains (device, stream and event synchronize, blocking copies, .item()), and the GPU then waits for the host to launch again (the step-time account's idle/sync). Host time in a synchronizing call while the GPU is busy costs nothing and is not counted: Nsight Systems' cuda_api_sync rule flags that too
 -- threshold: min_ratio = 0.01  # GPU idle after synchronizing calls / GPU span
 -- fix: remove synchronization from the step: no .item() / .cpu() / print of tensors per step, no torch.cuda.synchronize() outside timing code; record events and check them later instead
+-- shows: sync
 WITH idle AS (
     -- the GPU idle synchronizing calls caused, in the window's steps
     SELECT a.run_id, a.rank, sum(a.ns) AS idle_ns, sum(a.intervals) AS drains,

@@ -5,6 +5,7 @@
 -- description: synchronous memory copies and sets (cudaMemcpy, cudaMemset and their HIP twins) in the analysis window: each blocks the host until the device is done, as Nsight Systems' cuda_memcpy_sync and cuda_memset_sync rules flag
 -- threshold: min_calls = 1  # report a rank with at least this many calls
 -- fix: use cudaMemcpyAsync / cudaMemsetAsync on a stream (in PyTorch: tensor.to(device, non_blocking=True) from pinned memory, and avoid .item(), .cpu() and .tolist() inside the step)
+-- shows: sync, copies
 SELECT run_id, rank,
        'sync_memcpy_calls' AS metric,
        sum(calls) AS value,

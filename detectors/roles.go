@@ -1,0 +1,140 @@
+package detectors
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// A detector's place in the cause graph is in its header:
+//
+//   - cause: its findings are root causes, costed by the named model
+//     (causeModels): a hang, a slow link, a link off NVLink (pcie_path), a
+//     slow kernel, memory-bound work, a slow host.
+//   - shows: what its finding on a cause's own rank shows of that cause:
+//     a kind of cause (hang, slow_host) or a reason a rank was late or its
+//     GPU waited (causeReasons; any: every reason). A detector shows the
+//     cause it makes.
+//   - symptom: its findings are what a cause looks like from outside, and
+//     the cause explains them: idle (a rank's GPU idles or computes less:
+//     explained by the rank it waited for, a hang elsewhere, or its own
+//     host-side lateness) or transfer (exposed communication: explained by
+//     a slow link under it, or a hang).
+
+// Kinds of root cause that share their name with the detector that finds
+// them.
+const (
+	causeHang     = "hang"
+	causeSlowLink = "slow_link"
+	causeSlowHost = "slow_host"
+)
+
+// causeModels are the values of a cause header: how a finding becomes a
+// root cause (findingCauses, mergeSlowHost).
+var causeModels = []string{causeHang, causeSlowLink, "pcie_path", "slow_kernel", "memory_bound", causeSlowHost}
+
+// causeReasons are why a rank was late or its GPU waited (Cause.Why), as a
+// shows header names them; any stands for every one.
+var causeReasons = []string{"any", "data_loader", "compute", "throttle", "sync", "launch", "copies", "gc", "checkpoint",
+	"host", "input", "fp32"}
+
+// symptomKinds are the values of a symptom header.
+var symptomKinds = []string{"idle", "transfer"}
+
+var wordList = regexp.MustCompile(`^[a-z_][a-z0-9_]*(\s*,\s*[a-z_][a-z0-9_]*)*$`)
+
+// parseRole reads the cause, shows and symptom header keys; ok is false
+// for any other key.
+func parseRole(d *Detector, key, val string, fail func(string, ...any)) (ok bool) {
+	switch key {
+	case "cause":
+		if !slices.Contains(causeModels, val) {
+			fail("cause %q must be one of %s", val, strings.Join(causeModels, ", "))
+		}
+		d.Cause = val
+	case "shows":
+		if !wordList.MatchString(val) {
+			fail("shows must be a comma-separated list, got %q", val)
+			return true
+		}
+		for _, w := range strings.Split(val, ",") {
+			w = strings.TrimSpace(w)
+			if w != causeHang && w != causeSlowHost && !slices.Contains(causeReasons, w) {
+				fail("shows %q must be a kind of cause (%s, %s) or a reason (%s)", w, causeHang, causeSlowHost, strings.Join(causeReasons, ", "))
+				continue
+			}
+			d.Shows = append(d.Shows, w)
+		}
+	case "symptom":
+		if !slices.Contains(symptomKinds, val) {
+			fail("symptom %q must be one of %s", val, strings.Join(symptomKinds, ", "))
+		}
+		d.Symptom = val
+	default:
+		return false
+	}
+	return true
+}
+
+// checkRoles refuses cause-graph roles on a metric detector: only
+// findings take part in the cause graph.
+func checkRoles(d *Detector, seen map[string]int, fail func(int, string, ...any)) {
+	if d.Kind != KindMetric {
+		return
+	}
+	for _, k := range []string{"cause", "shows", "symptom"} {
+		if line, ok := seen[k]; ok {
+			fail(line, "%s places findings in the cause graph; a metric detector has none", k)
+		}
+	}
+}
+
+// shows says whether d's findings show what (a kind of cause, a cause
+// model or a reason); a nil d (a finding of no loaded detector) shows
+// nothing.
+func (d *Detector) shows(what string) bool {
+	return d != nil && what != "" && (d.Cause == what || slices.Contains(d.Shows, what))
+}
+
+// causeModel is d's cause header, "" for a nil d.
+func (d *Detector) causeModel() string {
+	if d == nil {
+		return ""
+	}
+	return d.Cause
+}
+
+// symptom is d's symptom header, "" for a nil d.
+func (d *Detector) symptom() string {
+	if d == nil {
+		return ""
+	}
+	return d.Symptom
+}
+
+// builtinIndex is the built-in detectors by name, parsed once: the roles
+// of findings whose detector is not among a report's results.
+var builtinIndex = sync.OnceValue(func() map[string]*Detector {
+	ds, _ := Builtin()
+	out := map[string]*Detector{}
+	for _, d := range ds {
+		out[d.Name] = d
+	}
+	return out
+})
+
+// detectorIndex is every detector a report may meet by name: the
+// built-ins, overridden by the ones that produced results.
+func detectorIndex(results []Result) map[string]*Detector {
+	out := map[string]*Detector{}
+	for n, d := range builtinIndex() {
+		out[n] = d
+	}
+	for _, res := range results {
+		if res.Detector != nil {
+			out[res.Detector.Name] = res.Detector
+		}
+	}
+	return out
+}
