@@ -299,7 +299,7 @@ func (r *Report) findingCauses(run string, sw stepWindow) []Cause {
 			continue
 		}
 		ev := evidenceMap(f.Evidence)
-		switch r.detectors[f.Detector].causeModel() {
+		switch r.detector(f.Detector).causeModel() {
 		case causeHang:
 			if f.Rank == nil {
 				continue
@@ -383,7 +383,7 @@ func (r *Report) findingCauses(run string, sw stepWindow) []Cause {
 // of its GPUs.
 func mergeSlowHost(r *Report, run string, causes []Cause, sw stepWindow) []Cause {
 	for _, f := range r.Findings {
-		if f.RunID != run || r.detectors[f.Detector].causeModel() != causeSlowHost {
+		if f.RunID != run || r.detector(f.Detector).causeModel() != causeSlowHost {
 			continue
 		}
 		var members []int
@@ -445,7 +445,7 @@ func (r *Report) linkFindings(run string, causes []Cause, waiters map[waitKey][]
 			if f.Rank != nil {
 				rank = int(*f.Rank)
 			}
-			d := r.detectors[f.Detector]
+			d := r.detector(f.Detector)
 			isShow := false
 			switch c.Kind {
 			case causeHang:

@@ -156,6 +156,6 @@ func (r *Report) limiterOf(run string) string {
 // isLimiter says whether detector's findings are the summary the limiter
 // comes from (its category is summary).
 func (r *Report) isLimiter(detector string) bool {
-	d := r.detectors[detector]
+	d := r.detector(detector)
 	return d != nil && d.Category == "summary"
 }

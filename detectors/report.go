@@ -537,7 +537,7 @@ var Sections = []string{"GPU compute", "GPU memory operations", "Communication",
 // slow host's (the findings of detectors whose cause header says so) have
 // their own, the rest go by category.
 func (r *Report) SectionOf(f Finding) string {
-	switch r.detectors[f.Detector].causeModel() {
+	switch r.detector(f.Detector).causeModel() {
 	case causeHang:
 		return "Hangs"
 	case causeSlowHost:

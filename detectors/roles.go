@@ -138,3 +138,13 @@ func detectorIndex(results []Result) map[string]*Detector {
 	}
 	return out
 }
+
+// detector is the detector named name as the report knows it: among its
+// results, else the built-ins (a report built by hand, or read back, has
+// no results).
+func (r *Report) detector(name string) *Detector {
+	if d, ok := r.detectors[name]; ok {
+		return d
+	}
+	return builtinIndex()[name]
+}
