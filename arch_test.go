@@ -16,12 +16,13 @@ import (
 // works"): the event model is a leaf, its NATS transport builds on it and
 // on nothing else of ours, storage knows no detector, readers do not
 // diagnose, detectors read the store and never the readers or the
-// transport. Only the ingest pipeline and the commands import the
-// transport. Each rule: a package folder prefix, and the prefixes of our
-// packages its non-test files may import. Test files may import more (a
-// scheduler test loads a trace with a reader). The plugin module checks
-// its own rule (grafana-plugin/pkg/imports_test.go: nothing of the product
-// outside tests, and no cgo).
+// transport. Only the ingest pipeline and the binary's wiring (the root
+// and internal/) import the transport. Each rule: a package folder
+// prefix, and the prefixes of our packages its non-test files may import.
+// Test files may import more (a scheduler test loads a trace with a
+// reader). The plugin module checks its own rule
+// (grafana-plugin/pkg/imports_test.go: nothing of the product outside
+// tests, and no cgo).
 var importRules = []struct {
 	pkg     string
 	allowed []string
@@ -38,10 +39,18 @@ var importRules = []struct {
 	// renderers render the report they are given: no store
 	{"detectors/report/html", []string{"detectors", "detectors/mdfmt", "gpu", "stream"}},
 	{"detectors/...", []string{"detectors/...", "sql/*", "gpu", "stream"}},
+	// the binary's own wiring (config, the server's composition) may
+	// import every package of ours; rootOnly says who may import it
+	{"internal/...", []string{"internal/...", "stream/...", "gpu", "sql/...", "ingest/...", "detectors/..."}},
 }
 
 // testOnly are our packages that only test files may import.
 var testOnly = []string{"detectors/internal/testkit"}
+
+// rootOnly are the packages that only the root (the binary) imports: the
+// server's composition is the binary's to start, whatever other wiring
+// reads the config.
+var rootOnly = []string{"internal/server"}
 
 // matches says whether package path p (relative to the module) fits
 // pattern: "x" is x alone, "x/*" its subpackages, "x/..." x and them.
@@ -87,19 +96,21 @@ func TestImportRules(t *testing.T) {
 				break
 			}
 		}
-		if rule < 0 {
-			return nil // the commands and tools import what they wire
-		}
-		seen[importRules[rule].pkg] = true
 		for _, im := range f.Imports {
 			p, _ := strconv.Unquote(im.Path.Value)
 			ours, ok := strings.CutPrefix(p, module)
 			if !ok {
 				continue
 			}
-			if !allowedImport(ours, importRules[rule].allowed) {
+			if dir != "." && allowedImport(ours, rootOnly) {
+				t.Errorf("%s imports %s: only the binary (the root package) imports %v", path, ours, rootOnly)
+			}
+			if rule >= 0 && !allowedImport(ours, importRules[rule].allowed) {
 				t.Errorf("%s imports %s: package %s may import only %v of ours", path, ours, dir, importRules[rule].allowed)
 			}
+		}
+		if rule >= 0 { // the commands and tools import what they wire
+			seen[importRules[rule].pkg] = true
 		}
 		return nil
 	})

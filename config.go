@@ -1,254 +1,35 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"net"
-	"os"
-	"regexp"
-	"time"
-
 	"github.com/trainscope/trainscope/detectors"
-	"github.com/trainscope/trainscope/ingest"
-	"github.com/trainscope/trainscope/stream/transport"
+	"github.com/trainscope/trainscope/internal/config"
 )
 
-// Config is trainscope's configuration. Defaults need no file; a file given
-// with --config, then TRAINSCOPE_* environment variables, then flags
-// override them.
-type Config struct {
-	// Threads is the core count every pool, worker count and DuckDB's
-	// threads are sized from (cores); 0 means GOMAXPROCS.
-	Threads   int              `mapstructure:"threads"`
-	Detectors detectors.Config `mapstructure:"detectors"`
-	// Causes are the cause graph's thresholds: what a root cause must
-	// cost, when a stall is one-off.
-	Causes  detectors.CausesConfig    `mapstructure:"causes"`
-	DuckDB  DuckDBConfig              `mapstructure:"duckdb"`
-	NATS    transport.NATSConfig      `mapstructure:"nats"`
-	Stream  transport.StreamConfig    `mapstructure:"stream"`
-	Publish transport.PublisherConfig `mapstructure:"publish"`
-	Ingest  ingest.ConsumerConfig     `mapstructure:"ingest"`
-	Serve   ServeConfig               `mapstructure:"serve"`
-	Agent   AgentConfig               `mapstructure:"agent"`
-}
+// Config is the loaded configuration (internal/config) with the names the
+// commands size their pools by.
+type Config struct{ config.Config }
 
-// ServeConfig is the always-on server's: where it keeps its data and
-// where it listens.
-type ServeConfig struct {
-	DataDir string `mapstructure:"data_dir"`
-	HTTP    string `mapstructure:"http"`   // /healthz, /metrics, reports
-	Flight  string `mapstructure:"flight"` // Arrow Flight SQL; "" turns it off
-	// Quiet is how long a run must receive nothing before the detectors
-	// run over its complete steps; Timeout runs them anyway this long after
-	// a run's first unanalyzed batch, for runs that never go quiet.
-	Quiet   time.Duration `mapstructure:"quiet"`
-	Timeout time.Duration `mapstructure:"timeout"`
-	// Query bounds each Flight SQL query.
-	Query QueryLimits `mapstructure:"query"`
-	// Auth and TLS protect Flight SQL and HTTP (all but /healthz).
-	Auth AuthConfig `mapstructure:"auth"`
-	TLS  ServeTLS   `mapstructure:"tls"`
-	// Insecure lets serve listen beyond loopback without authentication.
-	Insecure bool `mapstructure:"insecure"`
-	// Archive is the fleet archive's folder: an ingestor writes every
-	// analysed run there as Parquet; a query node (--query-only) serves
-	// it, looking for tables' first files every ArchiveRefresh.
-	// Archive is a folder or s3://bucket/prefix (reached as ArchiveS3 says).
-	Archive        string           `mapstructure:"archive"`
-	ArchiveRefresh time.Duration    `mapstructure:"archive_refresh"`
-	ArchiveS3      ArchiveS3Options `mapstructure:"archive_s3"`
-	// CheckpointWAL is the size of the ingestor's write-ahead log at which
-	// DuckDB checkpoints it (compresses the new rows into the database
-	// file): it bounds the log a restart replays and the memory the
-	// uncheckpointed rows hold.
-	CheckpointWAL string `mapstructure:"checkpoint_wal"`
-	// Staged (the default) keeps the ingested slices, counters and stacks
-	// as Parquet files beside the database (DATA_DIR/trainscope.staged)
-	// instead of in it: ingest is 3-4x faster (bench/RESULTS.md); queries
-	// read them through views of the tables' names (duck.StagedTables). A
-	// store once staged stays so. False keeps every row in DuckDB's tables.
-	Staged bool `mapstructure:"staged"`
-	// QueryOnly makes serve a query node over Archive: no NATS, no
-	// ingestor, no detectors.
-	QueryOnly bool `mapstructure:"query_only"`
-}
-
-// ArchiveS3Options reach an S3-compatible archive (AWS S3, MinIO). The
-// keys default to AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.
-type ArchiveS3Options struct {
-	Endpoint  string `mapstructure:"endpoint"`
-	Region    string `mapstructure:"region"`
-	Insecure  bool   `mapstructure:"insecure"`
-	AccessKey string `mapstructure:"access_key"`
-	SecretKey string `mapstructure:"secret_key"`
-}
-
-// QueryLimits bound what one Flight SQL query may cost.
-type QueryLimits struct {
-	Timeout time.Duration `mapstructure:"timeout"`  // 0: none
-	MaxRows int64         `mapstructure:"max_rows"` // 0: none
-	// MemoryLimit caps the serving database's memory (DuckDB spills sorts
-	// and joins to disk under it, and fails a query that cannot); empty:
-	// a quarter of this machine's memory. duckdb.memory_limit, when set,
-	// wins.
-	MemoryLimit string `mapstructure:"memory_limit"`
-}
-
-// AuthConfig is the bearer token Flight SQL and HTTP clients must send
-// (Authorization: Bearer <token>): given inline or, better, in a file.
-type AuthConfig struct {
-	Token     string `mapstructure:"token"`
-	TokenFile string `mapstructure:"token_file"`
-}
-
-// ServeTLS serves Flight SQL and HTTP over TLS; with ClientCA it requires
-// client certificates signed by it (mTLS), which also authenticates.
-type ServeTLS struct {
-	Cert     string `mapstructure:"cert"`
-	Key      string `mapstructure:"key"`
-	ClientCA string `mapstructure:"client_ca"`
-}
-
-// AgentConfig tunes the trace-folder watcher of 'trainscope agent'.
-type AgentConfig struct {
-	Poll   time.Duration `mapstructure:"poll"`
-	Settle time.Duration `mapstructure:"settle"`
-	GiveUp time.Duration `mapstructure:"give_up"`
-}
-
-// DuckDBConfig tunes the embedded database.
-type DuckDBConfig struct {
-	Threads     int    `mapstructure:"threads"`
-	MemoryLimit string `mapstructure:"memory_limit"`
-}
-
-// defaultConfig is every key's default, written once: loadConfig gives
-// viper each leaf of it (which also maps the key to its TRAINSCOPE_*
-// variable) and knows the config's keys from its type.
-func defaultConfig() Config {
-	return Config{
-		Detectors: detectors.Config{Dirs: []string{}, Disable: []string{}},
-		Causes:    detectors.DefaultCauses(),
-		NATS:      transport.DefaultNATS,
-		Stream:    transport.DefaultStream,
-		Publish:   transport.DefaultPublisher,
-		Ingest:    ingest.DefaultConsumer,
-		Serve: ServeConfig{DataDir: "trainscope-data", HTTP: "127.0.0.1:7070", Flight: "127.0.0.1:7071",
-			Quiet: 2 * time.Second, Timeout: time.Minute, ArchiveRefresh: 10 * time.Second, CheckpointWAL: "256MB", Staged: true,
-			Query: QueryLimits{Timeout: time.Minute, MaxRows: 1_000_000}},
-		Agent: AgentConfig{Poll: 2 * time.Second, Settle: 5 * time.Second, GiveUp: 10 * time.Minute},
+// loadConfig is config.Load for a command: a bad config is an
+// *config.Error, which exits 2.
+func loadConfig(path string) (*Config, error) {
+	c, err := config.Load(path)
+	if err != nil {
+		return nil, err
 	}
+	return &Config{*c}, nil
 }
 
-// detectorsConfig is the detectors section with the causes section it
-// carries to the reports the set's results make.
-func (c *Config) detectorsConfig() detectors.Config {
-	d := c.Detectors
-	d.Causes = c.Causes
-	return d
-}
+// cores is config.Config.Cores.
+func (c *Config) cores() int { return c.Cores() }
+
+// duckThreads is config.Config.DuckThreads.
+func (c *Config) duckThreads() int { return c.DuckThreads() }
+
+// machineMemory is config.MachineMemory.
+func machineMemory() int64 { return config.MachineMemory() }
 
 // defaultServe is the default serve section, for flags' help texts.
-var defaultServe = defaultConfig().Serve
+var defaultServe = config.Default().Serve
 
-var memLimitRE = regexp.MustCompile(`^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$`)
-
-// Validate reports every problem, each with its key path: each section
-// validates itself.
-func (c *Config) Validate() error {
-	var errs []error
-	if c.Threads < 0 || c.Threads > maxThreads {
-		errs = append(errs, fmt.Errorf("threads: %d, want 0 (GOMAXPROCS) to %d", c.Threads, maxThreads))
-	}
-	for _, err := range []error{c.DuckDB.Validate("duckdb"), c.NATS.Validate("nats"), c.Stream.Validate("stream"),
-		c.Publish.Validate("publish"), c.Ingest.Validate("ingest"), c.Serve.Validate("serve"), c.Agent.Validate("agent"),
-		c.Detectors.Validate("detectors"), c.Causes.Validate("causes")} {
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// Validate reports every problem with its key path under prefix.
-func (c DuckDBConfig) Validate(prefix string) error {
-	var errs []error
-	if c.Threads < 0 || c.Threads > maxThreads {
-		errs = append(errs, fmt.Errorf("%s.threads: %d, want 0 (the threads key) to %d", prefix, c.Threads, maxThreads))
-	}
-	if c.MemoryLimit != "" && !memLimitRE.MatchString(c.MemoryLimit) {
-		errs = append(errs, fmt.Errorf("%s.memory_limit: %q is not a size like 2GB or 512MiB", prefix, c.MemoryLimit))
-	}
-	return errors.Join(errs...)
-}
-
-// Validate reports every problem with its key path under prefix.
-func (c ServeConfig) Validate(prefix string) error {
-	var errs []error
-	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(prefix+"."+format, args...)) }
-	for key, addr := range map[string]string{"http": c.HTTP, "flight": c.Flight} {
-		if addr == "" && key == "flight" {
-			continue
-		}
-		if _, _, err := net.SplitHostPort(addr); err != nil {
-			add("%s: %q is not host:port", key, addr)
-		}
-	}
-	if c.DataDir == "" {
-		add("data_dir: empty")
-	}
-	if c.Quiet <= 0 {
-		add("quiet: %s, want > 0", c.Quiet)
-	}
-	if c.Timeout < c.Quiet {
-		add("timeout: %s is shorter than %s.quiet %s", c.Timeout, prefix, c.Quiet)
-	}
-	if c.Query.Timeout < 0 {
-		add("query.timeout: %s is negative", c.Query.Timeout)
-	}
-	if c.QueryOnly && c.Archive == "" {
-		add("query_only: a query node serves the archive: set %s.archive (or --archive) too", prefix)
-	}
-	if c.ArchiveRefresh <= 0 {
-		add("archive_refresh: %s, want > 0", c.ArchiveRefresh)
-	}
-	if c.Query.MaxRows < 0 {
-		add("query.max_rows: %d is negative", c.Query.MaxRows)
-	}
-	if !memLimitRE.MatchString(c.CheckpointWAL) {
-		add("checkpoint_wal: %q is not a size like 256MB or 1GiB", c.CheckpointWAL)
-	}
-	if m := c.Query.MemoryLimit; m != "" && !memLimitRE.MatchString(m) {
-		add("query.memory_limit: %q is not a size like 2GB or 512MiB", m)
-	}
-	if c.Auth.Token != "" && c.Auth.TokenFile != "" {
-		add("auth: give token or token_file, not both")
-	}
-	for key, f := range map[string]string{"auth.token_file": c.Auth.TokenFile, "tls.cert": c.TLS.Cert,
-		"tls.key": c.TLS.Key, "tls.client_ca": c.TLS.ClientCA} {
-		if f != "" {
-			if _, err := os.Stat(f); err != nil {
-				add("%s: %v", key, err)
-			}
-		}
-	}
-	if (c.TLS.Cert == "") != (c.TLS.Key == "") {
-		add("tls: cert and key go together")
-	}
-	if c.TLS.ClientCA != "" && c.TLS.Cert == "" {
-		add("tls.client_ca: needs %s.tls.cert and key (client certificates are checked over TLS)", prefix)
-	}
-	return errors.Join(errs...)
-}
-
-// Validate reports every problem with its key path under prefix.
-func (c AgentConfig) Validate(prefix string) error {
-	var errs []error
-	for key, d := range map[string]time.Duration{"poll": c.Poll, "settle": c.Settle, "give_up": c.GiveUp} {
-		if d <= 0 {
-			errs = append(errs, fmt.Errorf("%s.%s: %s, want > 0", prefix, key, d))
-		}
-	}
-	return errors.Join(errs...)
-}
+// detectorsConfig is config.Config.DetectorsConfig.
+func (c *Config) detectorsConfig() detectors.Config { return c.DetectorsConfig() }

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/trainscope/trainscope/internal/config"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -237,7 +239,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 }
 
 // exitCode prints err as one line and maps it to the exit status: 0 ok,
-// 2 bad usage or bad input, 1 anything else.
+// 2 bad usage, bad input or a bad config, 1 anything else.
 func exitCode(err error, errOut io.Writer) int {
 	if err == nil {
 		return 0
@@ -249,7 +251,8 @@ func exitCode(err error, errOut io.Writer) int {
 	fmt.Fprintf(errOut, "trainscope: %s\n", msg)
 	var ue *usageError
 	var ie *inputError
-	if errors.As(err, &ue) || errors.As(err, &ie) {
+	var ce *config.Error
+	if errors.As(err, &ue) || errors.As(err, &ie) || errors.As(err, &ce) {
 		return 2
 	}
 	return 1

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/trainscope/trainscope/internal/config"
 	"github.com/trainscope/trainscope/sql/duck"
 	"github.com/trainscope/trainscope/sql/flightsrv"
 )
@@ -25,7 +26,7 @@ import (
 // stay unlocked: the ingestor raises memory_limit for large batches, and
 // DuckDB's lock binds every connection. A query node (serve.query_only)
 // locks its database, settings included, where it opens it.
-func startFlight(ctx context.Context, cfg ServeConfig, sec *serveSecurity, st *duck.Store, logf func(string, ...any)) (string, func() error, error) {
+func startFlight(ctx context.Context, cfg config.ServeConfig, sec *serveSecurity, st *duck.Store, logf func(string, ...any)) (string, func() error, error) {
 	if !cfg.QueryOnly {
 		if err := (flightsrv.Lockdown{Dirs: []string{st.StagedDir()}}).Apply(ctx, st); err != nil {
 			return "", nil, err
@@ -65,7 +66,7 @@ func (s *serveSecurity) authenticates() bool {
 	return s.token != "" || (s.tls != nil && s.tls.ClientAuth == tls.RequireAndVerifyClientCert)
 }
 
-func loadServeSecurity(cfg ServeConfig) (*serveSecurity, error) {
+func loadServeSecurity(cfg config.ServeConfig) (*serveSecurity, error) {
 	sec := &serveSecurity{token: cfg.Auth.Token}
 	if cfg.Auth.TokenFile != "" {
 		b, err := os.ReadFile(cfg.Auth.TokenFile)

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"errors"
@@ -11,14 +11,15 @@ import (
 	"github.com/spf13/viper"
 )
 
-// loadConfig reads the config file (optional), the environment, and returns
-// the merged configuration with every unknown key and bad value reported.
-func loadConfig(path string) (*Config, error) {
+// Load reads the config file at path (optional; TRAINSCOPE_CONFIG when
+// empty) and the environment, and returns the merged configuration. Every
+// unknown key and bad value is reported, together, in one *Error.
+func Load(path string) (*Config, error) {
 	v := viper.New()
 	v.SetEnvPrefix("TRAINSCOPE")
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
 	v.AutomaticEnv()
-	def := defaultConfig()
+	def := Default()
 	setDefaults(v, reflect.ValueOf(def), "")
 	if path == "" {
 		path = os.Getenv("TRAINSCOPE_CONFIG")
@@ -26,7 +27,7 @@ func loadConfig(path string) (*Config, error) {
 	if path != "" {
 		v.SetConfigFile(path)
 		if err := v.ReadInConfig(); err != nil {
-			return nil, &inputError{fmt.Errorf("config %s: %w", path, err)}
+			return nil, &Error{fmt.Errorf("config %s: %w", path, err)}
 		}
 	}
 	var errs []error
@@ -43,10 +44,18 @@ func loadConfig(path string) (*Config, error) {
 		if path != "" {
 			where = "config " + path
 		}
-		return nil, &inputError{fmt.Errorf("%s:\n  %w", where, indent(errors.Join(errs...)))}
+		return nil, &Error{fmt.Errorf("%s:\n  %w", where, indent(errors.Join(errs...)))}
 	}
 	return &c, nil
 }
+
+// Error is a configuration that cannot be used as given: a bad key or
+// value, a file it names that cannot be read, a listener it would open to
+// anyone. The binary exits 2 on one, as on a bad flag.
+type Error struct{ Err error }
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
 
 // keyOf is a field's config key: its mapstructure tag, "" for a field the
 // config does not hold.

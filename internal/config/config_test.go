@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ import (
 
 // serve.checkpoint_wal defaults to 256MB and must be a size.
 func TestServeCheckpointWALConfig(t *testing.T) {
-	cfg, err := loadConfig("")
+	cfg, err := Load("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestServeCheckpointWALConfig(t *testing.T) {
 		if err := os.WriteFile(path, []byte("serve:\n  checkpoint_wal: "+tc.value+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := loadConfig(path)
+		_, err := Load(path)
 		switch {
 		case tc.wantErr == "" && err != nil:
 			t.Errorf("%s: %v", tc.value, err)
@@ -62,7 +62,7 @@ func TestServeStagedConfig(t *testing.T) {
 			if tc.env != "" {
 				t.Setenv("TRAINSCOPE_SERVE_STAGED", tc.env)
 			}
-			cfg, err := loadConfig(path)
+			cfg, err := Load(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,18 +73,18 @@ func TestServeStagedConfig(t *testing.T) {
 	}
 }
 
-// With no file and no environment, the loaded config is defaultConfig:
+// With no file and no environment, the loaded config is Default():
 // every leaf has its default registered (a leaf missing from viper's
 // defaults would load as its zero value).
 func TestLoadedDefaultsAreDefaultConfig(t *testing.T) {
 	clearConfigEnv(t)
-	cfg, err := loadConfig("")
+	cfg, err := Load("")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// printed, as nil and empty slices and maps print alike
-	if got, want := fmt.Sprintf("%+v", *cfg), fmt.Sprintf("%+v", defaultConfig()); got != want {
-		t.Errorf("loaded defaults\n%s\nwant defaultConfig()\n%s", got, want)
+	if got, want := fmt.Sprintf("%+v", *cfg), fmt.Sprintf("%+v", Default()); got != want {
+		t.Errorf("loaded defaults\n%s\nwant Default()\n%s", got, want)
 	}
 }
 
@@ -110,7 +110,7 @@ func TestEveryKeyHasItsVariable(t *testing.T) {
 			walk(p, sub)
 		}
 	}
-	walk("", configKeys(reflect.TypeOf(defaultConfig())))
+	walk("", configKeys(reflect.TypeOf(Default())))
 	if len(leaves) < 60 {
 		t.Fatalf("only %d config keys: %v", len(leaves), leaves)
 	}
@@ -121,12 +121,12 @@ func TestEveryKeyHasItsVariable(t *testing.T) {
 			// a value no key accepts: a string for numbers and durations,
 			// checked files that do not exist, addresses that are none
 			t.Setenv(env, "\x01not-a-value")
-			_, err := loadConfig("")
+			_, err := Load("")
 			v := viper.New()
 			v.SetEnvPrefix("TRAINSCOPE")
 			v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
 			v.AutomaticEnv()
-			setDefaults(v, reflect.ValueOf(defaultConfig()), "")
+			setDefaults(v, reflect.ValueOf(Default()), "")
 			if got := v.GetString(key); got != "\x01not-a-value" {
 				t.Errorf("%s: %s does not set it (got %q)", key, env, got)
 			}
@@ -137,7 +137,7 @@ func TestEveryKeyHasItsVariable(t *testing.T) {
 	if err := os.WriteFile(path, []byte("serve:\n  quite: 1s\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loadConfig(path); err == nil || !strings.Contains(err.Error(), "serve.quite: unknown key (known here: agent") && !strings.Contains(err.Error(), "serve.quite: unknown key (known here: archive, archive_refresh") {
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "serve.quite: unknown key (known here: agent") && !strings.Contains(err.Error(), "serve.quite: unknown key (known here: archive, archive_refresh") {
 		t.Errorf("unknown key: %v", err)
 	}
 }
