@@ -18,6 +18,7 @@ import (
 	"github.com/trainscope/trainscope/gpu"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/ingest/watch"
+	"github.com/trainscope/trainscope/internal/server"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
@@ -27,7 +28,7 @@ func TestAgentPublishesOnce(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	srv := agentServer(ctx, t)
-	defer srv.stop()
+	defer srv.Shutdown()
 
 	watched := t.TempDir()
 	for _, f := range sampleRun {
@@ -41,7 +42,7 @@ func TestAgentPublishesOnce(t *testing.T) {
 	}
 	agent := func(args ...string) string {
 		var out, errOut bytes.Buffer
-		args = append([]string{"agent", "--host", "node-1", "--watch", watched, "--once", "--nats-url", srv.natsURL}, args...)
+		args = append([]string{"agent", "--host", "node-1", "--watch", watched, "--once", "--nats-url", srv.NATSURL()}, args...)
 		if code := run(ctx, args, &out, &errOut); code != 0 {
 			t.Fatalf("agent %v: exit %d: %s", args, code, errOut.String())
 		}
@@ -54,23 +55,23 @@ func TestAgentPublishesOnce(t *testing.T) {
 	if log := agent("--run", "a"); strings.Contains(log, "published ") {
 		t.Fatalf("a restarted agent published again:\n%s", log)
 	}
-	waitGet(t, "http://"+srv.httpAddr+"/runs/a/report", 20*time.Second)
+	waitGet(t, "http://"+srv.HTTPAddr()+"/runs/a/report", 20*time.Second)
 	want := offlineCount(t, "SELECT count(*) FROM slices")
-	if got := srv.count(t, "SELECT count(*) FROM slices WHERE run_id = 'a'"); got != want {
+	if got := storeCount(t, srv, "SELECT count(*) FROM slices WHERE run_id = 'a'"); got != want {
 		t.Fatalf("run a has %d slices, analyze loads %d", got, want)
 	}
 
 	// trigger mode, with a state file of its own
 	agent("--run", "b", "--wait", "552", "--steps", "1", "--state", filepath.Join(t.TempDir(), "b.json"))
-	waitGet(t, "http://"+srv.httpAddr+"/runs/b/report", 20*time.Second)
-	if got := srv.count(t, "SELECT count(*) FROM slices WHERE run_id = 'b' AND step IS DISTINCT FROM 552"); got != 0 {
+	waitGet(t, "http://"+srv.HTTPAddr()+"/runs/b/report", 20*time.Second)
+	if got := storeCount(t, srv, "SELECT count(*) FROM slices WHERE run_id = 'b' AND step IS DISTINCT FROM 552"); got != 0 {
 		t.Fatalf("trigger mode kept %d slices outside step 552", got)
 	}
 	want = offlineCount(t, "SELECT count(*) FROM slices WHERE step = 552")
-	if got := srv.count(t, "SELECT count(*) FROM slices WHERE run_id = 'b'"); got != want || got == 0 {
+	if got := storeCount(t, srv, "SELECT count(*) FROM slices WHERE run_id = 'b'"); got != want || got == 0 {
 		t.Fatalf("trigger mode published %d slices, run a has %d in step 552", got, want)
 	}
-	if got := srv.count(t, "SELECT count(DISTINCT step) FROM steps WHERE run_id = 'b'"); got != 1 {
+	if got := storeCount(t, srv, "SELECT count(DISTINCT step) FROM steps WHERE run_id = 'b'"); got != 1 {
 		t.Fatalf("trigger mode published %d steps, want 1", got)
 	}
 }
@@ -78,7 +79,7 @@ func TestAgentPublishesOnce(t *testing.T) {
 // agentServer starts a serve on free local ports for agents to publish
 // to (agents watch folders every 50 ms and take files settled for 100 ms);
 // the caller stops it.
-func agentServer(ctx context.Context, t *testing.T) *server {
+func agentServer(ctx context.Context, t *testing.T) *server.Server {
 	t.Helper()
 	t.Setenv("TRAINSCOPE_NATS_LISTEN", "127.0.0.1:0")
 	t.Setenv("TRAINSCOPE_AGENT_POLL", "50ms")
@@ -89,7 +90,7 @@ func agentServer(ctx context.Context, t *testing.T) *server {
 	}
 	cfg.Serve.DataDir, cfg.Serve.HTTP, cfg.Serve.Flight = t.TempDir(), "127.0.0.1:0", ""
 	cfg.Serve.Quiet = 200 * time.Millisecond
-	srv, err := startServer(ctx, cfg, mustSet(t), t.Logf)
+	srv, err := server.Start(ctx, &cfg.Config, mustSet(t), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,13 +117,13 @@ func offlineCount(t *testing.T, q string) int64 {
 	return n
 }
 
-// count runs a count query on the server's store.
-func (s *server) count(t *testing.T, q string) int64 {
+// storeCount runs a count query on the server's store.
+func storeCount(t *testing.T, s *server.Server, q string) int64 {
 	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.StoreLock().Lock()
+	defer s.StoreLock().Unlock()
 	var n int64
-	if err := s.st.Conn().QueryRowContext(context.Background(), q).Scan(&n); err != nil {
+	if err := s.Store().Conn().QueryRowContext(context.Background(), q).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -142,12 +143,12 @@ func TestAgentSamplesCounters(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	srv := agentServer(ctx, t)
-	defer srv.stop()
+	defer srv.Shutdown()
 	agent := func(runID string, watched string, counters ...string) (stop func() string) {
 		actx, acancel := context.WithCancel(ctx)
 		var out, errOut syncBuffer
 		done := make(chan int)
-		args := append([]string{"agent", "--run", runID, "--host", "node-1", "--watch", watched, "--nats-url", srv.natsURL}, counters...)
+		args := append([]string{"agent", "--run", runID, "--host", "node-1", "--watch", watched, "--nats-url", srv.NATSURL()}, counters...)
 		go func() { done <- run(actx, args, &out, &errOut) }()
 		return func() string {
 			acancel()
@@ -159,14 +160,14 @@ func TestAgentSamplesCounters(t *testing.T) {
 	}
 	stop := agent("c", t.TempDir(), "--counters", exporter.URL, "--counters-period", "20ms", "--counters-flush", "100ms")
 	deadline := time.Now().Add(20 * time.Second)
-	for srv.count(t, "SELECT count(*) FROM counters WHERE run_id = 'c'") < 40 {
+	for storeCount(t, srv, "SELECT count(*) FROM counters WHERE run_id = 'c'") < 40 {
 		if time.Now().After(deadline) {
 			t.Fatal("no counters from the exporter reached the server")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	log := stop()
-	if got := srv.count(t, `SELECT count(*) FROM counters WHERE run_id = 'c' AND host = 'node-1' AND device = 0
+	if got := storeCount(t, srv, `SELECT count(*) FROM counters WHERE run_id = 'c' AND host = 'node-1' AND device = 0
 		AND metric = 'DCGM_FI_DEV_SM_CLOCK' AND value = 660 AND (labels->>'Hostname') = 'cp-bm14r7'`); got < 2 {
 		t.Errorf("%d SM clock samples of gpu 0 with the exporter's labels, want every scrape's", got)
 	}
@@ -184,7 +185,7 @@ func TestAgentSamplesCounters(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(watched, filepath.Base(sampleRun[0])), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for srv.count(t, "SELECT count(*) FROM ranks WHERE run_id = 'd'") == 0 {
+	for storeCount(t, srv, "SELECT count(*) FROM ranks WHERE run_id = 'd'") == 0 {
 		if time.Now().After(deadline.Add(20 * time.Second)) {
 			t.Fatal("the agent without NVML published no trace")
 		}
@@ -225,7 +226,7 @@ func TestAgentWatchesRunFolders(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	srv := agentServer(ctx, t)
-	defer srv.stop()
+	defer srv.Shutdown()
 	root := t.TempDir()
 	for _, run := range []string{"job-a", "job-b"} {
 		if err := os.MkdirAll(filepath.Join(root, run), 0o755); err != nil {
@@ -246,7 +247,7 @@ func TestAgentWatchesRunFolders(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "README"), []byte("x"), 0o644)
 	agent := func(args ...string) (string, int) {
 		var out, errOut bytes.Buffer
-		code := run(ctx, append([]string{"agent", "--host", "node-1", "--nats-url", srv.natsURL}, args...), &out, &errOut)
+		code := run(ctx, append([]string{"agent", "--host", "node-1", "--nats-url", srv.NATSURL()}, args...), &out, &errOut)
 		return errOut.String(), code
 	}
 	log, code := agent("--runs-in", root, "--once")
@@ -261,8 +262,8 @@ func TestAgentWatchesRunFolders(t *testing.T) {
 	}
 	want := offlineCount(t, "SELECT count(*) FROM slices")
 	for _, run := range []string{"job-a", "job-b"} {
-		waitGet(t, "http://"+srv.httpAddr+"/runs/"+run+"/report", 20*time.Second)
-		if got := srv.count(t, "SELECT count(*) FROM slices WHERE run_id = '"+run+"'"); got != want {
+		waitGet(t, "http://"+srv.HTTPAddr()+"/runs/"+run+"/report", 20*time.Second)
+		if got := storeCount(t, srv, "SELECT count(*) FROM slices WHERE run_id = '"+run+"'"); got != want {
 			t.Errorf("run %s has %d slices, analyze loads %d", run, got, want)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainscope/trainscope/internal/server"
 	"github.com/trainscope/trainscope/sql/archive/s3fake"
 	"github.com/trainscope/trainscope/sql/duck"
 )
@@ -115,19 +116,19 @@ func TestArchiveInABucketEndToEnd(t *testing.T) {
 	}
 	cfg.Serve.DataDir, cfg.Serve.HTTP, cfg.Serve.Flight = t.TempDir(), "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Serve.Archive, cfg.Serve.QueryOnly = "s3://fleet/prod", true
-	qn, err := startQueryNode(ctx, cfg, t.Logf)
+	qn, err := server.StartQueryNode(ctx, &cfg.Config, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer qn.stop()
-	if h := waitGet(t, "http://"+qn.httpAddr+"/healthz", 10*time.Second); !strings.Contains(h, `"mode":"query-only"`) || !strings.Contains(h, `"status":"ok"`) {
+	defer qn.Shutdown()
+	if h := waitGet(t, "http://"+qn.HTTPAddr()+"/healthz", 10*time.Second); !strings.Contains(h, `"mode":"query-only"`) || !strings.Contains(h, `"status":"ok"`) {
 		t.Errorf("/healthz of the query node: %s", h)
 	}
 	for _, q := range []string{
 		"SELECT * FROM findings ORDER BY ALL",
 		"SELECT rank, count(*), sum(dur) FROM slices GROUP BY ALL ORDER BY ALL",
 	} {
-		if got, want := sqlOut(t, "--server", qn.flightAddr, q), sqlOut(t, "--db", db, q); got != want {
+		if got, want := sqlOut(t, "--server", qn.FlightAddr(), q), sqlOut(t, "--db", db, q); got != want {
 			t.Errorf("%s\n%s", q, lineDiff(got, want))
 		}
 	}

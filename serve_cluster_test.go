@@ -16,6 +16,7 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/trainscope/trainscope/internal/server"
 )
 
 // natsCluster starts n nats-servers with JetStream clustered on loopback
@@ -97,7 +98,7 @@ func TestServeOnANATSCluster(t *testing.T) {
 	arch := t.TempDir()
 	dataDirs := map[string]string{"ing-a": t.TempDir(), "ing-b": t.TempDir()}
 	clocks := map[string]*testClock{"ing-a": newTestClock(), "ing-b": newTestClock()}
-	srvs := map[string]*server{}
+	srvs := map[string]*server.Server{}
 	start := func(name string) {
 		t.Helper()
 		cfg, err := loadConfig("")
@@ -108,7 +109,7 @@ func TestServeOnANATSCluster(t *testing.T) {
 		cfg.NATS.URL = natsURL
 		cfg.Stream.Partitions, cfg.Stream.Replicas = 4, 3
 		cfg.Ingest.Member, cfg.Ingest.Lease, cfg.Ingest.AckWait = name, 3*time.Second, 5*time.Second
-		srv, err := startServer(ctx, cfg, mustSet(t), t.Logf, withClock(clocks[name].Now, clocks[name].ticks))
+		srv, err := server.Start(ctx, &cfg.Config, mustSet(t), t.Logf, server.WithClock(clocks[name].Now, clocks[name].ticks))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -118,11 +119,11 @@ func TestServeOnANATSCluster(t *testing.T) {
 	start("ing-b")
 	defer func() {
 		for _, s := range srvs {
-			s.stop()
+			s.Shutdown()
 		}
 	}()
 	waitFor(t, "the partitions split two and two", func() bool {
-		return len(srvs["ing-a"].co.Owned()) == 2 && len(srvs["ing-b"].co.Owned()) == 2
+		return len(srvs["ing-a"].Coordinator().Owned()) == 2 && len(srvs["ing-b"].Coordinator().Owned()) == 2
 	})
 	runs := []string{"job0", "job1", "job2", "job3", "job4"}
 	sent := 0
@@ -142,7 +143,7 @@ func TestServeOnANATSCluster(t *testing.T) {
 	committed := func() int64 {
 		var n int64
 		for _, s := range srvs {
-			n += s.stats.Messages.Load()
+			n += s.Stats().Messages.Load()
 		}
 		return n
 	}
@@ -157,11 +158,11 @@ func TestServeOnANATSCluster(t *testing.T) {
 	// an ingestor dies without handing its leases back: its connection
 	// drops first, so the release cannot reach NATS and the leases lapse
 	b := srvs["ing-b"]
-	b.nc.Close()
-	b.stop()
+	b.NATS().Close()
+	b.Shutdown()
 	delete(srvs, "ing-b")
 	publish(runs[3])
-	waitFor(t, "ing-a takes every partition once ing-b's leases lapse", func() bool { return len(srvs["ing-a"].co.Owned()) == 4 })
+	waitFor(t, "ing-a takes every partition once ing-b's leases lapse", func() bool { return len(srvs["ing-a"].Coordinator().Owned()) == 4 })
 	publish(runs[4])
 	// ing-b comes back under its name, with its database
 	start("ing-b")
@@ -170,10 +171,10 @@ func TestServeOnANATSCluster(t *testing.T) {
 	ledgers := func() (total, distinct int) {
 		ids := map[string]int{}
 		for _, s := range srvs {
-			s.mu.Lock()
-			rows, err := s.st.Query(ctx, "SELECT msg_id FROM ingested_batches")
+			s.StoreLock().Lock()
+			rows, err := s.Store().Query(ctx, "SELECT msg_id FROM ingested_batches")
 			if err != nil {
-				s.mu.Unlock()
+				s.StoreLock().Unlock()
 				t.Fatal(err)
 			}
 			for rows.Next() {
@@ -183,7 +184,7 @@ func TestServeOnANATSCluster(t *testing.T) {
 				total++
 			}
 			rows.Close()
-			s.mu.Unlock()
+			s.StoreLock().Unlock()
 		}
 		return total, len(ids)
 	}
@@ -200,7 +201,7 @@ func TestServeOnANATSCluster(t *testing.T) {
 		for name, s := range srvs {
 			clocks[name].Tick()
 			for _, id := range runs {
-				if rr := s.sched.Report(id); rr != nil && !rr.Partial {
+				if rr := s.Scheduler().Report(id); rr != nil && !rr.Partial {
 					analysedBy[id] = append(analysedBy[id], name)
 				}
 			}
@@ -220,7 +221,7 @@ func TestServeOnANATSCluster(t *testing.T) {
 	waitFor(t, "every run archived", func() bool {
 		var n int64
 		for _, s := range srvs {
-			n += s.sched.Archived.Load()
+			n += s.Scheduler().Archived.Load()
 		}
 		files, _ := filepath.Glob(filepath.Join(arch, "runs", "day=*", "run=*", "*.parquet"))
 		return n >= int64(len(runs)) && len(files) == len(runs)
@@ -232,13 +233,13 @@ func TestServeOnANATSCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	qcfg.Serve.HTTP, qcfg.Serve.Flight, qcfg.Serve.Archive, qcfg.Serve.QueryOnly = "127.0.0.1:0", "127.0.0.1:0", arch, true
-	qn, err := startQueryNode(ctx, qcfg, t.Logf)
+	qn, err := server.StartQueryNode(ctx, &qcfg.Config, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer qn.stop()
+	defer qn.Shutdown()
 	// each run's final pass, whichever ingestor made it
-	if got, want := sqlOut(t, "--server", qn.flightAddr, "SELECT run_id, partial FROM analyses ORDER BY ALL"),
+	if got, want := sqlOut(t, "--server", qn.FlightAddr(), "SELECT run_id, partial FROM analyses ORDER BY ALL"),
 		"run_id,partial\n"+strings.Join(runs, ",false\n")+",false\n"; got != want {
 		t.Errorf("the query node's analyses:\n%s\nwant\n%s", got, want)
 	}
@@ -260,7 +261,7 @@ func TestServeOnANATSCluster(t *testing.T) {
 			"SELECT * FROM rank_steps WHERE run_id = '" + id + "' ORDER BY ALL",
 		} {
 			want := sqlOut(t, "--db", db, q)
-			got := sqlOut(t, "--server", qn.flightAddr, q)
+			got := sqlOut(t, "--server", qn.FlightAddr(), q)
 			if got != want {
 				t.Errorf("run %s: %s\n%s", id, q, lineDiff(got, want))
 			}

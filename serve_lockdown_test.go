@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trainscope/trainscope/internal/server"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
@@ -45,16 +46,16 @@ func TestServeQueryNodeLockedDown(t *testing.T) {
 	os.WriteFile(secret, []byte("k,v\nkey,hunter2\n"), 0o600)
 	cfg := serveConfig(t)
 	cfg.Serve.Archive, cfg.Serve.QueryOnly = arch, true
-	qn, err := startQueryNode(ctx, cfg, t.Logf)
+	qn, err := server.StartQueryNode(ctx, &cfg.Config, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer qn.stop()
+	defer qn.Shutdown()
 	for _, q := range []string{
 		"SELECT * FROM findings ORDER BY ALL",
 		"SELECT rank, count(*), sum(dur) FROM slices GROUP BY ALL ORDER BY ALL",
 	} {
-		if got, want := sqlOut(t, "--server", qn.flightAddr, q), sqlOut(t, "--db", db, q); got != want {
+		if got, want := sqlOut(t, "--server", qn.FlightAddr(), q), sqlOut(t, "--db", db, q); got != want {
 			t.Errorf("%s\n%s", q, lineDiff(got, want))
 		}
 	}
@@ -64,12 +65,12 @@ func TestServeQueryNodeLockedDown(t *testing.T) {
 		{"SET memory_limit = '100GB'", "the configuration has been locked"},
 		{"SET enable_external_access = true", "the configuration has been locked"},
 	} {
-		if err := readerRun(t, qn.st, c.q); err == nil || !strings.Contains(err.Error(), c.want) {
+		if err := readerRun(t, qn.Store(), c.q); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s on the query node's database: %v; want %q", c.q, err, c.want)
 		}
 	}
 	// the archive itself stays readable: the views read it
-	if err := readerRun(t, qn.st, "SELECT count(*) FROM read_parquet("+duck.Literal(filepath.Join(arch, "findings", "*", "*", "*.parquet"))+")"); err != nil {
+	if err := readerRun(t, qn.Store(), "SELECT count(*) FROM read_parquet("+duck.Literal(filepath.Join(arch, "findings", "*", "*", "*.parquet"))+")"); err != nil {
 		t.Errorf("the archive's files: %v", err)
 	}
 }
@@ -78,21 +79,21 @@ func TestServeQueryNodeLockedDown(t *testing.T) {
 // and nothing else; its settings stay the ingestor's to change.
 func TestServeDatabaseLockedDown(t *testing.T) {
 	cfg := serveConfig(t)
-	srv, err := startServer(context.Background(), cfg, mustSet(t), t.Logf)
+	srv, err := server.Start(context.Background(), &cfg.Config, mustSet(t), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.stop()
-	if srv.st.StagedDir() == "" {
+	defer srv.Shutdown()
+	if srv.Store().StagedDir() == "" {
 		t.Fatal("serve's store is not staged: this test wants the default")
 	}
-	if err := readerRun(t, srv.st, "SELECT * FROM read_text('/etc/hostname')"); err == nil || !strings.Contains(err.Error(), "disabled by configuration") {
+	if err := readerRun(t, srv.Store(), "SELECT * FROM read_text('/etc/hostname')"); err == nil || !strings.Contains(err.Error(), "disabled by configuration") {
 		t.Errorf("read_text of a file beside serve's database: %v", err)
 	}
-	if err := readerRun(t, srv.st, "SELECT count(*) FROM slices"); err != nil {
+	if err := readerRun(t, srv.Store(), "SELECT count(*) FROM slices"); err != nil {
 		t.Errorf("a staged table: %v", err)
 	}
-	if err := readerRun(t, srv.st, "SET memory_limit = '1GB'"); err != nil {
+	if err := readerRun(t, srv.Store(), "SET memory_limit = '1GB'"); err != nil {
 		t.Errorf("SET memory_limit, as the ingestor does for large batches: %v", err)
 	}
 }

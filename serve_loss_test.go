@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/trainscope/trainscope/internal/server"
 	"github.com/trainscope/trainscope/stream/transport"
 )
 
@@ -129,17 +130,17 @@ func TestServeReportsDiscardedBatches(t *testing.T) {
 	}
 	cfg.Stream.MaxBytes = sc.MaxBytes
 	clk := newTestClock()
-	srv, err := startServer(ctx, cfg, mustSet(t), logf, withClock(clk.Now, clk.ticks))
+	srv, err := server.Start(ctx, &cfg.Config, mustSet(t), logf, server.WithClock(clk.Now, clk.ticks))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.stop()
+	defer srv.Shutdown()
 	waitFor(t, "what the stream holds ingested", func() bool {
-		return srv.stats.Messages.Load() == int64(sent-dropped) && srv.stats.Missing.Load() == int64(dropped)
+		return srv.Stats().Messages.Load() == int64(sent-dropped) && srv.Stats().Missing.Load() == int64(dropped)
 	})
 	clk.Advance(cfg.Serve.Quiet)
-	waitFor(t, "a report", func() bool { clk.Tick(); return srv.sched.Report("lossy") != nil })
-	rep := srv.sched.Report("lossy")
+	waitFor(t, "a report", func() bool { clk.Tick(); return srv.Scheduler().Report("lossy") != nil })
+	rep := srv.Scheduler().Report("lossy")
 	want := regexp.MustCompile(fmt.Sprintf(`%d of (\d+) batches of (\S+) never arrived: the stream no longer held them`, dropped))
 	if rep.Status == nil || len(rep.Status.Missing) != 1 || !want.MatchString(rep.Status.Missing[0]) {
 		t.Fatalf("the report's status: %+v; want %d batches of one trace missing", rep.Status, dropped)
@@ -149,10 +150,10 @@ func TestServeReportsDiscardedBatches(t *testing.T) {
 		t.Errorf("the report does not say what is missing:\n%s", head(md, 12))
 	}
 	var status string
-	if err := srv.st.Conn().QueryRowContext(ctx, "SELECT status FROM run_status WHERE run_id = 'lossy'").Scan(&status); err != nil || !want.MatchString(status) {
+	if err := srv.Store().Conn().QueryRowContext(ctx, "SELECT status FROM run_status WHERE run_id = 'lossy'").Scan(&status); err != nil || !want.MatchString(status) {
 		t.Errorf("run_status.status %q (%v)", status, err)
 	}
-	metrics := get(t, "http://"+srv.httpAddr+"/metrics")
+	metrics := get(t, "http://"+srv.HTTPAddr()+"/metrics")
 	if w := fmt.Sprintf("trainscope_ingest_missing_batches_total %d\n", dropped); !strings.Contains(metrics, w) {
 		t.Errorf("/metrics lacks %q", w)
 	}

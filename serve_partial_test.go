@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trainscope/trainscope/ingest"
+	"github.com/trainscope/trainscope/internal/server"
 	"github.com/trainscope/trainscope/stream/transport"
 )
 
@@ -77,23 +78,23 @@ func TestServePartialReportWhileRedeliveryPending(t *testing.T) {
 	}
 
 	clk := newTestClock()
-	srv, err := startServer(ctx, cfg, mustSet(t), t.Logf, withClock(clk.Now, clk.ticks))
+	srv, err := server.Start(ctx, &cfg.Config, mustSet(t), t.Logf, server.WithClock(clk.Now, clk.ticks))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.stop()
-	waitFor(t, "the messages nobody held to be stored", func() bool { return srv.stats.Messages.Load() == int64(sent-held) })
+	defer srv.Shutdown()
+	waitFor(t, "the messages nobody held to be stored", func() bool { return srv.Stats().Messages.Load() == int64(sent-held) })
 
 	// quiet, but 5 messages of the run are on their way: no report yet
 	clk.Advance(cfg.Serve.Quiet)
 	clk.Tick()
-	if srv.sched.Report("crash") != nil || srv.sched.Passes.Load() != 0 {
+	if srv.Scheduler().Report("crash") != nil || srv.Scheduler().Passes.Load() != 0 {
 		t.Fatalf("analysed while %d of its messages were waiting for redelivery", held)
 	}
 	// past serve.timeout: a report, marked partial
 	clk.Advance(cfg.Serve.Timeout)
 	clk.Tick()
-	rr := srv.sched.Report("crash")
+	rr := srv.Scheduler().Report("crash")
 	if rr == nil || !rr.Partial || rr.Status == nil {
 		t.Fatalf("after the timeout: report %+v, want a partial one", rr)
 	}
@@ -101,33 +102,33 @@ func TestServePartialReportWhileRedeliveryPending(t *testing.T) {
 		t.Errorf("the partial report does not say so first:\n%s", head(md, 5))
 	}
 	var partial bool
-	if err := srv.st.Conn().QueryRowContext(ctx, "SELECT partial FROM run_status WHERE run_id = 'crash'").Scan(&partial); err != nil || !partial {
+	if err := srv.Store().Conn().QueryRowContext(ctx, "SELECT partial FROM run_status WHERE run_id = 'crash'").Scan(&partial); err != nil || !partial {
 		t.Errorf("run_status.partial = %v (%v), want true: alert rules read it", partial, err)
 	}
-	metrics := get(t, "http://"+srv.httpAddr+"/metrics")
+	metrics := get(t, "http://"+srv.HTTPAddr()+"/metrics")
 	if !strings.Contains(metrics, "trainscope_detector_partial_runs 1\n") {
 		t.Errorf("/metrics does not count the partial run")
 	}
 
 	// the held messages come back after ack_wait; the run is analysed again
-	waitFor(t, "the redelivered messages to be stored", func() bool { return srv.stats.Messages.Load() == int64(sent) })
+	waitFor(t, "the redelivered messages to be stored", func() bool { return srv.Stats().Messages.Load() == int64(sent) })
 	clk.Advance(cfg.Serve.Quiet)
 	waitFor(t, "a final report", func() bool {
 		clk.Tick()
-		r := srv.sched.Report("crash")
+		r := srv.Scheduler().Report("crash")
 		return r != nil && !r.Partial
 	})
 	out.Reset()
 	if code := run(ctx, append([]string{"analyze", "-q", "--run", "crash", "--host", "node-1"}, sampleRun...), &out, &errOut); code != 0 {
 		t.Fatalf("analyze exit %d: %s", code, errOut.String())
 	}
-	if final := string(srv.sched.Report("crash").MD); final != out.String() {
+	if final := string(srv.Scheduler().Report("crash").MD); final != out.String() {
 		t.Errorf("the final report differs from analyze's:\n%s", head(final, 12))
 	}
-	if err := srv.st.Conn().QueryRowContext(ctx, "SELECT partial FROM run_status WHERE run_id = 'crash'").Scan(&partial); err != nil || partial {
+	if err := srv.Store().Conn().QueryRowContext(ctx, "SELECT partial FROM run_status WHERE run_id = 'crash'").Scan(&partial); err != nil || partial {
 		t.Errorf("run_status.partial = %v (%v) after the final pass", partial, err)
 	}
-	if n := srv.sched.Passes.Load(); n != 2 {
+	if n := srv.Scheduler().Passes.Load(); n != 2 {
 		t.Errorf("%d passes, want 2 (partial, final)", n)
 	}
 }

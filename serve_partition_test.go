@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainscope/trainscope/internal/server"
 	"github.com/trainscope/trainscope/stream/transport"
 )
 
@@ -26,7 +27,7 @@ func TestServeIngestorsSharePartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nats.Stop()
-	var srvs []*server
+	var srvs []*server.Server
 	var clocks []*testClock
 	for _, name := range []string{"ing-a", "ing-b"} {
 		cfg, err := loadConfig("")
@@ -37,15 +38,15 @@ func TestServeIngestorsSharePartitions(t *testing.T) {
 		cfg.NATS.URL = nats.URL()
 		cfg.Stream.Partitions, cfg.Ingest.Member, cfg.Ingest.Lease = 4, name, time.Second
 		clk := newTestClock()
-		srv, err := startServer(ctx, cfg, mustSet(t), t.Logf, withClock(clk.Now, clk.ticks))
+		srv, err := server.Start(ctx, &cfg.Config, mustSet(t), t.Logf, server.WithClock(clk.Now, clk.ticks))
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer srv.stop()
+		defer srv.Shutdown()
 		srvs, clocks = append(srvs, srv), append(clocks, clk)
 	}
 	waitFor(t, "the partitions split two and two", func() bool {
-		return len(srvs[0].co.Owned()) == 2 && len(srvs[1].co.Owned()) == 2
+		return len(srvs[0].Coordinator().Owned()) == 2 && len(srvs[1].Coordinator().Owned()) == 2
 	})
 	runs := []string{"job0", "job1", "job2", "job3"}
 	sent := 0
@@ -62,7 +63,7 @@ func TestServeIngestorsSharePartitions(t *testing.T) {
 		sent += n
 	}
 	waitFor(t, "every batch committed", func() bool {
-		return srvs[0].stats.Messages.Load()+srvs[1].stats.Messages.Load() == int64(sent)
+		return srvs[0].Stats().Messages.Load()+srvs[1].Stats().Messages.Load() == int64(sent)
 	})
 	for _, c := range clocks {
 		c.Advance(time.Minute)
@@ -72,9 +73,9 @@ func TestServeIngestorsSharePartitions(t *testing.T) {
 		for i, srv := range srvs {
 			clocks[i].Tick()
 			for _, id := range runs {
-				if rr := srv.sched.Report(id); rr != nil && !rr.Partial {
-					if _, dup := reports[id+"@"+srv.co.Member]; !dup {
-						reports[id+"@"+srv.co.Member] = string(rr.MD)
+				if rr := srv.Scheduler().Report(id); rr != nil && !rr.Partial {
+					if _, dup := reports[id+"@"+srv.Coordinator().Member]; !dup {
+						reports[id+"@"+srv.Coordinator().Member] = string(rr.MD)
 					}
 				}
 			}
@@ -84,7 +85,7 @@ func TestServeIngestorsSharePartitions(t *testing.T) {
 	for _, id := range runs {
 		var got []string
 		for _, srv := range srvs {
-			if md, ok := reports[id+"@"+srv.co.Member]; ok {
+			if md, ok := reports[id+"@"+srv.Coordinator().Member]; ok {
 				got = append(got, md)
 			}
 		}
@@ -103,13 +104,13 @@ func TestServeIngestorsSharePartitions(t *testing.T) {
 	owners := map[string]int{}
 	for _, srv := range srvs {
 		var n int
-		if err := srv.st.Conn().QueryRowContext(ctx, "SELECT count(DISTINCT run_id) FROM ranks").Scan(&n); err != nil {
+		if err := srv.Store().Conn().QueryRowContext(ctx, "SELECT count(DISTINCT run_id) FROM ranks").Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		owners[srv.co.Member] = n
+		owners[srv.Coordinator().Member] = n
 	}
 	t.Logf("runs per ingestor: %v; batches %d + %d, forwarded %d + %d", owners,
-		srvs[0].stats.Messages.Load(), srvs[1].stats.Messages.Load(), srvs[0].stats.Forwarded.Load(), srvs[1].stats.Forwarded.Load())
+		srvs[0].Stats().Messages.Load(), srvs[1].Stats().Messages.Load(), srvs[0].Stats().Forwarded.Load(), srvs[1].Stats().Forwarded.Load())
 	if owners["ing-a"]+owners["ing-b"] != len(runs) {
 		t.Errorf("runs stored: %v, want %d in all, each once", owners, len(runs))
 	}

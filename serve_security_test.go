@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/trainscope/trainscope/internal/server"
 	"github.com/trainscope/trainscope/sql/flightsrv"
 	"github.com/trainscope/trainscope/stream/transport"
 )
@@ -30,37 +31,6 @@ func serveConfig(t *testing.T) *Config {
 	return cfg
 }
 
-// serve will not open a port beyond loopback that takes anyone: the
-// README's own example (--http :7070 --flight :7071) once exposed every
-// run, and the embedded NATS let anyone delete the ingest consumer.
-func TestServeRefusesOpenListeners(t *testing.T) {
-	cfg := serveConfig(t)
-	cfg.Serve.HTTP, cfg.Serve.Flight, cfg.NATS.Listen = ":0", "0.0.0.0:0", "0.0.0.0:0"
-	_, err := startServer(context.Background(), cfg, mustSet(t), t.Logf)
-	for _, want := range []string{"nats.listen 0.0.0.0:0", "serve.http :0", "serve.flight 0.0.0.0:0", "serve.insecure"} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("error %v; want it to name %q", err, want)
-		}
-	}
-	// with credentials for each, or when told to, it starts
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	os.WriteFile(tokenFile, []byte("t0ken\n"), 0o600)
-	cfg.Serve.Auth.TokenFile = tokenFile
-	cfg.NATS.Server.User, cfg.NATS.Server.Password = "agent", "pw"
-	srv, err := startServer(context.Background(), cfg, mustSet(t), t.Logf)
-	if err != nil {
-		t.Fatalf("with credentials: %v", err)
-	}
-	srv.stop()
-	cfg = serveConfig(t)
-	cfg.Serve.HTTP, cfg.Serve.Insecure = "0.0.0.0:0", true
-	srv, err = startServer(context.Background(), cfg, mustSet(t), t.Logf)
-	if err != nil {
-		t.Fatalf("with serve.insecure: %v", err)
-	}
-	srv.stop()
-}
-
 // With a token and a NATS user: HTTP and Flight SQL want the token (all
 // but /healthz); NATS wants credentials, and a publisher may publish
 // batches but not read the stream or delete the ingest consumer.
@@ -72,12 +42,12 @@ func TestServeAuthenticates(t *testing.T) {
 	os.WriteFile(tokenFile, []byte("t0ken\n"), 0o600)
 	cfg.Serve.Auth.TokenFile = tokenFile
 	cfg.NATS.Server.User, cfg.NATS.Server.Password = "agent", "agent-pw"
-	srv, err := startServer(ctx, cfg, mustSet(t), t.Logf)
+	srv, err := server.Start(ctx, &cfg.Config, mustSet(t), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.stop()
-	base := "http://" + srv.httpAddr
+	defer srv.Shutdown()
+	base := "http://" + srv.HTTPAddr()
 
 	httpGet := func(path, token string) (int, string) {
 		req, _ := http.NewRequest("GET", base+path, nil)
@@ -100,15 +70,15 @@ func TestServeAuthenticates(t *testing.T) {
 			t.Errorf("GET %s with token %q: %d %s, want %d", c.path, c.token, code, body, c.want)
 		}
 	}
-	if _, err := flightsrv.Query(ctx, srv.flightAddr, "SELECT 1"); err == nil || !strings.Contains(err.Error(), "missing bearer token") {
+	if _, err := flightsrv.Query(ctx, srv.FlightAddr(), "SELECT 1"); err == nil || !strings.Contains(err.Error(), "missing bearer token") {
 		t.Errorf("Flight SQL without the token: %v", err)
 	}
-	if res, err := (flightsrv.Dialer{Token: "t0ken"}).Query(ctx, srv.flightAddr, "SELECT 1 AS x"); err != nil || res.NumRows() != 1 {
+	if res, err := (flightsrv.Dialer{Token: "t0ken"}).Query(ctx, srv.FlightAddr(), "SELECT 1 AS x"); err != nil || res.NumRows() != 1 {
 		t.Errorf("Flight SQL with the token: %v", err)
 	}
 
 	// NATS: nobody without credentials
-	for _, c := range []transport.NATSConfig{{URL: srv.natsURL}, {URL: srv.natsURL, User: "agent", Password: "nope"}} {
+	for _, c := range []transport.NATSConfig{{URL: srv.NATSURL()}, {URL: srv.NATSURL(), User: "agent", Password: "nope"}} {
 		if nc, err := transport.Connect(c, "intruder"); err == nil {
 			nc.Close()
 			t.Errorf("connected to NATS as %q without the right password", c.User)
@@ -118,12 +88,12 @@ func TestServeAuthenticates(t *testing.T) {
 	t.Setenv("TRAINSCOPE_NATS_USER", "agent")
 	t.Setenv("TRAINSCOPE_NATS_PASSWORD", "agent-pw")
 	var out, errOut bytes.Buffer
-	if code := run(ctx, append([]string{"publish", "--run", "authed", "-q", "--nats-url", srv.natsURL}, sampleRun...), &out, &errOut); code != 0 {
+	if code := run(ctx, append([]string{"publish", "--run", "authed", "-q", "--nats-url", srv.NATSURL()}, sampleRun...), &out, &errOut); code != 0 {
 		t.Fatalf("publish as the publisher user: exit %d: %s", code, errOut.String())
 	}
 	waitFor(t, "the published run's report", func() bool { code, _ := httpGet("/runs/authed/report", "t0ken"); return code == 200 })
 	// but may not read batches or touch the consumer
-	nc, err := transport.Connect(transport.NATSConfig{URL: srv.natsURL, User: "agent", Password: "agent-pw"}, "publisher")
+	nc, err := transport.Connect(transport.NATSConfig{URL: srv.NATSURL(), User: "agent", Password: "agent-pw"}, "publisher")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,11 +110,11 @@ func TestServeAuthenticates(t *testing.T) {
 	if _, err := js.CreateOrUpdateConsumer(short2, cfg.Stream.Name, jetstream.ConsumerConfig{Durable: "thief"}); err == nil {
 		t.Errorf("the publisher made a consumer to read the stream")
 	}
-	if ci, err := srv.monitor.Consumer().Info(ctx); err != nil || ci.Name != cfg.Ingest.Durable {
+	if ci, err := srv.Monitor().Consumer().Info(ctx); err != nil || ci.Name != cfg.Ingest.Durable {
 		t.Errorf("the ingest consumer after the attempts: %v", err)
 	}
 	denied := make(chan error, 1)
-	nc2, err := nats.Connect(srv.natsURL, nats.UserInfo("agent", "agent-pw"),
+	nc2, err := nats.Connect(srv.NATSURL(), nats.UserInfo("agent", "agent-pw"),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { denied <- err }))
 	if err != nil {
 		t.Fatal(err)
@@ -176,15 +146,15 @@ func TestServeIngestConsumerDeleted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cfg := serveConfig(t)
-	srv, err := startServer(ctx, cfg, mustSet(t), t.Logf)
+	srv, err := server.Start(ctx, &cfg.Config, mustSet(t), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.stop()
-	base := "http://" + srv.httpAddr
+	defer srv.Shutdown()
+	base := "http://" + srv.HTTPAddr()
 
-	real := srv.monitor.Consumer()
-	srv.monitor.Use(fakeConsumer{real, jetstream.ErrConsumerNotFound})
+	real := srv.Monitor().Consumer()
+	srv.Monitor().Use(fakeConsumer{real, jetstream.ErrConsumerNotFound})
 	r, err := http.Get(base + "/healthz")
 	if err != nil {
 		t.Fatal(err)
@@ -197,10 +167,10 @@ func TestServeIngestConsumerDeleted(t *testing.T) {
 	if m := get(t, base+"/metrics"); !strings.Contains(m, "trainscope_ingest_consumer_up 0\n") {
 		t.Errorf("/metrics does not say the consumer is down")
 	}
-	srv.monitor.Use(real)
+	srv.Monitor().Use(real)
 
 	// someone deletes it for real: the ingestor makes it again and goes on
-	nc, err := transport.ConnectEmbedded(srv.embedded, "admin")
+	nc, err := transport.ConnectEmbedded(srv.Embedded(), "admin")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,9 +179,9 @@ func TestServeIngestConsumerDeleted(t *testing.T) {
 	if err := js.DeleteConsumer(ctx, cfg.Stream.Name, cfg.Ingest.Durable); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the consumer to be made again", func() bool { return srv.stats.Recreated.Load() == 1 })
+	waitFor(t, "the consumer to be made again", func() bool { return srv.Stats().Recreated.Load() == 1 })
 	var out, errOut bytes.Buffer
-	if code := run(ctx, append([]string{"publish", "--run", "after", "-q", "--nats-url", srv.natsURL}, sampleRun...), &out, &errOut); code != 0 {
+	if code := run(ctx, append([]string{"publish", "--run", "after", "-q", "--nats-url", srv.NATSURL()}, sampleRun...), &out, &errOut); code != 0 {
 		t.Fatalf("publish: %s", errOut.String())
 	}
 	waitGet(t, base+"/runs/after/report", time.Minute)

@@ -24,6 +24,7 @@ import (
 	"github.com/trainscope/trainscope/bench/corpus"
 	"github.com/trainscope/trainscope/detectors"
 	"github.com/trainscope/trainscope/ingest"
+	"github.com/trainscope/trainscope/internal/server"
 	"github.com/trainscope/trainscope/sql/duck"
 	"github.com/trainscope/trainscope/stream/transport"
 )
@@ -61,11 +62,11 @@ func TestServePublishReport(t *testing.T) {
 	// (TestServeSurvivesSIGKILL also keeps them in DuckDB)
 	cfg.Serve.Staged = true
 	clk := newTestClock()
-	srv, err := startServer(ctx, cfg, mustSet(t), t.Logf, withClock(clk.Now, clk.ticks))
+	srv, err := server.Start(ctx, &cfg.Config, mustSet(t), t.Logf, server.WithClock(clk.Now, clk.ticks))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.stop()
+	defer srv.Shutdown()
 
 	// with a memory snapshot of rank 0 from the corpus: memory findings
 	// travel the same way
@@ -84,7 +85,7 @@ func TestServePublishReport(t *testing.T) {
 	// and a saved dcgm-exporter scrape: its samples travel into counters
 	files = append(files, corpus.Path(t, "dcgm/scrape_ericsson-ccd__accelerator_metrics.prom"))
 	var out, errOut bytes.Buffer
-	if code := run(ctx, append([]string{"publish", "--run", "live", "--host", "node-1", "-q", "--nats-url", srv.natsURL}, files...), &out, &errOut); code != 0 {
+	if code := run(ctx, append([]string{"publish", "--run", "live", "--host", "node-1", "-q", "--nats-url", srv.NATSURL()}, files...), &out, &errOut); code != 0 {
 		t.Fatalf("publish exit %d: %s", code, errOut.String())
 	}
 	m := regexp.MustCompile(`published run live: \d files, \d+ rows in (\d+) messages`).FindStringSubmatch(out.String())
@@ -92,15 +93,15 @@ func TestServePublishReport(t *testing.T) {
 		t.Fatalf("publish said %q", out.String())
 	}
 	sent, _ := strconv.Atoi(m[1])
-	waitFor(t, "every published message stored", func() bool { return srv.stats.Messages.Load() == int64(sent) })
-	if srv.sched.Passes.Load() != 0 {
+	waitFor(t, "every published message stored", func() bool { return srv.Stats().Messages.Load() == int64(sent) })
+	if srv.Scheduler().Passes.Load() != 0 {
 		t.Fatalf("analysed before the test's clock said the run was quiet")
 	}
 	clk.Advance(cfg.Serve.Quiet)
-	base := "http://" + srv.httpAddr
+	base := "http://" + srv.HTTPAddr()
 	// ticks until the consumer's acknowledgements have reached the server
 	// (the run is final once its last message is below the ack floor)
-	waitFor(t, "a report", func() bool { clk.Tick(); return srv.sched.Report("live") != nil })
+	waitFor(t, "a report", func() bool { clk.Tick(); return srv.Scheduler().Report("live") != nil })
 	got := get(t, base+"/runs/live/report")
 
 	out.Reset()
@@ -125,7 +126,7 @@ func TestServePublishReport(t *testing.T) {
 		t.Errorf("served report has no config audit findings")
 	}
 	var n int
-	if err := srv.st.Conn().QueryRowContext(ctx, "SELECT count(*) FROM counters WHERE run_id = 'live' AND host = 'cp-bm14r7' AND metric LIKE 'DCGM_FI_%'").Scan(&n); err != nil || n != 20 {
+	if err := srv.Store().Conn().QueryRowContext(ctx, "SELECT count(*) FROM counters WHERE run_id = 'live' AND host = 'cp-bm14r7' AND metric LIKE 'DCGM_FI_%'").Scan(&n); err != nil || n != 20 {
 		t.Errorf("counters from the published scrape: %d rows (%v), want 20", n, err)
 	}
 	metrics := get(t, base+"/metrics")
@@ -146,12 +147,12 @@ func TestServePublishReport(t *testing.T) {
 	}
 	// the report above was made from staged files
 	var stagedFiles int
-	if err := srv.st.Conn().QueryRowContext(ctx, "SELECT count(*) FROM staged_files WHERE run_id = 'live'").Scan(&stagedFiles); err != nil || stagedFiles == 0 {
+	if err := srv.Store().Conn().QueryRowContext(ctx, "SELECT count(*) FROM staged_files WHERE run_id = 'live'").Scan(&stagedFiles); err != nil || stagedFiles == 0 {
 		t.Errorf("%d staged files of run live (%v): the slices did not go through files", stagedFiles, err)
 	}
 	// the store checkpoints its write-ahead log (serve.checkpoint_wal, 256MB)
 	var wal string
-	if err := srv.st.Conn().QueryRowContext(ctx, "SELECT current_setting('checkpoint_threshold')").Scan(&wal); err != nil || wal != "244.1 MiB" {
+	if err := srv.Store().Conn().QueryRowContext(ctx, "SELECT current_setting('checkpoint_threshold')").Scan(&wal); err != nil || wal != "244.1 MiB" {
 		t.Errorf("the store's checkpoint_threshold is %q (%v), want 256MB (244.1 MiB)", wal, err)
 	}
 	if h := get(t, base+"/healthz"); !strings.Contains(h, `"status":"ok"`) {

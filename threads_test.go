@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/trainscope/trainscope/internal/server"
 )
 
 // manyCores are the core counts of GPU servers the threads knob stands in
@@ -98,13 +100,13 @@ func TestServeThreads(t *testing.T) {
 			cfg.Serve.DataDir, cfg.Serve.HTTP, cfg.Serve.Flight = t.TempDir(), "127.0.0.1:0", ""
 			cfg.Threads = n
 			clk := newTestClock()
-			srv, err := startServer(ctx, cfg, mustSet(t), t.Logf, withClock(clk.Now, clk.ticks))
+			srv, err := server.Start(ctx, &cfg.Config, mustSet(t), t.Logf, server.WithClock(clk.Now, clk.ticks))
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer srv.stop()
+			defer srv.Shutdown()
 			var out, errOut bytes.Buffer
-			if code := run(ctx, append([]string{"publish", "--run", "live", "-q", "--nats-url", srv.natsURL}, sampleRun...), &out, &errOut); code != 0 {
+			if code := run(ctx, append([]string{"publish", "--run", "live", "-q", "--nats-url", srv.NATSURL()}, sampleRun...), &out, &errOut); code != 0 {
 				t.Fatalf("publish exit %d: %s", code, errOut.String())
 			}
 			m := regexp.MustCompile(`in (\d+) messages`).FindStringSubmatch(out.String())
@@ -112,10 +114,10 @@ func TestServeThreads(t *testing.T) {
 				t.Fatalf("publish said %q", out.String())
 			}
 			sent, _ := strconv.Atoi(m[1])
-			waitFor(t, "every published message stored", func() bool { return srv.stats.Messages.Load() == int64(sent) })
+			waitFor(t, "every published message stored", func() bool { return srv.Stats().Messages.Load() == int64(sent) })
 			clk.Advance(cfg.Serve.Quiet)
-			waitFor(t, "a report", func() bool { clk.Tick(); return srv.sched.Report("live") != nil })
-			got := get(t, "http://"+srv.httpAddr+"/runs/live/report")
+			waitFor(t, "a report", func() bool { clk.Tick(); return srv.Scheduler().Report("live") != nil })
+			got := get(t, "http://"+srv.HTTPAddr()+"/runs/live/report")
 			code, want, errText := trainscope(t, append([]string{"analyze", "-q", "--run", "live", "--threads", "2"}, sampleRun...)...)
 			if code != 0 {
 				t.Fatalf("analyze: exit %d %s", code, errText)

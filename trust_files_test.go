@@ -153,24 +153,24 @@ func TestPublishSkipBad(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	srv := agentServer(ctx, t)
-	defer srv.stop()
+	defer srv.Shutdown()
 	dir, bad := badTraceDir(t)
 	var out, errOut bytes.Buffer
-	code := run(ctx, []string{"publish", "-q", "--run", "strict", "--nats-url", srv.natsURL, dir}, &out, &errOut)
+	code := run(ctx, []string{"publish", "-q", "--run", "strict", "--nats-url", srv.NATSURL(), dir}, &out, &errOut)
 	if code != 2 || !strings.Contains(errOut.String(), bad) {
 		t.Fatalf("strict: exit %d, stderr %q; want 2 naming %s", code, errOut.String(), bad)
 	}
 	out.Reset()
 	errOut.Reset()
-	code = run(ctx, []string{"publish", "-q", "--skip-bad", "--run", "lenient", "--nats-url", srv.natsURL, dir}, &out, &errOut)
+	code = run(ctx, []string{"publish", "-q", "--skip-bad", "--run", "lenient", "--nats-url", srv.NATSURL(), dir}, &out, &errOut)
 	if code != 0 {
 		t.Fatalf("--skip-bad: exit %d: %s", code, errOut.String())
 	}
 	if !strings.Contains(out.String(), ": 2 files,") || !strings.Contains(out.String(), "skipped 1 file(s)") || !strings.Contains(out.String(), "  "+bad+": ") {
 		t.Errorf("stdout does not name the skipped file:\n%s", out.String())
 	}
-	waitGet(t, "http://"+srv.httpAddr+"/runs/lenient/report", 20*time.Second)
-	if n := srv.count(t, "SELECT count(DISTINCT rank) FROM ranks WHERE run_id = 'lenient'"); n != 2 {
+	waitGet(t, "http://"+srv.HTTPAddr()+"/runs/lenient/report", 20*time.Second)
+	if n := storeCount(t, srv, "SELECT count(DISTINCT rank) FROM ranks WHERE run_id = 'lenient'"); n != 2 {
 		t.Errorf("%d ranks published, want 2", n)
 	}
 }
@@ -185,7 +185,7 @@ func TestAgentSkipsBadFile(t *testing.T) {
 	defer cancel()
 	t.Setenv("TRAINSCOPE_AGENT_GIVE_UP", "400ms")
 	srv := agentServer(ctx, t)
-	defer srv.stop()
+	defer srv.Shutdown()
 	root := t.TempDir()
 	old := time.Now().Add(-time.Hour)
 	var bad string
@@ -207,7 +207,7 @@ func TestAgentSkipsBadFile(t *testing.T) {
 		os.Chtimes(d, mod, mod)
 	}
 	var out, errOut bytes.Buffer
-	code := run(ctx, []string{"agent", "--host", "node-1", "--nats-url", srv.natsURL, "--runs-in", root, "--once"}, &out, &errOut)
+	code := run(ctx, []string{"agent", "--host", "node-1", "--nats-url", srv.NATSURL(), "--runs-in", root, "--once"}, &out, &errOut)
 	log := errOut.String()
 	if code != 2 || !strings.Contains(log, "giving up on rank-2.json") || !strings.Contains(log, bad) {
 		t.Errorf("exit %d; want 2, and the log naming the bad file:\n%s", code, log)
@@ -216,8 +216,8 @@ func TestAgentSkipsBadFile(t *testing.T) {
 		t.Errorf("published %d files, want the 4 good ones:\n%s", n, log)
 	}
 	for _, run := range []string{"job-bad", "job-good"} {
-		waitGet(t, "http://"+srv.httpAddr+"/runs/"+run+"/report", 20*time.Second)
-		if n := srv.count(t, "SELECT count(DISTINCT rank) FROM ranks WHERE run_id = '"+run+"'"); n != 2 {
+		waitGet(t, "http://"+srv.HTTPAddr()+"/runs/"+run+"/report", 20*time.Second)
+		if n := storeCount(t, srv, "SELECT count(DISTINCT rank) FROM ranks WHERE run_id = '"+run+"'"); n != 2 {
 			t.Errorf("run %s: %d ranks published, want 2", run, n)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
+	"github.com/trainscope/trainscope/internal/server"
 	"github.com/trainscope/trainscope/stream/transport"
 )
 
@@ -136,13 +137,13 @@ func TestServeNATSPermissionMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.NATS.Server.NKeys = []string{pub}
-	srv, err := startServer(ctx, cfg, mustSet(t), t.Logf)
+	srv, err := server.Start(ctx, &cfg.Config, mustSet(t), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.stop()
-	url := srv.natsURL
-	in := srv.embedded.Internal
+	defer srv.Shutdown()
+	url := srv.NATSURL()
+	in := srv.Embedded().Internal
 	publisher := transport.NATSConfig{URL: url, User: "agent", Password: "agent-pw"}
 	nkeyPublisher := transport.NATSConfig{URL: url, NKey: seedFile}
 	checkMatrix(t, map[string]transport.NATSConfig{
@@ -182,7 +183,7 @@ func TestServeNATSPermissionMatrix(t *testing.T) {
 	if _, err := fmt.Sscanf(out.String()[strings.Index(out.String(), "rows in ")+len("rows in "):], "%d", &sent); err != nil || sent == 0 {
 		t.Fatalf("publish said %q", out.String())
 	}
-	waitFor(t, "the run ingested", func() bool { return srv.stats.Messages.Load() >= sent })
+	waitFor(t, "the run ingested", func() bool { return srv.Stats().Messages.Load() >= sent })
 	// every delivery to serve happened before it committed; what the
 	// server routed to the spy before its flush's answer has arrived
 	if err := spyConn.Flush(); err != nil {
@@ -248,12 +249,12 @@ func TestServeNATSClientCertIsPublisher(t *testing.T) {
 	cfg := serveConfig(t)
 	cfg.NATS.Server.TLS.Cert, cfg.NATS.Server.TLS.Key = write("srv.pem", srvCert), write("srv.key", srvKey)
 	cfg.NATS.Server.TLS.ClientCA = caFile
-	srv, err := startServer(ctx, cfg, mustSet(t), t.Logf)
+	srv, err := server.Start(ctx, &cfg.Config, mustSet(t), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.stop()
-	url := strings.Replace(srv.natsURL, "nats://", "tls://", 1)
+	defer srv.Shutdown()
+	url := strings.Replace(srv.NATSURL(), "nats://", "tls://", 1)
 	withCert := transport.NATSConfig{URL: url, TLS: transport.TLSConfig{CA: caFile, Cert: write("cli.pem", cliCert), Key: write("cli.key", cliKey)}}
 	if nc, err := transport.Connect(transport.NATSConfig{URL: url, TLS: transport.TLSConfig{CA: caFile}}, "no-cert"); err == nil {
 		nc.Close()
@@ -269,7 +270,7 @@ func TestServeNATSClientCertIsPublisher(t *testing.T) {
 	if code := run(ctx, append([]string{"publish", "--run", "certified", "-q", "--nats-url", url}, sampleRun...), &out, &errOut); code != 0 {
 		t.Fatalf("publish with a client certificate: exit %d: %s", code, errOut.String())
 	}
-	waitFor(t, "the run ingested", func() bool { return srv.stats.Messages.Load() > 0 })
+	waitFor(t, "the run ingested", func() bool { return srv.Stats().Messages.Load() > 0 })
 }
 
 func newCA(t *testing.T) (*x509.Certificate, *ecdsa.PrivateKey) {

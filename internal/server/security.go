@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -42,13 +42,13 @@ func startFlight(ctx context.Context, cfg config.ServeConfig, sec *serveSecurity
 
 // listenerSecurity loads what serve's listeners ask of clients and checks
 // that they may listen where the config says.
-func listenerSecurity(cfg *Config) (*serveSecurity, error) {
+func listenerSecurity(cfg *config.Config) (*serveSecurity, error) {
 	sec, err := loadServeSecurity(cfg.Serve)
 	if err != nil {
-		return nil, &inputError{err}
+		return nil, &config.Error{Err: err}
 	}
 	if err := checkListeners(cfg, sec); err != nil {
-		return nil, &usageError{"serve: " + err.Error()}
+		return nil, &config.Error{Err: fmt.Errorf("serve: %w", err)}
 	}
 	return sec, nil
 }
@@ -103,7 +103,7 @@ func loadServeSecurity(cfg config.ServeConfig) (*serveSecurity, error) {
 // use, unless serve.insecure says so: the embedded NATS (publish, and
 // with full rights delete the ingest consumer), Flight SQL (read every
 // run) and HTTP (reports, metrics).
-func checkListeners(cfg *Config, sec *serveSecurity) error {
+func checkListeners(cfg *config.Config, sec *serveSecurity) error {
 	if cfg.Serve.Insecure {
 		return nil
 	}
@@ -145,7 +145,7 @@ func loopback(addr string) bool {
 // configured: a quarter of this machine's memory (DuckDB's own default is
 // 80%, which one query once used up to 4.3 GB of).
 func defaultMemoryLimit() string {
-	m := machineMemory()
+	m := config.MachineMemory()
 	if m <= 0 {
 		return "2GB"
 	}

@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"cmp"
@@ -11,21 +11,24 @@ import (
 
 	"github.com/trainscope/trainscope/detectors/httpapi"
 	"github.com/trainscope/trainscope/detectors/live"
+	"github.com/trainscope/trainscope/internal/config"
 	"github.com/trainscope/trainscope/sql/archive"
 	"github.com/trainscope/trainscope/sql/duck"
 	"github.com/trainscope/trainscope/sql/flightsrv"
 )
 
-// startQueryNode starts 'serve --query-only': Flight SQL and HTTP over the
-// fleet archive (serve.archive) that every ingestor writes, through an
+// StartQueryNode starts 'serve --query-only': Flight SQL and HTTP over
+// the fleet archive (serve.archive) that every ingestor writes, through an
 // in-memory DuckDB whose tables are views over the archive's Parquet
-// files. It runs no NATS, ingestor or detectors.
-func startQueryNode(parent context.Context, cfg *Config, logf func(string, ...any)) (_ *server, err error) {
+// files. It runs no NATS, ingestor or detectors; WithClock does not
+// apply.
+func StartQueryNode(parent context.Context, cfg *config.Config, logf func(string, ...any), opts ...Option) (_ *Server, err error) {
+	o := newOptions(opts)
 	ctx, cancel := context.WithCancel(parent)
-	s := &server{cancel: cancel}
+	s := &Server{cancel: cancel}
 	defer func() {
 		if err != nil {
-			s.stop()
+			s.Shutdown()
 		}
 	}()
 	sec, err := listenerSecurity(cfg)
@@ -36,7 +39,7 @@ func startQueryNode(parent context.Context, cfg *Config, logf func(string, ...an
 	var remote *archive.Remote
 	if archive.IsRemote(dir) {
 		if remote, err = archive.NewRemote(dir, s3Options(cfg)); err != nil {
-			return nil, &usageError{"serve.archive: " + err.Error()}
+			return nil, &config.Error{Err: fmt.Errorf("serve.archive: %w", err)}
 		}
 		// the DuckDB here reads local files only: mirror the bucket
 		dir = filepath.Join(cfg.Serve.DataDir, "archive-mirror")
@@ -47,10 +50,10 @@ func startQueryNode(parent context.Context, cfg *Config, logf func(string, ...an
 		if err == nil {
 			err = fmt.Errorf("not a folder")
 		}
-		return nil, &inputError{fmt.Errorf("serve --query-only: archive %s: %w", dir, err)}
+		return nil, &config.Error{Err: fmt.Errorf("serve --query-only: archive %s: %w", dir, err)}
 	}
 	memLimit := cmp.Or(cfg.DuckDB.MemoryLimit, cfg.Serve.Query.MemoryLimit, defaultMemoryLimit())
-	if s.st, err = duck.Open(ctx, "", duck.Options{Threads: cfg.duckThreads(), MemoryLimit: memLimit}); err != nil {
+	if s.st, err = duck.Open(ctx, "", duck.Options{Threads: cfg.DuckThreads(), MemoryLimit: memLimit}); err != nil {
 		return nil, err
 	}
 	// Nothing here writes: the database reads the archive's folder and
@@ -103,7 +106,7 @@ func startQueryNode(parent context.Context, cfg *Config, logf func(string, ...an
 		}
 	}()
 	if err := s.listen(ctx, cfg, sec, logf, func(started time.Time) *httpapi.API {
-		return &httpapi.API{Version: version, FlightAddr: s.flightAddr, Reports: noReports{},
+		return &httpapi.API{Version: o.version, FlightAddr: s.flightAddr, Reports: noReports{},
 			Health: func(context.Context) (string, bool) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -131,22 +134,23 @@ type noReports struct{}
 func (noReports) Report(string) *live.Report { return nil }
 func (noReports) List() []*live.Report       { return []*live.Report{} }
 
-// archiveTarget is where this process writes the archive: the folder
-// itself, or for an s3:// archive a staging folder under dataDir whose
-// files upload then copies to the bucket.
-func archiveTarget(cfg *Config, dataDir string) (dir string, upload func(context.Context, string, archive.Written) error, err error) {
+// ArchiveTarget is where this process writes the archive (serve.archive):
+// the folder itself, or for an s3:// archive a staging folder under
+// dataDir whose files upload then copies to the bucket. An ingestor and
+// 'analyze --archive' write through it.
+func ArchiveTarget(cfg *config.Config, dataDir string) (dir string, upload func(context.Context, string, archive.Written) error, err error) {
 	loc := cfg.Serve.Archive
 	if !archive.IsRemote(loc) {
 		return loc, nil, nil
 	}
 	r, err := archive.NewRemote(loc, s3Options(cfg))
 	if err != nil {
-		return "", nil, &usageError{"serve.archive: " + err.Error()}
+		return "", nil, &config.Error{Err: fmt.Errorf("serve.archive: %w", err)}
 	}
 	return filepath.Join(dataDir, "archive-staging"), r.Upload, nil
 }
 
-func s3Options(cfg *Config) archive.S3Options {
+func s3Options(cfg *config.Config) archive.S3Options {
 	o := cfg.Serve.ArchiveS3
 	return archive.S3Options{Endpoint: o.Endpoint, Region: o.Region, Insecure: o.Insecure, AccessKey: o.AccessKey, SecretKey: o.SecretKey}
 }
