@@ -156,7 +156,7 @@ func clearConfigEnv(t *testing.T) {
 // detectors.DefaultCauses, reach the detector set, and a value out of
 // range is refused with its key path.
 func TestCausesConfig(t *testing.T) {
-	cfg, err := loadConfig("")
+	cfg, err := Load("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,12 +176,12 @@ func TestCausesConfig(t *testing.T) {
 		if err := os.WriteFile(path, []byte(tc.text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		c, err := loadConfig(path)
+		c, err := Load(path)
 		switch {
 		case tc.wantErr == "" && err != nil:
 			t.Errorf("%s: %v", tc.text, err)
 		case tc.wantErr == "":
-			if got := c.detectorsConfig().Causes; got.MinCostPct != 2.5 || got.OneOffNS != 0 || got.MinCostNS != detectors.DefaultCauses().MinCostNS {
+			if got := c.DetectorsConfig().Causes; got.MinCostPct != 2.5 || got.OneOffNS != 0 || got.MinCostNS != detectors.DefaultCauses().MinCostNS {
 				t.Errorf("%s: the set gets causes %+v", tc.text, got)
 			}
 		case err == nil || !strings.Contains(err.Error(), tc.wantErr):
