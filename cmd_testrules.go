@@ -10,12 +10,6 @@ import (
 	"github.com/trainscope/trainscope/detectors/ruletest"
 )
 
-// registered here rather than in main.go's table, whose alignment a name
-// this long would reflow
-func init() {
-	commands["test-rules"] = command{runTestRules, "run rule tests: detector input rows and the findings they must give"}
-}
-
 const testRulesHelp = `Usage: trainscope test-rules [--config FILE] [--detectors DIR]... PATH...
 
 Runs rule tests: YAML files that give a detector's input rows and the

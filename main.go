@@ -28,18 +28,19 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"agent":    {runAgent, "watch a torch.profiler folder on a training node and publish each finished trace"},
-	"analyze":  {runAnalyze, "read PyTorch profiler traces, run the detectors, print a report"},
-	"audit":    {runAudit, "check training launch scripts for slow or memory-wasting flags (perf-doctor)"},
-	"diff":     {runDiff, "compare the kernels and operators of two runs or step windows"},
-	"export":   {runExport, "write the analysed window as a Perfetto trace with the findings marked"},
-	"profile":  {runProfile, "report on a CUDA memory snapshot (and a trace of the same rank)"},
-	"publish":  {runPublish, "publish traces and memory snapshots to JetStream for a running server"},
-	"report":   {runReport, "run the detectors again on a saved database and print the report"},
-	"serve":    {runServe, "run the always-on pipeline: embedded NATS, ingestor, detectors, Flight SQL, HTTP"},
-	"sql":      {runSQL, "run SQL on a database written by analyze --db"},
-	"validate": {runValidate, "check the config and every detector file"},
-	"version":  {runVersion, "print the version"},
+	"agent":      {runAgent, "watch a torch.profiler folder on a training node and publish each finished trace"},
+	"analyze":    {runAnalyze, "read PyTorch profiler traces, run the detectors, print a report"},
+	"audit":      {runAudit, "check training launch scripts for slow or memory-wasting flags (perf-doctor)"},
+	"diff":       {runDiff, "compare the kernels and operators of two runs or step windows"},
+	"export":     {runExport, "write the analysed window as a Perfetto trace with the findings marked"},
+	"profile":    {runProfile, "report on a CUDA memory snapshot (and a trace of the same rank)"},
+	"publish":    {runPublish, "publish traces and memory snapshots to JetStream for a running server"},
+	"report":     {runReport, "run the detectors again on a saved database and print the report"},
+	"serve":      {runServe, "run the always-on pipeline: embedded NATS, ingestor, detectors, Flight SQL, HTTP"},
+	"sql":        {runSQL, "run SQL on a database written by analyze --db"},
+	"test-rules": {runTestRules, "run rule tests: detector input rows and the findings they must give"},
+	"validate":   {runValidate, "check the config and every detector file"},
+	"version":    {runVersion, "print the version"},
 }
 
 // usageError is a mistake on the command line; it exits with code 2.
@@ -60,8 +61,12 @@ func usage(w io.Writer) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	width := 0
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
+		width = max(width, len(n))
+	}
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-*s %s\n", width, n, commands[n].summary)
 	}
 	fmt.Fprintf(w, "\nRun 'trainscope <command> --help' for a command's flags.\n")
 }

@@ -546,3 +546,31 @@ func TestExportCommand(t *testing.T) {
 		}
 	}
 }
+
+// The command list names every command, its summaries in one column
+// however long the longest name.
+func TestUsageListsEveryCommandAligned(t *testing.T) {
+	var b strings.Builder
+	usage(&b)
+	_, list, _ := strings.Cut(b.String(), "Commands:\n")
+	list, _, _ = strings.Cut(list, "\n\n")
+	col := -1
+	seen := 0
+	for line := range strings.Lines(list) {
+		name := strings.Fields(line)[0]
+		if _, ok := commands[name]; !ok {
+			t.Errorf("listed %q is no command", name)
+		}
+		seen++
+		at := strings.Index(line, commands[name].summary)
+		if col < 0 {
+			col = at
+		}
+		if at != col || at <= len("  ")+len(name) {
+			t.Errorf("%q's summary starts at column %d, the first one's at %d:\n%s", name, at, col, list)
+		}
+	}
+	if seen != len(commands) {
+		t.Errorf("%d commands listed, %d exist", seen, len(commands))
+	}
+}
