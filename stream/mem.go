@@ -109,7 +109,7 @@ func (t *MemSegmentTable) Record(runID, host string, rank int32) arrow.RecordBat
 		t.SegmentType.dictArray(dict), t.Pool.dictArray(dict), bb.NewArray(), t.Blocks.array(i32),
 		t.Frame.dictArray(dict),
 	}
-	return newRecord(MemSegmentsSchema, cols, n)
+	return NewRecord(MemSegmentsSchema, cols, n)
 }
 
 // Record wraps the columns as one record batch.
@@ -123,7 +123,7 @@ func (t *MemBlockTable) Record(runID string, rank int32) arrow.RecordBatch {
 		t.SegmentAddress.array(i64), t.Address.array(i64), t.Size.array(i64), t.Requested.array(i64),
 		t.State.dictArray(dict), t.Frame.dictArray(dict),
 	}
-	return newRecord(MemBlocksSchema, cols, n)
+	return NewRecord(MemBlocksSchema, cols, n)
 }
 
 // Record wraps the columns as one record batch.
@@ -137,5 +137,5 @@ func (t *MemEventTable) Record(runID string, rank int32) arrow.RecordBatch {
 		t.Action.dictArray(dict), t.Addr.array(i64), t.Size.array(i64), t.Stream.array(i64),
 		t.TS.array(i64), t.DeviceFree.array(i64), t.Frame.dictArray(dict),
 	}
-	return newRecord(MemEventsSchema, cols, n)
+	return NewRecord(MemEventsSchema, cols, n)
 }

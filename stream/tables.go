@@ -121,7 +121,7 @@ func (t *SliceTable) Record(runID, host string, rank int32) arrow.RecordBatch {
 		t.SelfDur.array(i64), t.StackID.array(i32), t.GPUBusyDur.array(i64),
 	}
 	if !t.Detail {
-		return newRecord(CoreSchema, cols, n)
+		return NewRecord(CoreSchema, cols, n)
 	}
 	cols = append(cols,
 		sp32(&t.GridX, n), sp32(&t.GridY, n), sp32(&t.GridZ, n),
@@ -136,7 +136,7 @@ func (t *SliceTable) Record(runID, host string, rank int32) arrow.RecordBatch {
 		t.OpClass.dictArray(n, dict), t.OpShape.dictArray(n, dict),
 		sp64(&t.OpBytes, n), sp64(&t.OpGPUDur, n), sp32(&t.OpKernels, n), t.OpKernel.dictArray(n, dict),
 	)
-	return newRecord(SlicesSchema, cols, n)
+	return NewRecord(SlicesSchema, cols, n)
 }
 
 // StepTable accumulates rows of the steps table.
@@ -156,7 +156,7 @@ func (t *StepTable) Record(runID string, rank int32) arrow.RecordBatch {
 		constI32(rank, n),
 		t.Step.array(i32), t.Start.array(i64), t.End.array(i64),
 	}
-	return newRecord(StepsSchema, cols, n)
+	return NewRecord(StepsSchema, cols, n)
 }
 
 // CounterTable accumulates rows of the counters table.
@@ -197,10 +197,12 @@ func (t *CounterTable) Record(runID, host string, rank int32, rankKnown bool) ar
 		t.Device.array(i32), t.TS.array(i64), t.Metric.dictArray(dict), t.Value.array(f64),
 		labels.dictArray(dict),
 	}
-	return newRecord(CountersSchema, cols, n)
+	return NewRecord(CountersSchema, cols, n)
 }
 
-func newRecord(schema *arrow.Schema, cols []arrow.Array, n int) arrow.RecordBatch {
+// NewRecord is a record batch of n rows over cols, which it takes over
+// (their references are released into the record).
+func NewRecord(schema *arrow.Schema, cols []arrow.Array, n int) arrow.RecordBatch {
 	rec := array.NewRecordBatch(schema, cols, int64(n))
 	for _, c := range cols {
 		c.Release()

@@ -43,7 +43,7 @@ func RepairText(rec arrow.RecordBatch) (arrow.RecordBatch, []TextRepair) {
 			cols = make([]arrow.Array, rec.NumCols())
 		}
 		cols[i] = fixed
-		r.Column, r.First = rec.ColumnName(i), clip(r.First)
+		r.Column, r.First = rec.ColumnName(i), Clip(r.First)
 		repairs = append(repairs, r)
 	}
 	if cols == nil {
@@ -56,7 +56,7 @@ func RepairText(rec arrow.RecordBatch) (arrow.RecordBatch, []TextRepair) {
 			cols[i] = col
 		}
 	}
-	return newRecord(rec.Schema(), cols, int(rec.NumRows())), repairs
+	return NewRecord(rec.Schema(), cols, int(rec.NumRows())), repairs
 }
 
 // repairArray returns a repaired copy of a (nil when nothing is wrong)
@@ -130,7 +130,8 @@ func fixText(v string) string {
 	return v[:cut] + fmt.Sprintf("…[%d more bytes cut]", len(v)-cut)
 }
 
-func clip(s string) string {
+// Clip cuts s to 64 bytes for quoting in an error message.
+func Clip(s string) string {
 	if len(s) > 64 {
 		return s[:64] + "..."
 	}

@@ -72,7 +72,7 @@ func checkArray(d arrow.ArrayData) error {
 		}
 		for i := range d.Len() {
 			if valid(i) && !utf8.Valid(chars[offs[i]:offs[i+1]]) {
-				return fmt.Errorf("row %d: invalid UTF-8 %q", i, clip(string(chars[offs[i]:offs[i+1]])))
+				return fmt.Errorf("row %d: invalid UTF-8 %q", i, stream.Clip(string(chars[offs[i]:offs[i+1]])))
 			}
 		}
 	case arrow.DICTIONARY:
@@ -198,16 +198,8 @@ func batchRun(rec arrow.RecordBatch) (string, error) {
 	}
 	for i := 1; i < int(rec.NumRows()); i++ {
 		if v := values(i); v != run {
-			return "", fmt.Errorf("row %d: run_id %q in a batch of run %q; a batch belongs to one run", i, clip(v), clip(run))
+			return "", fmt.Errorf("row %d: run_id %q in a batch of run %q; a batch belongs to one run", i, stream.Clip(v), stream.Clip(run))
 		}
 	}
 	return run, nil
-}
-
-// clip is s cut for an error message.
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "..."
-	}
-	return s
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/trainscope/trainscope/stream"
 )
 
 // compactDicts returns rec with every dictionary column rebuilt over only
@@ -34,7 +36,7 @@ func compactDicts(rec arrow.RecordBatch) arrow.RecordBatch {
 		rec.Retain()
 		return rec
 	}
-	return newRecord(rec.Schema(), cols, int(rec.NumRows()))
+	return stream.NewRecord(rec.Schema(), cols, int(rec.NumRows()))
 }
 
 func compactDict(d *array.Dictionary) arrow.Array {
@@ -148,12 +150,3 @@ var encodeBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // its rows use (rec itself, retained, when it has none). The caller
 // releases the result.
 func CompactDicts(rec arrow.RecordBatch) arrow.RecordBatch { return compactDicts(rec) }
-
-// newRecord is a record of cols, which it takes over (releases).
-func newRecord(schema *arrow.Schema, cols []arrow.Array, n int) arrow.RecordBatch {
-	rec := array.NewRecordBatch(schema, cols, int64(n))
-	for _, c := range cols {
-		c.Release()
-	}
-	return rec
-}
