@@ -18,6 +18,7 @@ import (
 	"github.com/trainscope/trainscope/detectors"
 	"github.com/trainscope/trainscope/gpu"
 	"github.com/trainscope/trainscope/ingest"
+	"github.com/trainscope/trainscope/internal/config"
 	"github.com/trainscope/trainscope/sql/duck"
 	"github.com/trainscope/trainscope/stream"
 )
@@ -175,7 +176,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 		return err
 	}
 	cfg.Detectors.Dirs = append(cfg.Detectors.Dirs, f.detectorDirs...)
-	set, err := detectors.NewSet(cfg.detectorsConfig())
+	set, err := detectors.NewSet(cfg.DetectorsConfig())
 	var slowest []timedStep
 	if err == nil && f.timing {
 		set.Timed = func(what string, took time.Duration) { slowest = append(slowest, timedStep{what, took}) }
@@ -184,7 +185,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 		return &inputError{err}
 	}
 	// detectors run side by side on their own connections, one per core
-	set.Workers = cfg.cores()
+	set.Workers = cfg.Cores()
 	files, err := ingest.DiscoverWith(fs.Args(), warnTo(errOut))
 	if err != nil {
 		return &inputError{err}
@@ -230,12 +231,12 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	if !f.quiet {
 		progress = errOut
 	}
-	loadOpt := ingest.Options{RunID: f.run, Host: f.host, Rank: f.rank, Ranks: ranks, Workers: cmp.Or(f.workers, cfg.cores()), Progress: progress, GPU: f.gpu, Warn: warnTo(errOut), SkipBad: f.skipBad}
+	loadOpt := ingest.Options{RunID: f.run, Host: f.host, Rank: f.rank, Ranks: ranks, Workers: cmp.Or(f.workers, cfg.Cores()), Progress: progress, GPU: f.gpu, Warn: warnTo(errOut), SkipBad: f.skipBad}
 	if cfg.DuckDB.MemoryLimit == "" {
 		loadOpt.HugeTraceMemoryLimit = analyzeHugeTraceMemoryLimit
 	}
 	// one reader a core, as many as a quarter of the memory holds
-	loadOpt.MemoryBudget = machineMemory() / 4
+	loadOpt.MemoryBudget = config.MachineMemory() / 4
 	stats, err := ingest.Load(ctx, st, files, loadOpt)
 	if err != nil {
 		if ingest.IsInputError(err) {
@@ -253,7 +254,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	debug.FreeOSMemory()
 	if cfg.DuckDB.Threads == 0 {
 		// the shared views and the detectors have the cores to themselves
-		if err := st.Exec(ctx, fmt.Sprintf("SET threads = %d", cfg.duckThreads())); err != nil {
+		if err := st.Exec(ctx, fmt.Sprintf("SET threads = %d", cfg.DuckThreads())); err != nil {
 			return err
 		}
 	}

@@ -76,7 +76,7 @@ func runAudit(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return &inputError{err}
 	}
-	st, err := duck.Open(ctx, "", duck.Options{Threads: cfg.duckThreads(), MemoryLimit: cfg.DuckDB.MemoryLimit})
+	st, err := duck.Open(ctx, "", duck.Options{Threads: cfg.DuckThreads(), MemoryLimit: cfg.DuckDB.MemoryLimit})
 	if err != nil {
 		return err
 	}

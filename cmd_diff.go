@@ -70,7 +70,7 @@ func runDiff(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err := cfg.applyThreads("diff", *threads); err != nil {
 		return err
 	}
-	st, err := duck.Open(ctx, "", duck.Options{Threads: cfg.duckThreads(), MemoryLimit: cfg.DuckDB.MemoryLimit})
+	st, err := duck.Open(ctx, "", duck.Options{Threads: cfg.DuckThreads(), MemoryLimit: cfg.DuckDB.MemoryLimit})
 	if err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func runDiff(ctx context.Context, args []string, out, errOut io.Writer) error {
 		if err != nil {
 			return &inputError{err}
 		}
-		if _, err := ingest.Load(ctx, st, files, ingest.Options{RunID: side.run, Rank: -1, Workers: cfg.cores(), Progress: progress, Warn: warnTo(errOut)}); err != nil {
+		if _, err := ingest.Load(ctx, st, files, ingest.Options{RunID: side.run, Rank: -1, Workers: cfg.Cores(), Progress: progress, Warn: warnTo(errOut)}); err != nil {
 			if ingest.IsInputError(err) {
 				return &inputError{err}
 			}

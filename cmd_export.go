@@ -73,7 +73,7 @@ func runExport(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if err != nil {
 		return err
 	}
-	set, err := detectors.NewSet(cfg.detectorsConfig())
+	set, err := detectors.NewSet(cfg.DetectorsConfig())
 	if err != nil {
 		return &inputError{err}
 	}
@@ -86,7 +86,7 @@ func runExport(ctx context.Context, args []string, out, errOut io.Writer) error 
 		if _, err := os.Stat(*db); err != nil {
 			return &inputError{fmt.Errorf("export: %w", err)}
 		}
-		st, err = duck.Open(ctx, *db, duck.Options{Threads: cfg.duckThreads(), MemoryLimit: cfg.DuckDB.MemoryLimit})
+		st, err = duck.Open(ctx, *db, duck.Options{Threads: cfg.DuckThreads(), MemoryLimit: cfg.DuckDB.MemoryLimit})
 		if err != nil {
 			return err
 		}
@@ -95,7 +95,7 @@ func runExport(ctx context.Context, args []string, out, errOut io.Writer) error 
 		if err != nil {
 			return &inputError{err}
 		}
-		st, err = duck.Open(ctx, "", duck.Options{Threads: cfg.duckThreads(), MemoryLimit: cfg.DuckDB.MemoryLimit})
+		st, err = duck.Open(ctx, "", duck.Options{Threads: cfg.DuckThreads(), MemoryLimit: cfg.DuckDB.MemoryLimit})
 		if err != nil {
 			return err
 		}

@@ -65,11 +65,11 @@ func runProfile(ctx context.Context, args []string, out, errOut io.Writer) error
 	if err := cfg.applyThreads("profile", *threads); err != nil {
 		return err
 	}
-	set, err := detectors.NewSet(cfg.detectorsConfig())
+	set, err := detectors.NewSet(cfg.DetectorsConfig())
 	if err != nil {
 		return &inputError{err}
 	}
-	set.Workers = cfg.cores()
+	set.Workers = cfg.Cores()
 	runID := *run
 	if runID == "" {
 		first := *memPath
@@ -87,7 +87,7 @@ func runProfile(ctx context.Context, args []string, out, errOut io.Writer) error
 			r = int32(n)
 		}
 	}
-	st, err := duck.Open(ctx, *db, duck.Options{Threads: cfg.duckThreads(), MemoryLimit: cfg.DuckDB.MemoryLimit, MaxConns: set.Workers})
+	st, err := duck.Open(ctx, *db, duck.Options{Threads: cfg.DuckThreads(), MemoryLimit: cfg.DuckDB.MemoryLimit, MaxConns: set.Workers})
 	if err != nil {
 		return err
 	}
@@ -98,7 +98,7 @@ func runProfile(ctx context.Context, args []string, out, errOut io.Writer) error
 		if !*quiet {
 			progress = errOut
 		}
-		if _, err := ingest.Load(ctx, st, []string{*tracePath}, ingest.Options{RunID: runID, Host: *host, Rank: int(r), Workers: cfg.cores(), Progress: progress, Warn: warnTo(errOut), TracesOnly: true}); err != nil {
+		if _, err := ingest.Load(ctx, st, []string{*tracePath}, ingest.Options{RunID: runID, Host: *host, Rank: int(r), Workers: cfg.Cores(), Progress: progress, Warn: warnTo(errOut), TracesOnly: true}); err != nil {
 			if ingest.IsInputError(err) {
 				return &inputError{err}
 			}

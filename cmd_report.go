@@ -57,12 +57,12 @@ func runReport(ctx context.Context, args []string, out, errOut io.Writer) error 
 		return &inputError{fmt.Errorf("report: %w", err)}
 	}
 	cfg.Detectors.Dirs = append(cfg.Detectors.Dirs, *dirs...)
-	set, err := detectors.NewSet(cfg.detectorsConfig())
+	set, err := detectors.NewSet(cfg.DetectorsConfig())
 	if err != nil {
 		return &inputError{err}
 	}
-	set.Workers = cfg.cores()
-	st, err := duck.Open(ctx, *db, duck.Options{Threads: cfg.duckThreads(), MemoryLimit: cfg.DuckDB.MemoryLimit, MaxConns: set.Workers})
+	set.Workers = cfg.Cores()
+	st, err := duck.Open(ctx, *db, duck.Options{Threads: cfg.DuckThreads(), MemoryLimit: cfg.DuckDB.MemoryLimit, MaxConns: set.Workers})
 	if err != nil {
 		return err
 	}

@@ -113,7 +113,7 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return &usageError{"serve: " + err.Error()}
 	}
-	set, err := detectors.NewSet(cfg.detectorsConfig())
+	set, err := detectors.NewSet(cfg.DetectorsConfig())
 	if err != nil {
 		return &inputError{err}
 	}

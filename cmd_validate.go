@@ -32,7 +32,7 @@ func runValidate(ctx context.Context, args []string, out, errOut io.Writer) erro
 		return err
 	}
 	cfg.Detectors.Dirs = append(cfg.Detectors.Dirs, *dirs...)
-	set, err := detectors.NewSet(cfg.detectorsConfig())
+	set, err := detectors.NewSet(cfg.DetectorsConfig())
 	if err != nil {
 		return &inputError{err}
 	}

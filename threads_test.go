@@ -75,12 +75,12 @@ func TestThreadsRefused(t *testing.T) {
 	}
 	t.Setenv("TRAINSCOPE_THREADS", "192")
 	cfg, err := loadConfig("")
-	if err != nil || cfg.cores() != 192 || cfg.duckThreads() != 192 {
-		t.Errorf("TRAINSCOPE_THREADS=192: cores %d (%v)", cfg.cores(), err)
+	if err != nil || cfg.Cores() != 192 || cfg.DuckThreads() != 192 {
+		t.Errorf("TRAINSCOPE_THREADS=192: cores %d (%v)", cfg.Cores(), err)
 	}
 	cfg.DuckDB.Threads = 4
-	if cfg.duckThreads() != 4 {
-		t.Errorf("duckdb.threads 4 under threads 192: DuckDB gets %d", cfg.duckThreads())
+	if cfg.DuckThreads() != 4 {
+		t.Errorf("duckdb.threads 4 under threads 192: DuckDB gets %d", cfg.DuckThreads())
 	}
 }
 
