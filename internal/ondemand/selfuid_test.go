@@ -1,0 +1,5 @@
+package ondemand
+
+import "os"
+
+func selfUID() int { return os.Getuid() }
