@@ -31,7 +31,7 @@ func (c *clock) Advance(d time.Duration) {
 // fakeHost answers Inspect from a table by reported pid: rank = pid-1000
 // unless listed otherwise, the test's uid unless listed otherwise.
 type fakeHost struct {
-	mu    sync.Mutex
+	mu       sync.Mutex
 	uid      int
 	traceDir string
 	infos    map[int]ProcInfo
@@ -111,11 +111,11 @@ func (e events) wait(t *testing.T, kind EventKind) Event {
 }
 
 type harness struct {
-	d     *Daemon
-	clk   *clock
-	host  *fakeHost
-	log   *logs
-	evs   events
+	d      *Daemon
+	clk    *clock
+	host   *fakeHost
+	log    *logs
+	evs    events
 	outDir string
 }
 

@@ -13,7 +13,7 @@ import (
 // injected; nothing here waits.
 type Limiter struct {
 	Every  time.Duration // per-key interval (30 min when 0)
-	Global int          // captures across keys per Every (4 when 0)
+	Global int           // captures across keys per Every (4 when 0)
 	Now    func() time.Time
 
 	mu     sync.Mutex
