@@ -97,6 +97,14 @@ func (e events) on(ev Event) {
 // guard (the event comes from the daemon's goroutine, not a timer).
 func (e events) wait(t *testing.T, kind EventKind) Event {
 	t.Helper()
+	return e.waitT(t, kind)
+}
+
+func (e events) waitT(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, kind EventKind) Event {
+	t.Helper()
 	guard := time.After(60 * time.Second)
 	for {
 		select {

@@ -2,6 +2,7 @@ package ondemand
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -14,16 +15,15 @@ import (
 type Limiter struct {
 	Every  time.Duration // per-key interval (30 min when 0)
 	Global int           // captures across keys per Every (4 when 0)
-	Now    func() time.Time
+	// MaxKeys bounds the keys remembered (4096 when 0); keys older than
+	// Every are forgotten first.
+	MaxKeys int
+	Now     func() time.Time
 
 	mu     sync.Mutex
 	last   map[string]time.Time
-	recent []time.Time // grants within the last Every, oldest first
+	recent []time.Time // grants within the last Every
 }
-
-// maxLimiterKeys bounds the keys a Limiter remembers; older grants than
-// Every are forgotten first.
-const maxLimiterKeys = 4096
 
 func (l *Limiter) every() time.Duration {
 	if l.Every <= 0 {
@@ -52,26 +52,36 @@ func (l *Limiter) Allow(key string) (bool, time.Duration, error) {
 		wait := t.Add(every).Sub(now)
 		return false, wait, fmt.Errorf("%s was captured %v ago; next in %v", key, now.Sub(t).Round(time.Second), wait.Round(time.Second))
 	}
-	i := 0
-	for i < len(l.recent) && now.Sub(l.recent[i]) >= every {
-		i++
+	kept := l.recent[:0]
+	for _, t := range l.recent {
+		if now.Sub(t) < every && !now.Before(t) { // a grant "in the future" is from before the clock stepped back
+			kept = append(kept, t)
+		}
 	}
-	l.recent = l.recent[i:]
+	l.recent = kept
 	global := l.Global
 	if global <= 0 {
 		global = 4
 	}
 	if len(l.recent) >= global {
-		wait := l.recent[0].Add(every).Sub(now)
+		wait := slices.MinFunc(l.recent, time.Time.Compare).Add(every).Sub(now)
 		return false, wait, fmt.Errorf("%d captures in the last %v across runs; next in %v", len(l.recent), every, wait.Round(time.Second))
 	}
-	if len(l.last) >= maxLimiterKeys {
+	maxKeys := l.MaxKeys
+	if maxKeys <= 0 {
+		maxKeys = 4096
+	}
+	if len(l.last) >= maxKeys {
 		for k, t := range l.last {
 			if now.Sub(t) >= every || now.Before(t) {
 				delete(l.last, k)
 			}
 		}
-		if len(l.last) >= maxLimiterKeys {
+		maxKeys := l.MaxKeys
+		if maxKeys <= 0 {
+			maxKeys = 4096
+		}
+		if len(l.last) >= maxKeys {
 			return false, every, fmt.Errorf("%d runs captured in the last %v", len(l.last), every)
 		}
 	}

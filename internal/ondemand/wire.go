@@ -103,6 +103,9 @@ func decode(b []byte) (Message, error) {
 	if n < 0 {
 		return Message{}, errors.New("type name not NUL-terminated")
 	}
+	if n == 0 {
+		return Message{}, errors.New("empty type name")
+	}
 	for _, c := range name[:n] {
 		if c < 0x21 || c > 0x7e {
 			return Message{}, fmt.Errorf("type name %q is not printable ASCII", name[:n])
