@@ -155,6 +155,7 @@ type procKey struct{ hostPID, pid int }
 
 type process struct {
 	Process
+	credUID    int    // the sender's uid as the kernel said, when it did
 	pending    string // config text not yet taken
 	pendingFor string // its capture id
 }
@@ -349,11 +350,21 @@ func (d *Daemon) admit(peer Peer, evs *[]Event) *process {
 		key.hostPID = peer.HostPID
 	}
 	if p := d.procs[key]; p != nil {
-		p.LastSeen = now
-		if len(peer.Ancestors) > 0 {
-			p.Ancestors = peer.Ancestors
+		// the same process, unless its pid was reused: another sender
+		// uid, or another line of ancestors (dynolog keys a process by
+		// its whole pid list)
+		reused := (peer.Cred && peer.UID != p.credUID) ||
+			(len(peer.Ancestors) > 0 && len(p.Ancestors) > 0 && !slices.Equal(peer.Ancestors, p.Ancestors))
+		if !reused {
+			p.LastSeen = now
+			if len(peer.Ancestors) > 0 {
+				p.Ancestors = peer.Ancestors
+			}
+			return p
 		}
-		return p
+		delete(d.procs, key)
+		c := p.copy()
+		*evs = append(*evs, Event{Kind: EventForgotten, Run: p.Run, Process: &c})
 	}
 	if t, ok := d.refused[key]; ok && now.Sub(t) < d.cfg.KeepAlive {
 		d.stats.Refused++
@@ -399,7 +410,7 @@ func (d *Daemon) admit(peer Peer, evs *[]Event) *process {
 		Run: run, JobID: info.JobID, TraceDir: info.TraceDir, Registered: now, LastSeen: now,
 	}}
 	if peer.Cred {
-		p.HostPID = peer.HostPID
+		p.HostPID, p.credUID = peer.HostPID, peer.UID
 	}
 	d.procs[key] = p
 	c := p.copy()

@@ -340,3 +340,26 @@ func TestMalformedDatagramsAreDropped(t *testing.T) {
 		t.Fatal("daemon does not serve after malformed datagrams")
 	}
 }
+
+// TestPidReuse: a pid that comes back with other ancestors, or from
+// another sender uid, is another process and is inspected afresh.
+func TestPidReuse(t *testing.T) {
+	h := newHarness(t, nil)
+	h.d.Handle(pollDatagram(t, 1000, 10, 1), Peer{})
+	h.host.set(1000, ProcInfo{UID: selfUID(), Rank: 7, TraceDir: h.outDir})
+	h.d.Handle(pollDatagram(t, 1000, 10, 1), Peer{})
+	if ps := h.d.Processes(); len(ps) != 1 || ps[0].Rank != 0 {
+		t.Fatalf("same process re-inspected: %+v", ps)
+	}
+	h.d.Handle(pollDatagram(t, 1000, 20, 1), Peer{})
+	if ps := h.d.Processes(); len(ps) != 1 || ps[0].Rank != 7 || ps[0].Ancestors[0] != 20 {
+		t.Fatalf("a reused pid kept the old process: %+v", ps)
+	}
+	h.d.Handle(pollDatagram(t, 1001), Peer{Cred: true, HostPID: 5001, UID: selfUID()})
+	h.d.Handle(pollDatagram(t, 1001), Peer{Cred: true, HostPID: 5001, UID: selfUID() + 1})
+	for _, p := range h.d.Processes() {
+		if p.PID == 1001 {
+			t.Fatalf("pid reused by another user kept: %+v", p)
+		}
+	}
+}
