@@ -3,6 +3,7 @@ package ondemand
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -385,4 +386,48 @@ func describeFallback(pids []string) string {
 		return ""
 	}
 	return fmt.Sprintf("; pid(s) %s may write to /tmp/libkineto_activities_<pid>.json instead: the folder is outside /tmp/ and their KINETO_ONDEMAND_TRACE_DIR", strings.Join(pids, ","))
+}
+
+// Captures are the captures in flight, by run.
+func (d *Daemon) Captures() []*Capture {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.cfg.Now()
+	var out []*Capture
+	for _, c := range d.active {
+		if !now.After(c.Deadline) {
+			out = append(out, c.copy())
+		}
+	}
+	slices.SortFunc(out, func(a, b *Capture) int { return strings.Compare(a.Run, b.Run) })
+	return out
+}
+
+// Answer carries out a trigger message for an agent whose traces for
+// m.Run go to outputDir, and says what happened: the agent's NATS
+// handler decodes (DecodeTrigger), answers with this, and replies.
+func (d *Daemon) Answer(m TriggerMessage, outputDir string) TriggerReply {
+	c, err := d.Trigger(m.Request(outputDir))
+	return ReplyFor(d.cfg.Host, m.Run, c, err)
+}
+
+// Find is where t's trace is: the first of its Paths that exists, looked
+// up as is, then, for a process the kernel named (HostPID), through
+// procRoot/<HostPID>/root, which reaches into a container's own /tmp
+// (procRoot is "/proc"). stat is os.Stat in the agent, a fake in tests.
+func (t Target) Find(procRoot string, stat func(string) (os.FileInfo, error)) (string, bool) {
+	for _, p := range t.Paths {
+		if _, err := stat(p); err == nil {
+			return p, true
+		}
+	}
+	if t.HostPID > 0 && procRoot != "" {
+		for _, p := range t.Paths {
+			hp := filepath.Join(procRoot, strconv.Itoa(t.HostPID), "root", p)
+			if _, err := stat(hp); err == nil {
+				return hp, true
+			}
+		}
+	}
+	return "", false
 }

@@ -3,6 +3,7 @@ package ondemand
 import (
 	"encoding/binary"
 	"errors"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -361,5 +362,40 @@ func TestPidReuse(t *testing.T) {
 		if p.PID == 1001 {
 			t.Fatalf("pid reused by another user kept: %+v", p)
 		}
+	}
+}
+
+func TestAnswerAndFind(t *testing.T) {
+	h := newHarness(t, nil)
+	h.poll(t, 1002)
+	m := NewTrigger("run1", 2, 0, "cli bob", h.clk.Now())
+	rep := h.d.Answer(m, h.outDir)
+	if rep.Error != "" || rep.Capture != m.ID || rep.Host != "node-a" || len(rep.Ranks) != 1 || rep.Ranks[0] != 2 {
+		t.Fatalf("reply %+v", rep)
+	}
+	if cs := h.d.Captures(); len(cs) != 1 || cs[0].ID != m.ID || cs[0].Targets[0].Paths[0] != rep.Paths[0] {
+		t.Fatalf("captures %+v", cs)
+	}
+	if rep := h.d.Answer(m, h.outDir); !strings.Contains(rep.Error, "in flight") || rep.Capture != "" {
+		t.Fatalf("second answer %+v", rep)
+	}
+	tg := Target{HostPID: 4321, Paths: []string{"/tmp/libkineto_activities_7.json", "/w/a_7.pt.trace.json"}}
+	have := map[string]bool{}
+	stat := func(p string) (os.FileInfo, error) {
+		if have[p] {
+			return nil, nil
+		}
+		return nil, os.ErrNotExist
+	}
+	if _, ok := tg.Find("/proc", stat); ok {
+		t.Fatal("found a trace that is not there")
+	}
+	have["/proc/4321/root/w/a_7.pt.trace.json"] = true
+	if p, ok := tg.Find("/proc", stat); !ok || p != "/proc/4321/root/w/a_7.pt.trace.json" {
+		t.Fatalf("in the container: %s %v", p, ok)
+	}
+	have["/w/a_7.pt.trace.json"] = true
+	if p, _ := tg.Find("/proc", stat); p != "/w/a_7.pt.trace.json" {
+		t.Fatalf("on the host: %s", p)
 	}
 }

@@ -117,12 +117,14 @@
 // Agent: New(Config{Host, DefaultRun: --run, AllowUIDs, Limits, Logf,
 // OnEvent}); Listen (fails if dynolog runs: one daemon per host); go
 // Serve(ctx). Subscribe to TriggerSubject(cluster, run) (or
-// TriggerSubjectAll with --runs-in), DecodeTrigger, Trigger(m.Request(the
-// run's watch folder)), answer ReplyFor(...). On EventDelivered, expect
-// Target.Paths: the watcher publishes the first that appears (capped at
-// Capture.MaxTraceBytes) with Target.Rank as the rank hint (the reader
-// finds no distributedInfo), then Finish(run, id) when every target's
-// trace is published or given up. The watch folder must be under /tmp/
+// TriggerSubjectAll with --runs-in); per message DecodeTrigger, skip a
+// run it does not serve, reply with Answer(m, the run's watch folder)
+// encoded as JSON. On EventDelivered, expect Target.Paths: Target.Find
+// says where the trace landed (also inside a container's root); the
+// watcher publishes it (capped at Capture.MaxTraceBytes) under the run
+// and host with Target.Rank as the rank hint (the reader finds no
+// distributedInfo), then Finish(run, id) once every target's trace is
+// published or given up. Processes and Captures are for a status page. The watch folder must be under /tmp/
 // or named in the job's KINETO_ONDEMAND_TRACE_DIR, else traces land in
 // /tmp/libkineto_activities_<pid>.json (Target.Paths lists it first).
 //
