@@ -59,8 +59,11 @@
 //   - Iterations: PROFILE_START_ITERATION=0, PROFILE_START_ITERATION_ROUNDUP=R
 //     (start on the next iteration that is a multiple of R: the same
 //     iteration on every rank), ACTIVITIES_ITERATIONS=N. Iterations are
-//     the job's profiler steps (PyTorch counts optimizer steps when the
-//     daemon is in use; to be verified on a GPU host).
+//     optimizer steps: with KINETO_USE_DAEMON set (non-empty),
+//     torch.profiler registers an optimizer step post-hook that counts
+//     them (KinetoStepTracker; pytorch/pytorch torch/profiler/__init__.py),
+//     so a job that never calls torch.optim's step is captured by duration
+//     only. Not yet checked against a real job here (no GPU host lent).
 //   - Duration: ACTIVITIES_DURATION_MSECS, and PROFILE_START_TIME (Unix
 //     ms) for a synchronized start; without it libkineto starts after its
 //     warm-up (ACTIVITIES_WARMUP_PERIOD_SECS, 5 s).
@@ -75,7 +78,8 @@
 // facebookincubator/dynolog dynolog/src/ipcfabric/{FabricManager.h,
 // Endpoint.h, Utils.h}, dynolog/src/tracing/IPCMonitor.cpp,
 // dynolog/src/LibkinetoConfigManager.cpp, dynolog/src/Main.cpp,
-// cli/src/main.rs, cli/src/commands/gputrace.rs; pytorch/kineto
+// cli/src/main.rs, cli/src/commands/gputrace.rs; pytorch/pytorch
+// torch/profiler/__init__.py (the optimizer hook); pytorch/kineto
 // libkineto/src/{IpcFabricConfigClient.cpp, IpcFabricConfigClient.h,
 // DaemonConfigLoader.cpp, ConfigLoader.cpp, Config.cpp,
 // AbstractConfig.cpp, ThreadUtil.cpp, init.cpp}, libkineto/include/Config.h.
