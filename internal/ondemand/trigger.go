@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -199,7 +200,7 @@ func DecodeTrigger(b []byte, l Limits) (TriggerMessage, error) {
 	if err := dec.Decode(&m); err != nil {
 		return TriggerMessage{}, fmt.Errorf("trigger: %w", err)
 	}
-	if dec.More() {
+	if _, err := dec.Token(); err != io.EOF {
 		return TriggerMessage{}, fmt.Errorf("trigger: data after the JSON object")
 	}
 	if err := m.Check(l); err != nil {

@@ -74,6 +74,8 @@ func TestTriggerRefusals(t *testing.T) {
 		"version":        `{"v":2,"id":"x1","run":"r","steps":5,"sent_ms":1}`,
 		"unknown field":  `{"v":1,"id":"x1","run":"r","steps":5,"sent_ms":1,"rm":"-rf"}`,
 		"trailing":       ok + `{}`,
+		"trailing brace": ok + `}`,
+		"trailing text":  ok + ` x`,
 		"no run":         `{"v":1,"id":"x1","steps":5,"sent_ms":1}`,
 		"bad id":         `{"v":1,"id":"../x","run":"r","steps":5,"sent_ms":1}`,
 		"no length":      `{"v":1,"id":"x1","run":"r","sent_ms":1}`,
