@@ -17,7 +17,7 @@ import (
 	"github.com/trainscope/trainscope/bench/corpus"
 	"github.com/trainscope/trainscope/gpu"
 	"github.com/trainscope/trainscope/ingest"
-	"github.com/trainscope/trainscope/ingest/watch"
+	"github.com/trainscope/trainscope/internal/config"
 	"github.com/trainscope/trainscope/internal/server"
 	"github.com/trainscope/trainscope/sql/duck"
 )
@@ -84,13 +84,13 @@ func agentServer(ctx context.Context, t *testing.T) *server.Server {
 	t.Setenv("TRAINSCOPE_NATS_LISTEN", "127.0.0.1:0")
 	t.Setenv("TRAINSCOPE_AGENT_POLL", "50ms")
 	t.Setenv("TRAINSCOPE_AGENT_SETTLE", "100ms")
-	cfg, err := loadConfig("")
+	cfg, err := config.Load("")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Serve.DataDir, cfg.Serve.HTTP, cfg.Serve.Flight = t.TempDir(), "127.0.0.1:0", ""
 	cfg.Serve.Quiet = 200 * time.Millisecond
-	srv, err := server.Start(ctx, &cfg.Config, mustSet(t), t.Logf)
+	srv, err := server.Start(ctx, cfg, mustSet(t), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,32 +269,5 @@ func TestAgentWatchesRunFolders(t *testing.T) {
 	}
 	if log, code := agent("--runs-in", root, "--run", "x"); code != 2 || !strings.Contains(log, "without --run") {
 		t.Errorf("--runs-in with --run: exit %d: %s", code, log)
-	}
-}
-
-// In --runs-in mode the GPU counters go to the run whose folder changed
-// last, and none to a run before any folder exists.
-func TestRunFoldersLatest(t *testing.T) {
-	root := t.TempDir()
-	rf := &runFolders{root: root, started: map[string]bool{}, logf: t.Logf,
-		publishFor: func(string) watch.Publisher {
-			return func(context.Context, string) error { return nil }
-		}, base: watch.Config{Poll: time.Second, Settle: time.Second, GiveUp: time.Minute}}
-	ctx := context.Background()
-	if err := rf.scan(ctx, true); err != nil || rf.Latest() != "" {
-		t.Fatalf("empty root: latest %q, %v", rf.Latest(), err)
-	}
-	old := time.Now().Add(-time.Hour)
-	for i, run := range []string{"old-job", "new-job", "mid-job"} {
-		d := filepath.Join(root, run)
-		os.MkdirAll(d, 0o755)
-		mod := old.Add(time.Duration([]int{0, 30, 10}[i]) * time.Minute)
-		os.Chtimes(d, mod, mod)
-	}
-	if err := rf.scan(ctx, true); err != nil {
-		t.Fatal(err)
-	}
-	if got := rf.Latest(); got != "new-job" {
-		t.Errorf("latest %q, want new-job", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainscope/trainscope/internal/config"
 	"github.com/trainscope/trainscope/internal/server"
 	"github.com/trainscope/trainscope/sql/archive/s3fake"
 	"github.com/trainscope/trainscope/sql/duck"
@@ -110,13 +111,13 @@ func TestArchiveInABucketEndToEnd(t *testing.T) {
 	if len(keys) < 8 || !strings.HasPrefix(keys[0], "prod/") {
 		t.Fatalf("bucket holds %v", keys)
 	}
-	cfg, err := loadConfig(conf)
+	cfg, err := config.Load(conf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Serve.DataDir, cfg.Serve.HTTP, cfg.Serve.Flight = t.TempDir(), "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Serve.Archive, cfg.Serve.QueryOnly = "s3://fleet/prod", true
-	qn, err := server.StartQueryNode(ctx, &cfg.Config, t.Logf)
+	qn, err := server.StartQueryNode(ctx, cfg, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

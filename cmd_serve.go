@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"time"
 
-	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/internal/cli"
+	"github.com/trainscope/trainscope/internal/config"
 	"github.com/trainscope/trainscope/internal/server"
-	"github.com/trainscope/trainscope/sql/archive"
 	"github.com/trainscope/trainscope/stream/transport"
 )
 
@@ -66,94 +64,27 @@ Flags:
 `
 
 func runServe(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs := flagSet("serve", serveHelp, errOut)
-	configPath := fs.String("config", "", "config file (YAML, TOML or JSON); also TRAINSCOPE_CONFIG")
-	dataDir := fs.String("data-dir", "", "folder for the database, JetStream storage and reports (default "+defaultServe.DataDir+")")
-	httpAddr := fs.String("http", "", "HTTP address for /healthz, /metrics and reports (default "+defaultServe.HTTP+")")
-	flightAddr := fs.String("flight", "", "Flight SQL address, or 'off' (default "+defaultServe.Flight+")")
-	natsURL := fs.String("nats-url", "", "use this NATS cluster instead of the embedded server")
-	natsListen := fs.String("nats-listen", "", "embedded NATS client address (default "+transport.DefaultNATS.Listen+")")
-	quiet := fs.Duration("quiet", 0, "analyze a run once it has received nothing this long (default 2s)")
-	archiveDir := fs.String("archive", "", "fleet archive, a folder or s3://bucket/prefix: write every analysed run there as Parquet (serve.archive)")
-	queryOnly := fs.Bool("query-only", false, "serve Flight SQL over the --archive of every ingestor; no NATS, ingestor or detectors")
-	threads := threadsFlag(fs)
-	insecure := fs.Bool("insecure", false, "listen beyond loopback without authentication (serve.insecure): anyone who reaches the ports may publish and read")
-	if err := parseFlags(fs, args, out); err != nil {
+	var f server.Flags
+	fs := cli.FlagSet("serve", serveHelp, errOut)
+	fs.StringVar(&f.Config, "config", "", configHelp)
+	fs.StringVar(&f.DataDir, "data-dir", "", "folder for the database, JetStream storage and reports (default "+defaultServe.DataDir+")")
+	fs.StringVar(&f.HTTP, "http", "", "HTTP address for /healthz, /metrics and reports (default "+defaultServe.HTTP+")")
+	fs.StringVar(&f.Flight, "flight", "", "Flight SQL address, or 'off' (default "+defaultServe.Flight+")")
+	fs.StringVar(&f.NATSURL, "nats-url", "", "use this NATS cluster instead of the embedded server")
+	fs.StringVar(&f.NATSListen, "nats-listen", "", "embedded NATS client address (default "+transport.DefaultNATS.Listen+")")
+	fs.DurationVar(&f.Quiet, "quiet", 0, "analyze a run once it has received nothing this long (default 2s)")
+	fs.StringVar(&f.Archive, "archive", "", "fleet archive, a folder or s3://bucket/prefix: write every analysed run there as Parquet (serve.archive)")
+	fs.BoolVar(&f.QueryOnly, "query-only", false, "serve Flight SQL over the --archive of every ingestor; no NATS, ingestor or detectors")
+	cli.ThreadsVar(fs, &f.Threads)
+	fs.BoolVar(&f.Insecure, "insecure", false, "listen beyond loopback without authentication (serve.insecure): anyone who reaches the ports may publish and read")
+	if err := cli.Parse(fs, args, out); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return &usageError{"serve: takes no arguments (see 'trainscope serve --help')"}
+		return cli.Usage("serve: takes no arguments (see 'trainscope serve --help')")
 	}
-	cfg, err := loadConfig(*configPath)
-	if err != nil {
-		return err
-	}
-	if err := cfg.applyThreads("serve", *threads); err != nil {
-		return err
-	}
-	override(&cfg.Serve.DataDir, *dataDir)
-	override(&cfg.Serve.HTTP, *httpAddr)
-	override(&cfg.Serve.Flight, *flightAddr)
-	if cfg.Serve.Flight == "off" {
-		cfg.Serve.Flight = ""
-	}
-	override(&cfg.NATS.URL, *natsURL)
-	if *insecure {
-		cfg.Serve.Insecure = true
-	}
-	override(&cfg.Serve.Archive, *archiveDir)
-	if *queryOnly {
-		cfg.Serve.QueryOnly = true
-	}
-	override(&cfg.NATS.Listen, *natsListen)
-	if *quiet > 0 {
-		cfg.Serve.Quiet = *quiet
-		cfg.Serve.Timeout = max(cfg.Serve.Timeout, *quiet)
-	}
-	if err := cfg.Validate(); err != nil {
-		return &usageError{"serve: " + err.Error()}
-	}
-	set, err := detectors.NewSet(cfg.DetectorsConfig())
-	if err != nil {
-		return &inputError{err}
-	}
-	logf := func(format string, a ...any) {
-		fmt.Fprintf(errOut, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, a...))
-	}
-	if cfg.Serve.QueryOnly {
-		srv, err := server.StartQueryNode(ctx, &cfg.Config, logf, server.WithVersion(version))
-		if err != nil {
-			return err
-		}
-		logf("query node: Flight SQL %s, HTTP http://%s over the archive %s", orOff(srv.FlightAddr()), srv.HTTPAddr(), cfg.Serve.Archive)
-		<-ctx.Done()
-		logf("stopping")
-		return srv.Shutdown()
-	}
-	srv, err := server.Start(ctx, &cfg.Config, set, logf, server.WithVersion(version))
-	if err != nil {
-		return err
-	}
-	logf("serving: NATS %s, Flight SQL %s, HTTP http://%s (data in %s)", srv.NATSURL(), orOff(srv.FlightAddr()), srv.HTTPAddr(), cfg.Serve.DataDir)
-	<-ctx.Done()
-	logf("stopping")
-	return srv.Shutdown()
+	return server.Run(ctx, f, errOut, server.WithVersion(version))
 }
 
-func override(dst *string, v string) {
-	if v != "" {
-		*dst = v
-	}
-}
-
-func orOff(s string) string {
-	if s == "" {
-		return "off"
-	}
-	return s
-}
-
-// archiveTarget is server.ArchiveTarget, for analyze --archive.
-func archiveTarget(cfg *Config, dataDir string) (string, func(context.Context, string, archive.Written) error, error) {
-	return server.ArchiveTarget(&cfg.Config, dataDir)
-}
+// defaultServe is the default serve section, for flags' help texts.
+var defaultServe = config.Default().Serve

@@ -2,17 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"os"
-	"strings"
 
-	"github.com/apache/arrow-go/v18/arrow"
-
-	"github.com/trainscope/trainscope/sql/duck"
-	"github.com/trainscope/trainscope/sql/flightsrv"
-	"github.com/trainscope/trainscope/sql/rowfmt"
+	"github.com/trainscope/trainscope/internal/cli"
+	"github.com/trainscope/trainscope/internal/query"
 )
 
 const sqlHelp = `Usage: trainscope sql (--db FILE | --server ADDR) [--format table|csv|json] "SELECT ..."
@@ -63,84 +57,17 @@ Flags:
 `
 
 func runSQL(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs := flagSet("sql", sqlHelp, errOut)
-	db := fs.String("db", "", "database file written by analyze --db")
-	server := fs.String("server", "", "host:port of a running 'trainscope serve' Flight SQL endpoint")
-	format := fs.String("format", "table", "output format: table, csv or json")
-	var dialer flightsrv.Dialer
-	fs.StringVar(&dialer.Token, "token", os.Getenv("TRAINSCOPE_TOKEN"), "bearer token for --server (default: TRAINSCOPE_TOKEN)")
-	fs.StringVar(&dialer.CAFile, "ca", "", "CA certificate (PEM) to verify --server's TLS certificate")
-	fs.StringVar(&dialer.CertFile, "cert", "", "client certificate (PEM) for a --server that requires one")
-	fs.StringVar(&dialer.KeyFile, "key", "", "client key (PEM) for --cert")
-	if err := parseFlags(fs, args, out); err != nil {
+	fs := cli.FlagSet("sql", sqlHelp, errOut)
+	var o query.Options
+	fs.StringVar(&o.DB, "db", "", "database file written by analyze --db")
+	fs.StringVar(&o.Server, "server", "", "host:port of a running 'trainscope serve' Flight SQL endpoint")
+	fs.StringVar(&o.Format, "format", "table", "output format: table, csv or json")
+	fs.StringVar(&o.Dialer.Token, "token", os.Getenv("TRAINSCOPE_TOKEN"), "bearer token for --server (default: TRAINSCOPE_TOKEN)")
+	fs.StringVar(&o.Dialer.CAFile, "ca", "", "CA certificate (PEM) to verify --server's TLS certificate")
+	fs.StringVar(&o.Dialer.CertFile, "cert", "", "client certificate (PEM) for a --server that requires one")
+	fs.StringVar(&o.Dialer.KeyFile, "key", "", "client key (PEM) for --cert")
+	if err := cli.Parse(fs, args, out); err != nil {
 		return err
 	}
-	if (*db == "") == (*server == "") {
-		return &usageError{"sql: give exactly one of --db FILE (a database written by 'trainscope analyze --db FILE') or --server ADDR (a running 'trainscope serve')"}
-	}
-	if fs.NArg() == 0 {
-		return &usageError{"sql: give a query, or '-' to read it from stdin"}
-	}
-	switch *format {
-	case "table", "csv", "json":
-	default:
-		return &usageError{fmt.Sprintf("sql: --format %q: want table, csv or json", *format)}
-	}
-	query := strings.Join(fs.Args(), " ")
-	if query == "-" {
-		b, err := io.ReadAll(os.Stdin)
-		if err != nil {
-			return err
-		}
-		query = string(b)
-	}
-	if *server != "" {
-		var w *rowfmt.Writer
-		err := dialer.Stream(ctx, *server, query, func(schema *arrow.Schema, rec arrow.RecordBatch) error {
-			if w == nil {
-				cols := make([]string, schema.NumFields())
-				for i, f := range schema.Fields() {
-					cols[i] = f.Name
-				}
-				w = rowfmt.NewWriter(cols, *format, out)
-			}
-			if rec == nil {
-				return nil
-			}
-			for r := 0; r < int(rec.NumRows()); r++ {
-				row := make([]any, rec.NumCols())
-				for c := range row {
-					row[c] = rowfmt.ArrowValue(rec.Column(c), r)
-				}
-				if err := w.Row(row); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if w != nil {
-			// what arrived is printed, even when the server stopped early
-			if cerr := w.Close(); err == nil {
-				err = cerr
-			}
-		}
-		if errors.Is(err, flightsrv.ErrNoServer) {
-			return err // not the query's fault: exit 1
-		}
-		if err != nil {
-			return &inputError{err}
-		}
-		return nil
-	}
-	st, err := duck.Open(ctx, *db, duck.Options{ReadOnly: true})
-	if err != nil {
-		return &inputError{err}
-	}
-	defer st.Close()
-	rows, err := st.Query(ctx, query)
-	if err != nil {
-		return &inputError{fmt.Errorf("query: %w", err)}
-	}
-	defer rows.Close()
-	return rowfmt.WriteSQL(rows, *format, out)
+	return query.Run(ctx, fs.Args(), o, out)
 }

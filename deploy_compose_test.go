@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/trainscope/trainscope/internal/config"
 	"sigs.k8s.io/yaml"
 )
 
@@ -238,7 +239,7 @@ func hostPath(t *testing.T, dir string, s composeService, target string) string 
 // validConfig loads a config file as serve would and fails the test
 // unless it passes validation. mounts are pairs of a path in the
 // container and the file here that is mounted there (a secret).
-func validConfig(t *testing.T, path string, mounts ...string) *Config {
+func validConfig(t *testing.T, path string, mounts ...string) *config.Config {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -253,7 +254,7 @@ func validConfig(t *testing.T, path string, mounts ...string) *Config {
 	if err := os.WriteFile(here, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := loadConfig(here)
+	cfg, err := config.Load(here)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trainscope/trainscope/internal/config"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -231,7 +232,7 @@ func TestDeployK8s(t *testing.T) {
 		{"query", query.Spec.Template.Labels, query.Spec.Template.Spec, nil},
 		{"agent", agent.Spec.Template.Labels, agent.Spec.Template.Spec, nil},
 	}
-	configs := map[string]*Config{}
+	configs := map[string]*config.Config{}
 	for _, w := range loads {
 		volumes := map[string]corev1.Volume{}
 		for _, v := range w.pod.Volumes {

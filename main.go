@@ -4,19 +4,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"os/signal"
 	"runtime/pprof"
-	"sort"
-	"strings"
-	"sync"
-	"syscall"
-	"time"
+	"slices"
 
-	"github.com/trainscope/trainscope/internal/config"
+	"github.com/trainscope/trainscope/internal/cli"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -43,24 +38,20 @@ var commands = map[string]command{
 	"version":    {runVersion, "print the version"},
 }
 
-// usageError is a mistake on the command line; it exits with code 2.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-// inputError is bad input data; it exits with code 2.
-type inputError struct{ err error }
-
-func (e *inputError) Error() string { return e.err.Error() }
-func (e *inputError) Unwrap() error { return e.err }
+// Flag helps several commands share.
+const (
+	configHelp    = "config file (YAML, TOML or JSON); also TRAINSCOPE_CONFIG"
+	detectorsHelp = "extra folder of .sql detectors (repeatable)"
+	fullHelp      = "markdown: append every metric table and every finding in full (JSON and HTML always have them)"
+	formatHelp    = "report format: md, json or html (one self-contained page)"
+	quietHelp     = "no progress on stderr"
+	outHelp       = "write the report to this file instead of stdout"
+	rankHelp      = "rank for a trace that names none in distributedInfo or its file name"
+)
 
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "trainscope — why is this training job slow, and what should change?\n\nUsage:\n  trainscope <command> [flags] [args]\n\nCommands:\n")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(commands))
 	width := 0
 	for _, n := range names {
 		width = max(width, len(n))
@@ -72,7 +63,7 @@ func usage(w io.Writer) {
 }
 
 func main() {
-	ctx, stop := signalContext()
+	ctx, stop := cli.SignalContext()
 	// TRAINSCOPE_CPUPROFILE=FILE writes a Go CPU profile of the command
 	// (see bench/README.md).
 	if path := os.Getenv("TRAINSCOPE_CPUPROFILE"); path != "" {
@@ -87,125 +78,6 @@ func main() {
 	os.Exit(code)
 }
 
-// signalContext is cancelled by SIGINT or SIGTERM (its cause an
-// *interrupted): long-running commands (serve, agent) stop cleanly on
-// either, the others stop what they read and exit 128+signal. A second
-// signal ends the process at once; so does the first when the command has
-// not returned signalGrace after it (one stuck in a read that ignores the
-// context). serve and agent, which take the time a clean stop needs, are
-// ended only by a second signal. TRAINSCOPE_SIGNAL_GRACE (a duration; 0:
-// wait for a second signal) changes the grace. stop releases the signals.
-func signalContext() (context.Context, context.CancelFunc) {
-	grace := signalGrace
-	if v := os.Getenv("TRAINSCOPE_SIGNAL_GRACE"); v != "" {
-		if d, err := time.ParseDuration(v); err == nil {
-			grace = max(d, 0)
-		}
-	}
-	sw := &signalWatch{grace: grace, errOut: os.Stderr, exit: os.Exit, after: time.After}
-	ctx, cancel := context.WithCancelCause(context.WithValue(context.Background(), signalKey{}, sw))
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-	done := make(chan struct{})
-	go sw.watch(ch, done, cancel)
-	var once sync.Once
-	return ctx, func() {
-		once.Do(func() {
-			signal.Stop(ch)
-			close(done)
-			cancel(context.Canceled)
-		})
-	}
-}
-
-// signalGrace is how long a command other than serve and agent has, after
-// the first SIGINT or SIGTERM, to stop on its own.
-const signalGrace = 3 * time.Second
-
-// stopsOnItsOwn are the commands a first signal only asks to stop: they
-// drain and save what they hold, however long that takes.
-var stopsOnItsOwn = map[string]bool{"serve": true, "agent": true}
-
-type signalKey struct{}
-
-// signalWatch ends the process on the signals that its command did not
-// stop on.
-type signalWatch struct {
-	mu      sync.Mutex
-	command string
-	grace   time.Duration // 0: only a second signal forces the exit
-	errOut  io.Writer
-	exit    func(code int)
-	after   func(time.Duration) <-chan time.Time
-}
-
-// running says which command runs now, and so how long it has to stop.
-func (w *signalWatch) running(name string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.command = name
-	if stopsOnItsOwn[name] {
-		w.grace = 0
-	}
-}
-
-// watch cancels the context on the first signal, then exits on a second
-// one or when the grace is over, unless done closes first.
-func (w *signalWatch) watch(ch <-chan os.Signal, done <-chan struct{}, cancel context.CancelCauseFunc) {
-	var sig os.Signal
-	select {
-	case sig = <-ch:
-	case <-done:
-		return
-	}
-	cause := &interrupted{sig}
-	cancel(cause)
-	w.mu.Lock()
-	name, grace := w.command, w.grace
-	w.mu.Unlock()
-	if name == "" {
-		name = "trainscope"
-	}
-	fmt.Fprintf(w.errOut, "trainscope: %s: stopping (a second signal exits at once)\n", cause)
-	var timeout <-chan time.Time
-	if grace > 0 {
-		timeout = w.after(grace)
-	}
-	select {
-	case again := <-ch:
-		fmt.Fprintf(w.errOut, "trainscope: %s again (%s): exiting now\n", cause, signalName(again))
-	case <-timeout:
-		fmt.Fprintf(w.errOut, "trainscope: %s: %s did not stop within %s; exiting\n", cause, name, grace)
-	case <-done:
-		return
-	}
-	w.exit(cause.code())
-}
-
-// interrupted is the cause of a context a signal cancelled.
-type interrupted struct{ sig os.Signal }
-
-func (e *interrupted) Error() string { return "interrupted by " + signalName(e.sig) }
-
-// code is the exit status of a process the signal ended: 128+signal, as a
-// shell reports one (130 for SIGINT, 143 for SIGTERM).
-func (e *interrupted) code() int {
-	if s, ok := e.sig.(syscall.Signal); ok {
-		return 128 + int(s)
-	}
-	return 130
-}
-
-func signalName(sig os.Signal) string {
-	switch sig {
-	case os.Interrupt:
-		return "SIGINT"
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	}
-	return sig.String()
-}
-
 func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 	if len(args) == 0 {
 		usage(errOut)
@@ -216,7 +88,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 	case "help", "-h", "--help":
 		if len(args) > 1 {
 			if c, ok := commands[args[1]]; ok {
-				return exitCode(c.run(ctx, []string{"--help"}, out, errOut), errOut)
+				return cli.ExitCode(c.run(ctx, []string{"--help"}, out, errOut), errOut)
 			}
 		}
 		usage(out)
@@ -230,40 +102,9 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 		usage(errOut)
 		return 2
 	}
-	if sw, ok := ctx.Value(signalKey{}).(*signalWatch); ok {
-		sw.running(name)
-	}
-	err := c.run(ctx, args[1:], out, errOut)
-	var in *interrupted
-	if err != nil && !errors.Is(err, errHelp) && errors.As(context.Cause(ctx), &in) {
-		// what the command says is the cancellation, not its cause
-		fmt.Fprintf(errOut, "trainscope: %s: %s\n", in, strings.TrimSpace(err.Error()))
-		return in.code()
-	}
-	return exitCode(err, errOut)
+	cli.Running(ctx, name)
+	return cli.Exit(ctx, c.run(ctx, args[1:], out, errOut), errOut)
 }
-
-// exitCode prints err as one line and maps it to the exit status: 0 ok,
-// 2 bad usage, bad input or a bad config, 1 anything else.
-func exitCode(err error, errOut io.Writer) int {
-	if err == nil {
-		return 0
-	}
-	if errors.Is(err, errHelp) {
-		return 0
-	}
-	msg := strings.TrimSpace(err.Error())
-	fmt.Fprintf(errOut, "trainscope: %s\n", msg)
-	var ue *usageError
-	var ie *inputError
-	var ce *config.Error
-	if errors.As(err, &ue) || errors.As(err, &ie) || errors.As(err, &ce) {
-		return 2
-	}
-	return 1
-}
-
-var errHelp = errors.New("help requested")
 
 func runVersion(_ context.Context, args []string, out, _ io.Writer) error {
 	if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {

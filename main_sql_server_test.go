@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trainscope/trainscope/internal/cli"
 	"github.com/trainscope/trainscope/sql/duck"
 	"github.com/trainscope/trainscope/sql/flightsrv"
 )
@@ -128,7 +129,7 @@ func TestSQLServerRefusals(t *testing.T) {
 			continue
 		}
 		var errOut bytes.Buffer
-		if code := exitCode(err, &errOut); code != 2 || !strings.HasPrefix(errOut.String(), "trainscope: ") {
+		if code := cli.ExitCode(err, &errOut); code != 2 || !strings.HasPrefix(errOut.String(), "trainscope: ") {
 			t.Errorf("%q: exit %d, stderr %q; want 2", q, code, errOut.String())
 		}
 	}
@@ -144,13 +145,13 @@ func TestSQLServerFlags(t *testing.T) {
 		{"--db", "x.duckdb", "--server", "localhost:1", "SELECT 1"},
 	} {
 		_, _, err := runSQLArgs(args...)
-		var ue *usageError
+		var ue *cli.UsageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "exactly one of --db FILE") || !strings.Contains(err.Error(), "--server ADDR") {
 			t.Errorf("%v: %v, want a usage error naming both flags", args, err)
 		}
 	}
 	out, _, err := runSQLArgs("--help")
-	if err != errHelp || !strings.Contains(out, "--server ADDR") || !strings.Contains(out, "trainscope sql --server ") {
+	if err != cli.ErrHelp || !strings.Contains(out, "--server ADDR") || !strings.Contains(out, "trainscope sql --server ") {
 		t.Errorf("help: %v\n%s", err, out)
 	}
 

@@ -16,6 +16,7 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/trainscope/trainscope/internal/config"
 	"github.com/trainscope/trainscope/internal/server"
 )
 
@@ -101,7 +102,7 @@ func TestServeOnANATSCluster(t *testing.T) {
 	srvs := map[string]*server.Server{}
 	start := func(name string) {
 		t.Helper()
-		cfg, err := loadConfig("")
+		cfg, err := config.Load("")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +110,7 @@ func TestServeOnANATSCluster(t *testing.T) {
 		cfg.NATS.URL = natsURL
 		cfg.Stream.Partitions, cfg.Stream.Replicas = 4, 3
 		cfg.Ingest.Member, cfg.Ingest.Lease, cfg.Ingest.AckWait = name, 3*time.Second, 5*time.Second
-		srv, err := server.Start(ctx, &cfg.Config, mustSet(t), t.Logf, server.WithClock(clocks[name].Now, clocks[name].ticks))
+		srv, err := server.Start(ctx, cfg, mustSet(t), t.Logf, server.WithClock(clocks[name].Now, clocks[name].ticks))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -228,12 +229,12 @@ func TestServeOnANATSCluster(t *testing.T) {
 	})
 
 	// the query node over the archive answers as analyze does
-	qcfg, err := loadConfig("")
+	qcfg, err := config.Load("")
 	if err != nil {
 		t.Fatal(err)
 	}
 	qcfg.Serve.HTTP, qcfg.Serve.Flight, qcfg.Serve.Archive, qcfg.Serve.QueryOnly = "127.0.0.1:0", "127.0.0.1:0", arch, true
-	qn, err := server.StartQueryNode(ctx, &qcfg.Config, t.Logf)
+	qn, err := server.StartQueryNode(ctx, qcfg, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func TestServeQueryNodeLockedDown(t *testing.T) {
 	os.WriteFile(secret, []byte("k,v\nkey,hunter2\n"), 0o600)
 	cfg := serveConfig(t)
 	cfg.Serve.Archive, cfg.Serve.QueryOnly = arch, true
-	qn, err := server.StartQueryNode(ctx, &cfg.Config, t.Logf)
+	qn, err := server.StartQueryNode(ctx, cfg, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestServeQueryNodeLockedDown(t *testing.T) {
 // and nothing else; its settings stay the ingestor's to change.
 func TestServeDatabaseLockedDown(t *testing.T) {
 	cfg := serveConfig(t)
-	srv, err := server.Start(context.Background(), &cfg.Config, mustSet(t), t.Logf)
+	srv, err := server.Start(context.Background(), cfg, mustSet(t), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

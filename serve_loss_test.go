@@ -130,7 +130,7 @@ func TestServeReportsDiscardedBatches(t *testing.T) {
 	}
 	cfg.Stream.MaxBytes = sc.MaxBytes
 	clk := newTestClock()
-	srv, err := server.Start(ctx, &cfg.Config, mustSet(t), logf, server.WithClock(clk.Now, clk.ticks))
+	srv, err := server.Start(ctx, cfg, mustSet(t), logf, server.WithClock(clk.Now, clk.ticks))
 	if err != nil {
 		t.Fatal(err)
 	}

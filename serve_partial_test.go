@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trainscope/trainscope/ingest"
+	"github.com/trainscope/trainscope/internal/config"
 	"github.com/trainscope/trainscope/internal/server"
 	"github.com/trainscope/trainscope/stream/transport"
 )
@@ -30,7 +31,7 @@ func TestServePartialReportWhileRedeliveryPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nats.Stop()
-	cfg, err := loadConfig("")
+	cfg, err := config.Load("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func TestServePartialReportWhileRedeliveryPending(t *testing.T) {
 	}
 
 	clk := newTestClock()
-	srv, err := server.Start(ctx, &cfg.Config, mustSet(t), t.Logf, server.WithClock(clk.Now, clk.ticks))
+	srv, err := server.Start(ctx, cfg, mustSet(t), t.Logf, server.WithClock(clk.Now, clk.ticks))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainscope/trainscope/internal/config"
 	"github.com/trainscope/trainscope/internal/server"
 	"github.com/trainscope/trainscope/stream/transport"
 )
@@ -30,7 +31,7 @@ func TestServeIngestorsSharePartitions(t *testing.T) {
 	var srvs []*server.Server
 	var clocks []*testClock
 	for _, name := range []string{"ing-a", "ing-b"} {
-		cfg, err := loadConfig("")
+		cfg, err := config.Load("")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,7 +39,7 @@ func TestServeIngestorsSharePartitions(t *testing.T) {
 		cfg.NATS.URL = nats.URL()
 		cfg.Stream.Partitions, cfg.Ingest.Member, cfg.Ingest.Lease = 4, name, time.Second
 		clk := newTestClock()
-		srv, err := server.Start(ctx, &cfg.Config, mustSet(t), t.Logf, server.WithClock(clk.Now, clk.ticks))
+		srv, err := server.Start(ctx, cfg, mustSet(t), t.Logf, server.WithClock(clk.Now, clk.ticks))
 		if err != nil {
 			t.Fatal(err)
 		}

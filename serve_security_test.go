@@ -15,15 +15,16 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/trainscope/trainscope/internal/config"
 	"github.com/trainscope/trainscope/internal/server"
 	"github.com/trainscope/trainscope/sql/flightsrv"
 	"github.com/trainscope/trainscope/stream/transport"
 )
 
-func serveConfig(t *testing.T) *Config {
+func serveConfig(t *testing.T) *config.Config {
 	t.Helper()
 	t.Setenv("TRAINSCOPE_NATS_LISTEN", "127.0.0.1:0")
-	cfg, err := loadConfig("")
+	cfg, err := config.Load("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func TestServeAuthenticates(t *testing.T) {
 	os.WriteFile(tokenFile, []byte("t0ken\n"), 0o600)
 	cfg.Serve.Auth.TokenFile = tokenFile
 	cfg.NATS.Server.User, cfg.NATS.Server.Password = "agent", "agent-pw"
-	srv, err := server.Start(ctx, &cfg.Config, mustSet(t), t.Logf)
+	srv, err := server.Start(ctx, cfg, mustSet(t), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestServeIngestConsumerDeleted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cfg := serveConfig(t)
-	srv, err := server.Start(ctx, &cfg.Config, mustSet(t), t.Logf)
+	srv, err := server.Start(ctx, cfg, mustSet(t), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

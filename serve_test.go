@@ -24,6 +24,8 @@ import (
 	"github.com/trainscope/trainscope/bench/corpus"
 	"github.com/trainscope/trainscope/detectors"
 	"github.com/trainscope/trainscope/ingest"
+	"github.com/trainscope/trainscope/internal/cli"
+	"github.com/trainscope/trainscope/internal/config"
 	"github.com/trainscope/trainscope/internal/server"
 	"github.com/trainscope/trainscope/sql/duck"
 	"github.com/trainscope/trainscope/stream/transport"
@@ -33,7 +35,7 @@ import (
 // kill tests start it as a child process and SIGKILL it.
 func TestMain(m *testing.M) {
 	if os.Getenv("TRAINSCOPE_AS_MAIN") == "1" {
-		ctx, stop := signalContext()
+		ctx, stop := cli.SignalContext()
 		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 		stop()
 		os.Exit(code)
@@ -53,7 +55,7 @@ func TestServePublishReport(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	t.Setenv("TRAINSCOPE_NATS_LISTEN", "127.0.0.1:0")
-	cfg, err := loadConfig("")
+	cfg, err := config.Load("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +64,7 @@ func TestServePublishReport(t *testing.T) {
 	// (TestServeSurvivesSIGKILL also keeps them in DuckDB)
 	cfg.Serve.Staged = true
 	clk := newTestClock()
-	srv, err := server.Start(ctx, &cfg.Config, mustSet(t), t.Logf, server.WithClock(clk.Now, clk.ticks))
+	srv, err := server.Start(ctx, cfg, mustSet(t), t.Logf, server.WithClock(clk.Now, clk.ticks))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/trainscope/trainscope/internal/config"
 	"github.com/trainscope/trainscope/internal/server"
 )
 
@@ -74,7 +74,7 @@ func TestThreadsRefused(t *testing.T) {
 		t.Errorf("TRAINSCOPE_THREADS=-3: exit %d, %q", code, errOut)
 	}
 	t.Setenv("TRAINSCOPE_THREADS", "192")
-	cfg, err := loadConfig("")
+	cfg, err := config.Load("")
 	if err != nil || cfg.Cores() != 192 || cfg.DuckThreads() != 192 {
 		t.Errorf("TRAINSCOPE_THREADS=192: cores %d (%v)", cfg.Cores(), err)
 	}
@@ -93,14 +93,14 @@ func TestServeThreads(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			t.Setenv("TRAINSCOPE_NATS_LISTEN", "127.0.0.1:0")
-			cfg, err := loadConfig("")
+			cfg, err := config.Load("")
 			if err != nil {
 				t.Fatal(err)
 			}
 			cfg.Serve.DataDir, cfg.Serve.HTTP, cfg.Serve.Flight = t.TempDir(), "127.0.0.1:0", ""
 			cfg.Threads = n
 			clk := newTestClock()
-			srv, err := server.Start(ctx, &cfg.Config, mustSet(t), t.Logf, server.WithClock(clk.Now, clk.ticks))
+			srv, err := server.Start(ctx, cfg, mustSet(t), t.Logf, server.WithClock(clk.Now, clk.ticks))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,24 +126,5 @@ func TestServeThreads(t *testing.T) {
 				t.Errorf("served with threads %d differs from analyze --threads 2:\n%s\n---\n%s", n, head(got, 20), head(want, 20))
 			}
 		})
-	}
-}
-
-// The detector phase shows progress: a line when it starts, one at most a
-// second (the clock is the test's), and one when every detector is done.
-func TestDetectorProgress(t *testing.T) {
-	var b bytes.Buffer
-	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	p := detectorProgress(&b, 63, 16, func() time.Time { return clock })
-	for done := 1; done <= 63; done++ {
-		clock = clock.Add(100 * time.Millisecond)
-		p(done, 63)
-	}
-	want := "running 63 detectors, up to 16 at a time\n" +
-		"detectors: 10 of 63 done\ndetectors: 20 of 63 done\ndetectors: 30 of 63 done\n" +
-		"detectors: 40 of 63 done\ndetectors: 50 of 63 done\ndetectors: 60 of 63 done\n" +
-		"detectors: 63 of 63 done in 6.3s\n"
-	if b.String() != want {
-		t.Errorf("progress:\n%s\nwant:\n%s", b.String(), want)
 	}
 }

@@ -137,7 +137,7 @@ func TestServeNATSPermissionMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.NATS.Server.NKeys = []string{pub}
-	srv, err := server.Start(ctx, &cfg.Config, mustSet(t), t.Logf)
+	srv, err := server.Start(ctx, cfg, mustSet(t), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestServeNATSClientCertIsPublisher(t *testing.T) {
 	cfg := serveConfig(t)
 	cfg.NATS.Server.TLS.Cert, cfg.NATS.Server.TLS.Key = write("srv.pem", srvCert), write("srv.key", srvKey)
 	cfg.NATS.Server.TLS.ClientCA = caFile
-	srv, err := server.Start(ctx, &cfg.Config, mustSet(t), t.Logf)
+	srv, err := server.Start(ctx, cfg, mustSet(t), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func StartQueryNode(parent context.Context, cfg *config.Config, logf func(string
 	dir := cfg.Serve.Archive
 	var remote *archive.Remote
 	if archive.IsRemote(dir) {
-		if remote, err = archive.NewRemote(dir, s3Options(cfg)); err != nil {
+		if remote, err = archive.NewRemote(dir, cfg.ArchiveS3()); err != nil {
 			return nil, &config.Error{Err: fmt.Errorf("serve.archive: %w", err)}
 		}
 		// the DuckDB here reads local files only: mirror the bucket
@@ -133,24 +133,3 @@ type noReports struct{}
 
 func (noReports) Report(string) *live.Report { return nil }
 func (noReports) List() []*live.Report       { return []*live.Report{} }
-
-// ArchiveTarget is where this process writes the archive (serve.archive):
-// the folder itself, or for an s3:// archive a staging folder under
-// dataDir whose files upload then copies to the bucket. An ingestor and
-// 'analyze --archive' write through it.
-func ArchiveTarget(cfg *config.Config, dataDir string) (dir string, upload func(context.Context, string, archive.Written) error, err error) {
-	loc := cfg.Serve.Archive
-	if !archive.IsRemote(loc) {
-		return loc, nil, nil
-	}
-	r, err := archive.NewRemote(loc, s3Options(cfg))
-	if err != nil {
-		return "", nil, &config.Error{Err: fmt.Errorf("serve.archive: %w", err)}
-	}
-	return filepath.Join(dataDir, "archive-staging"), r.Upload, nil
-}
-
-func s3Options(cfg *config.Config) archive.S3Options {
-	o := cfg.Serve.ArchiveS3
-	return archive.S3Options{Endpoint: o.Endpoint, Region: o.Region, Insecure: o.Insecure, AccessKey: o.AccessKey, SecretKey: o.SecretKey}
-}

@@ -167,7 +167,7 @@ func Start(parent context.Context, cfg *config.Config, set *detectors.Set, logf 
 	}
 	s.monitor = ingest.NewMonitor(cons, s.stats, durable,
 		func() (bool, string) { return s.nc.IsConnected(), s.nc.Status().String() }, nil)
-	archiveDir, upload, err := ArchiveTarget(cfg, cfg.Serve.DataDir)
+	archiveDir, upload, err := cfg.ArchiveTarget(cfg.Serve.DataDir)
 	if err != nil {
 		return nil, err
 	}

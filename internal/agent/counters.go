@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/trainscope/trainscope/gpu"
 	"github.com/trainscope/trainscope/ingest"
+	"github.com/trainscope/trainscope/internal/config"
 	"github.com/trainscope/trainscope/stream/transport"
 )
 
@@ -19,7 +20,8 @@ import (
 // watching, on a publisher of its own; stop ends it and publishes what is
 // left. Counters that cannot be sampled (no NVIDIA driver, a bad URL) are
 // said once: the agent goes on publishing traces.
-func startCounters(ctx context.Context, nc *nats.Conn, cfg *Config, n natsFlags, what string, period, flushAfter time.Duration, logf func(string, ...any), runOf func() string) (stop func()) {
+func startCounters(ctx context.Context, nc *nats.Conn, cfg *config.Config, n ConnOptions, co CounterOptions, logf func(string, ...any), runOf func() string) (stop func()) {
+	what, period, flushAfter := co.From, co.Period, co.Flush
 	var src ingest.CounterSource
 	var closeSrc func()
 	switch {
@@ -50,7 +52,7 @@ func startCounters(ctx context.Context, nc *nats.Conn, cfg *Config, n natsFlags,
 		logf("counters: %v; publishing traces without GPU counters", err)
 		return func() {}
 	}
-	loop := &ingest.CounterLoop{Src: src, P: pub, RunID: n.run, Host: n.host, RunOf: runOf,
+	loop := &ingest.CounterLoop{Src: src, P: pub, RunID: n.Run, Host: n.Host, RunOf: runOf,
 		FlushEvery: int(flushAfter / period), Warn: func(s string) { logf("%s", s) }}
 	ctx, cancel := context.WithCancel(ctx)
 	ticker := time.NewTicker(period)

@@ -1,4 +1,4 @@
-package main
+package agent
 
 import (
 	"context"
@@ -21,9 +21,7 @@ import (
 type runFolders struct {
 	root string
 	base watch.Config // Dir and StatePath are set per run
-	// publishFor makes the publisher of one run's traces.
-	publishFor func(run string) watch.Publisher
-	logf       func(format string, args ...any)
+	logf func(format string, args ...any)
 
 	mu      sync.Mutex
 	started map[string]bool
@@ -31,11 +29,20 @@ type runFolders struct {
 	wg      sync.WaitGroup
 }
 
+// Watch watches the run folders until ctx ends; with once, it publishes
+// what each holds now, then returns.
+func (r *runFolders) Watch(ctx context.Context, n Node, once bool) error {
+	if once {
+		return r.scan(ctx, n.Publish, true)
+	}
+	return r.run(ctx, n.Publish)
+}
+
 // scan starts a watcher on each new run folder (Once instead when once),
 // and notes the folder that changed last. With once, a folder whose files
 // failed (a corrupt trace, recorded as failed) does not stop the folders
 // after it: the error names every folder's failures at the end.
-func (r *runFolders) scan(ctx context.Context, once bool) error {
+func (r *runFolders) scan(ctx context.Context, publish PublishFunc, once bool) error {
 	entries, err := os.ReadDir(r.root)
 	if err != nil {
 		return err
@@ -76,7 +83,8 @@ func (r *runFolders) scan(ctx context.Context, once bool) error {
 		}
 		cfg := r.base
 		cfg.Dir, cfg.StatePath = filepath.Join(r.root, f.name), ""
-		pub := r.publishFor(f.name)
+		run := f.name
+		pub := func(ctx context.Context, path string) error { return publish(ctx, run, path) }
 		if once {
 			if err := watch.Once(ctx, cfg, pub, r.logf); err != nil {
 				if ctx.Err() != nil {
@@ -108,13 +116,13 @@ func (r *runFolders) Latest() string {
 }
 
 // run scans every poll until ctx ends, then waits for the watchers.
-func (r *runFolders) run(ctx context.Context) error {
+func (r *runFolders) run(ctx context.Context, publish PublishFunc) error {
 	r.started = map[string]bool{}
 	defer r.wg.Wait()
 	t := time.NewTicker(r.base.Poll)
 	defer t.Stop()
 	for {
-		if err := r.scan(ctx, false); err != nil {
+		if err := r.scan(ctx, publish, false); err != nil {
 			r.logf("%s: %v", r.root, err)
 		}
 		select {

@@ -1,6 +1,6 @@
 //go:build !linux && !darwin
 
-package main
+package analyze
 
 // peakMemory is not known on this system.
 func peakMemory() (int64, bool) { return 0, false }
