@@ -39,8 +39,18 @@ var importRules = []struct {
 	// renderers render the report they are given: no store
 	{"detectors/report/html", []string{"detectors", "detectors/mdfmt", "gpu", "stream"}},
 	{"detectors/...", []string{"detectors/...", "sql/*", "gpu", "stream"}},
-	// the binary's own wiring (config, the server's composition) may
-	// import every package of ours; rootOnly says who may import it
+	// the commands' conventions (flags, exit codes, signals) know only
+	// the config
+	{"internal/cli", []string{"internal/config"}},
+	// the agent publishes and never diagnoses: no store, no detectors
+	{"internal/agent", []string{"internal/cli", "internal/config", "ingest", "ingest/*", "stream", "stream/transport", "gpu"}},
+	// the offline pipeline reads files into a store and runs the
+	// detectors: no NATS transport
+	{"internal/analyze", []string{"internal/cli", "internal/config", "ingest", "ingest/*", "sql/*", "detectors/...", "gpu", "stream"}},
+	{"internal/query", []string{"internal/cli", "sql/*"}},
+	// the rest of the binary's own wiring (config, the server's
+	// composition) may import every package of ours; rootOnly says who
+	// may import it
 	{"internal/...", []string{"internal/...", "stream/...", "gpu", "sql/...", "ingest/...", "detectors/..."}},
 }
 
@@ -48,9 +58,11 @@ var importRules = []struct {
 var testOnly = []string{"detectors/internal/testkit"}
 
 // rootOnly are the packages that only the root (the binary) imports: the
-// server's composition is the binary's to start, whatever other wiring
-// reads the config.
-var rootOnly = []string{"internal/server"}
+// server's composition and the commands' work (the offline pipeline, the
+// query) are the binary's to start, whatever other wiring reads the
+// config. internal/agent is not: a source of traces (an on-demand
+// capture) implements its agent.Source.
+var rootOnly = []string{"internal/server", "internal/analyze", "internal/query"}
 
 // matches says whether package path p (relative to the module) fits
 // pattern: "x" is x alone, "x/*" its subpackages, "x/..." x and them.
