@@ -36,8 +36,12 @@ var importRules = []struct {
 	// test support: builds traces and loads them with the readers; only
 	// tests import it (testOnly below)
 	{"detectors/internal/testkit", []string{"detectors/...", "ingest", "ingest/*", "sql/*", "gpu", "stream"}},
-	// renderers render the report they are given: no store
-	{"detectors/report/html", []string{"detectors", "detectors/mdfmt", "gpu", "stream"}},
+	// the report model and its renderers render the report they are
+	// given: no store, no detectors
+	{"detectors/report/html", []string{"detectors/report", "detectors/mdfmt", "gpu", "stream"}},
+	{"detectors/report", []string{"detectors/mdfmt", "gpu", "stream"}},
+	// the causes judge what they are given: no store, no detectors
+	{"detectors/causes", []string{"detectors/report", "detectors/mdfmt", "gpu", "stream"}},
 	{"detectors/...", []string{"detectors/...", "sql/*", "gpu", "stream"}},
 	// the commands' conventions (flags, exit codes, signals) know only
 	// the config

@@ -10,72 +10,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/trainscope/trainscope/detectors/causes"
 	"github.com/trainscope/trainscope/detectors/mdfmt"
+	"github.com/trainscope/trainscope/detectors/report"
 	"github.com/trainscope/trainscope/sql/duck"
 )
-
-// Charts are what the HTML report draws for one run: where each rank's
-// time goes, a timeline of one step with the collectives and the late
-// arrivals, and the kernels that take the most GPU time.
-type Charts struct {
-	RunID string
-	// Ranks is each rank's GPU time split as compute, collective
-	// transfer, collective wait, other non-compute work (copies) and idle;
-	// per step when PerStep, else over the analysed window.
-	Ranks   []RankTime
-	PerStep bool
-	// TotalRanks is how many ranks the run has (Ranks may show fewer).
-	TotalRanks int
-	// Timeline is one step of the run (nil without GPU work).
-	Timeline *Timeline
-	// Kernels are the kernels with the most GPU time, over all ranks.
-	Kernels []KernelTime
-	// Roofline is the unique operator calls against the GPU's roofs (nil
-	// without recorded shapes or a known GPU).
-	Roofline *RooflineChart
-}
-
-// RankTime is one rank's GPU time by what the GPU did.
-type RankTime struct {
-	Rank                                 int
-	Compute, Transfer, Wait, Other, Idle float64
-}
-
-// KernelTime is one kernel's total GPU time.
-type KernelTime struct {
-	Name, Class string
-	Count       int64
-	TotalNS     float64
-}
-
-// Timeline is one step of a run on aligned clocks: per rank, how busy its
-// GPU computed in each of Buckets equal slices, and its collectives.
-type Timeline struct {
-	Step       *int
-	Why        string // why this step was chosen
-	StartNS    int64
-	EndNS      int64
-	Buckets    int
-	Lanes      []Lane
-	TotalRanks int // ranks in the run (Lanes may show fewer)
-}
-
-// Lane is one rank's row of the timeline.
-type Lane struct {
-	Rank    int
-	Compute []float64 // share of each bucket with a compute kernel running
-	Colls   []CollBar
-}
-
-// CollBar is one collective on a rank: it arrived at StartNS, waited for
-// the last member until WaitEndNS and moved data until EndNS. Last marks
-// the member that arrived last and held the others up for BlockNS.
-type CollBar struct {
-	Name                    string
-	StartNS, WaitEndNS, End int64
-	Last                    bool
-	BlockNS                 int64
-}
 
 // MaxRankBars bounds the ranks drawn in the per-rank chart: the root
 // causes' ranks and those that waited longest for them first, then the
@@ -90,8 +29,8 @@ const timelineBuckets = 400
 
 // buildCharts gathers the charts of every run: the per-rank split and the
 // top kernels from the metric tables, the timeline from the store.
-func (r *Report) buildCharts(ctx context.Context, st *duck.Store) error {
-	r.charts = map[string]*Charts{}
+func buildCharts(ctx context.Context, st *duck.Store, rep *Report, perRank map[string]map[string]map[int]float64) error {
+	r := &chartSource{rep, perRank}
 	for _, run := range r.Runs {
 		c := &Charts{RunID: run.RunID}
 		c.Ranks, c.PerStep = r.rankTimes(run.RunID)
@@ -104,13 +43,20 @@ func (r *Report) buildCharts(ctx context.Context, st *duck.Store) error {
 			return fmt.Errorf("charts of run %s: %w", run.RunID, err)
 		}
 		c.Timeline = tl
-		r.charts[run.RunID] = c
+		rep.SetCharts(run.RunID, c)
 	}
 	return nil
 }
 
+// chartSource is what the charts are drawn from: the report, and per run,
+// account key and rank what a typical step spends (the verdict's).
+type chartSource struct {
+	*Report
+	acctPerRank map[string]map[string]map[int]float64
+}
+
 // metricRows returns a metric table's rows of one run as column maps.
-func (r *Report) metricRows(detector, run string) []map[string]any {
+func (r *chartSource) metricRows(detector, run string) []map[string]any {
 	var out []map[string]any
 	for _, t := range r.Metrics {
 		if t.Detector != detector {
@@ -131,31 +77,15 @@ func (r *Report) metricRows(detector, run string) []map[string]any {
 	return out
 }
 
-func num(v any) float64 {
-	switch x := v.(type) {
-	case int64:
-		return float64(x)
-	case int32:
-		return float64(x)
-	case int:
-		return float64(x)
-	case float64:
-		return x
-	case float32:
-		return float64(x)
-	}
-	return 0
-}
-
-func (r *Report) rankTimes(run string) ([]RankTime, bool) {
+func (r *chartSource) rankTimes(run string) ([]RankTime, bool) {
 	steps := map[int]float64{}
 	for _, m := range r.metricRows("step_time", run) {
-		steps[int(num(m["rank"]))] = num(m["steps"])
+		steps[int(report.Num(m["rank"]))] = report.Num(m["steps"])
 	}
 	perStep := len(steps) > 0
 	var out []RankTime
 	for _, m := range r.metricRows("temporal_breakdown", run) {
-		rank := int(num(m["rank"]))
+		rank := int(report.Num(m["rank"]))
 		n := 1.0
 		if perStep {
 			if steps[rank] == 0 {
@@ -164,9 +94,9 @@ func (r *Report) rankTimes(run string) ([]RankTime, bool) {
 				n = steps[rank]
 			}
 		}
-		nc, tr, wt := num(m["non_compute_ns"]), num(m["transfer_ns"]), num(m["wait_ns"])
-		out = append(out, RankTime{Rank: rank, Compute: num(m["compute_ns"]) / n, Transfer: tr / n, Wait: wt / n,
-			Other: max(0, nc-tr-wt) / n, Idle: num(m["idle_ns"]) / n})
+		nc, tr, wt := report.Num(m["non_compute_ns"]), report.Num(m["transfer_ns"]), report.Num(m["wait_ns"])
+		out = append(out, RankTime{Rank: rank, Compute: report.Num(m["compute_ns"]) / n, Transfer: tr / n, Wait: wt / n,
+			Other: max(0, nc-tr-wt) / n, Idle: report.Num(m["idle_ns"]) / n})
 	}
 	if !perStep && len(steps) > 0 {
 		// some rank has no steps: show every rank over the window alike
@@ -227,7 +157,7 @@ func (r *Report) rankTimes(run string) ([]RankTime, bool) {
 // pickRankBars keeps at most n ranks, in rank order: the ranks of the
 // run's root causes and their waiters, then those whose share of idle,
 // wait and other time is furthest from the median rank's.
-func (r *Report) pickRankBars(run string, all []RankTime, n int) []RankTime {
+func (r *chartSource) pickRankBars(run string, all []RankTime, n int) []RankTime {
 	if len(all) <= n {
 		return all
 	}
@@ -259,7 +189,7 @@ func (r *Report) pickRankBars(run string, all []RankTime, n int) []RankTime {
 	for i, rt := range all {
 		shares[i] = off(rt)
 	}
-	med, _ := medianMAD(shares)
+	med, _ := causes.MedianMAD(shares)
 	rest := slices.Clone(all)
 	slices.SortStableFunc(rest, func(a, b RankTime) int {
 		da, db := math.Abs(off(a)-med), math.Abs(off(b)-med)
@@ -283,12 +213,12 @@ func (r *Report) pickRankBars(run string, all []RankTime, n int) []RankTime {
 	return out
 }
 
-func (r *Report) topKernels(run string, n int) []KernelTime {
+func (r *chartSource) topKernels(run string, n int) []KernelTime {
 	var out []KernelTime
 	for _, m := range r.metricRows("top_kernels", run) {
 		name, _ := m["name"].(string)
 		class, _ := m["class"].(string)
-		out = append(out, KernelTime{Name: name, Class: class, Count: int64(num(m["count"])), TotalNS: num(m["sum_ns"])})
+		out = append(out, KernelTime{Name: name, Class: class, Count: int64(report.Num(m["count"])), TotalNS: report.Num(m["sum_ns"])})
 	}
 	slices.SortStableFunc(out, func(a, b KernelTime) int {
 		switch {
@@ -308,7 +238,7 @@ func (r *Report) topKernels(run string, n int) []KernelTime {
 // timelineStep picks the step to draw: a one-off stall's, else the step
 // where the top cause's rank (or, with no cause, any rank) held the
 // others up longest, else the first analysed step.
-func (r *Report) timelineStep(ctx context.Context, st *duck.Store, run string) (*int, string, bool, error) {
+func (r *chartSource) timelineStep(ctx context.Context, st *duck.Store, run string) (*int, string, bool, error) {
 	var top *Cause
 	for i := range r.Causes {
 		if r.Causes[i].RunID == run {
@@ -363,7 +293,7 @@ func (r *Report) timelineStep(ctx context.Context, st *duck.Store, run string) (
 
 // timelineRanks chooses the lanes: the run's causes' ranks and their
 // waiters first, then the lowest ranks, at most MaxTimelineLanes.
-func (r *Report) timelineRanks(run string) ([]int, int) {
+func (r *chartSource) timelineRanks(run string) ([]int, int) {
 	var all []int
 	for _, ri := range r.Runs {
 		if ri.RunID == run {
@@ -404,7 +334,7 @@ func (r *Report) timelineRanks(run string) ([]int, int) {
 	return pick, len(all)
 }
 
-func (r *Report) loadTimeline(ctx context.Context, st *duck.Store, run RunInfo) (*Timeline, error) {
+func (r *chartSource) loadTimeline(ctx context.Context, st *duck.Store, run RunInfo) (*Timeline, error) {
 	step, why, ok, err := r.timelineStep(ctx, st, run.RunID)
 	if err != nil || !ok {
 		return nil, err
@@ -500,17 +430,4 @@ SELECT rank, b, sum(least(e, $t0 + (b + 1) * $bw) - greatest(s, $t0 + b * $bw)):
 		tl.Lanes[i] = *lanes[tl.Lanes[i].Rank]
 	}
 	return tl, rows.Err()
-}
-
-// Charts returns what the HTML report draws for a run (nil for a run the
-// report does not hold).
-func (r *Report) Charts(run string) *Charts { return r.charts[run] }
-
-// SetCharts gives run the charts c, for a report put together by hand
-// (tests of the page).
-func (r *Report) SetCharts(run string, c *Charts) {
-	if r.charts == nil {
-		r.charts = map[string]*Charts{}
-	}
-	r.charts[run] = c
 }

@@ -20,7 +20,8 @@ func TestPickRankBars(t *testing.T) {
 		}
 		all = append(all, rt)
 	}
-	r := &Report{Causes: []Cause{{RunID: "x", Rank: ptr(90), Waiters: []Waiter{{Rank: 91}, {Rank: 3}, {Rank: 60}, {Rank: 61}}}}}
+	ninety := 90
+	r := &chartSource{Report: &Report{Causes: []Cause{{RunID: "x", Rank: &ninety, Waiters: []Waiter{{Rank: 91}, {Rank: 3}, {Rank: 60}, {Rank: 61}}}}}}
 	got := r.pickRankBars("x", all, 6)
 	var ranks []int
 	for _, rt := range got {

@@ -3,32 +3,13 @@ package detectors
 import (
 	"strings"
 
+	"github.com/trainscope/trainscope/detectors/report"
 	"github.com/trainscope/trainscope/gpu"
 )
 
-// RooflineChart is a run's roofline: the GPU's roofs and one point per
-// unique operator call (roofline_shapes' rows), at its arithmetic
-// intensity and achieved TFLOP/s.
-type RooflineChart struct {
-	GPU     string
-	BWTBs   float64            // HBM bandwidth, TB/s
-	Peaks   map[string]float64 // dense peak TFLOP/s per dtype drawn
-	Points  []RoofPoint
-	Skipped int // unique calls without FLOPs (copies, fills, lookups): no place on a FLOP/s axis
-}
-
-// RoofPoint is one unique call on the roofline chart.
-type RoofPoint struct {
-	Label             string
-	Bound             string // compute, memory, latency
-	Intensity, TFLOPS float64
-	RoofPct           float64
-	TimeNS, SavedNS   float64
-}
-
 // roofline builds the run's chart from the roofline_shapes metric, or nil
 // when the run has none or its GPU is not in the catalog.
-func (r *Report) roofline(run RunInfo) *RooflineChart {
+func (r *chartSource) roofline(run RunInfo) *RooflineChart {
 	if len(run.GPUSpecs) == 0 {
 		return nil
 	}
@@ -45,13 +26,13 @@ func (r *Report) roofline(run RunInfo) *RooflineChart {
 		subject, _ := m["subject"].(string)
 		label, bound, _ := strings.Cut(subject, ", ")
 		bound = strings.TrimSuffix(bound, "-bound")
-		tf := num(m["achieved_tflops"])
-		if tf <= 0 || num(m["intensity"]) <= 0 {
+		tf := report.Num(m["achieved_tflops"])
+		if tf <= 0 || report.Num(m["intensity"]) <= 0 {
 			c.Skipped++
 			continue
 		}
-		c.Points = append(c.Points, RoofPoint{Label: label, Bound: bound, Intensity: num(m["intensity"]), TFLOPS: tf,
-			RoofPct: num(m["roof_pct"]), TimeNS: num(m["time_ns"]), SavedNS: num(m["saved_ns"])})
+		c.Points = append(c.Points, RoofPoint{Label: label, Bound: bound, Intensity: report.Num(m["intensity"]), TFLOPS: tf,
+			RoofPct: report.Num(m["roof_pct"]), TimeNS: report.Num(m["time_ns"]), SavedNS: report.Num(m["saved_ns"])})
 		for _, dt := range []string{"bf16", "fp16", "fp8", "fp32"} {
 			if strings.HasSuffix(label, " "+dt) {
 				c.Peaks[dt] = peakOf(spec, dt)

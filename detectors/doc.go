@@ -25,11 +25,14 @@
 // severity, fix and evidence (JSON); the runner stores them in findings.
 //
 // BuildReport turns the results of one run of the detectors into the
-// report model: root causes, the verdict (headline, the lines under it,
-// the limiter) and the chart data; the cause graph's thresholds are the
-// CausesConfig of the Set that ran them (the config's causes section); WriteMarkdown and WriteJSON render it,
-// deterministically for the same database. Its subpackages render and
-// compare: report/html the HTML page and its charts, perfetto the trace
-// export, diff two runs against each other, mdfmt the units and tables
-// they all write; live and httpapi serve reports of runs as they stream in.
+// report model (package report): it reads the findings, the metric tables
+// and what the cause graph is judged from, has package causes judge the
+// root causes and the verdict (headline, the lines under it, the limiter)
+// under the CausesConfig of the Set that ran them (the config's causes
+// section), and gathers the chart data. Report's WriteMarkdown and
+// WriteJSON render it, deterministically for the same database. The other
+// subpackages render and compare: report/html the HTML page and its
+// charts, perfetto the trace export, diff two runs against each other,
+// mdfmt the units and tables they all write; live and httpapi serve
+// reports of runs as they stream in.
 package detectors

@@ -21,24 +21,21 @@ import (
 // in its .sql header, so adding one is one file.
 var namedInGo = map[string][]string{
 	// cause kinds that share their name with the detector finding them,
-	// declared once as constants
-	"roles.go": {"hang", "slow_host", "slow_link"},
-	// a hang cause's title in words (causeTitle) is the same word
-	"causes.go": {"hang"},
+	// declared once as constants, and a hang cause's title in words
+	// (causeTitle) is the same word
+	"report/cause.go": {"hang", "slow_link", "slow_host", "hang"},
 	// the charts draw these metric tables' own columns
 	"charts.go":          {"step_time", "temporal_breakdown", "top_kernels"},
 	"charts_roofline.go": {"roofline_shapes"},
 	// the memory summary line is written from mem_summary's columns
-	"report.go": {"mem_summary"},
-	// whether a run's collectives matched across ranks: coll_wait has rows
-	"report_md.go": {"coll_wait"},
+	"causes/summary.go": {"mem_summary"},
 	// the precision cause is costed from matmul_precision's columns
-	"causes_account.go": {"matmul_precision"},
+	"causes/account_causes.go": {"matmul_precision"},
 	// the counter detectors' evidence read into the causes they explain:
 	// gpu_throttle's clocks and reasons (counterBrief), gpu_clock_cap's
 	// ranks in its subject, gpu_xid on a hung rank
-	"causes_hw.go":    {"gpu_clock_cap", "gpu_throttle", "gpu_xid"},
-	"causes_build.go": {"gpu_throttle"},
+	"causes/hardware.go": {"gpu_clock_cap", "gpu_throttle", "gpu_xid"},
+	"causes/late.go":     {"gpu_throttle"},
 	// test support: thresholds low enough for small test traces
 	"internal/testkit/run.go": {"bottleneck_class"},
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/trainscope/trainscope/detectors/report"
 )
 
 // A detector's place in the cause graph is in its header:
@@ -23,11 +25,11 @@ import (
 //     a slow link under it, or a hang).
 
 // Kinds of root cause that share their name with the detector that finds
-// them.
+// them (report.KindHang and the others).
 const (
-	causeHang     = "hang"
-	causeSlowLink = "slow_link"
-	causeSlowHost = "slow_host"
+	causeHang     = report.KindHang
+	causeSlowLink = report.KindSlowLink
+	causeSlowHost = report.KindSlowHost
 )
 
 // causeModels are the values of a cause header: how a finding becomes a
@@ -90,29 +92,6 @@ func checkRoles(d *Detector, seen map[string]int, fail func(int, string, ...any)
 	}
 }
 
-// shows says whether d's findings show what (a kind of cause, a cause
-// model or a reason); a nil d (a finding of no loaded detector) shows
-// nothing.
-func (d *Detector) shows(what string) bool {
-	return d != nil && what != "" && (d.Cause == what || slices.Contains(d.Shows, what))
-}
-
-// causeModel is d's cause header, "" for a nil d.
-func (d *Detector) causeModel() string {
-	if d == nil {
-		return ""
-	}
-	return d.Cause
-}
-
-// symptom is d's symptom header, "" for a nil d.
-func (d *Detector) symptom() string {
-	if d == nil {
-		return ""
-	}
-	return d.Symptom
-}
-
 // builtinIndex is the built-in detectors by name, parsed once: the roles
 // of findings whose detector is not among a report's results.
 var builtinIndex = sync.OnceValue(func() map[string]*Detector {
@@ -124,27 +103,21 @@ var builtinIndex = sync.OnceValue(func() map[string]*Detector {
 	return out
 })
 
-// detectorIndex is every detector a report may meet by name: the
-// built-ins, overridden by the ones that produced results.
-func detectorIndex(results []Result) map[string]*Detector {
-	out := map[string]*Detector{}
-	for n, d := range builtinIndex() {
-		out[n] = d
+// roleIndex is the role of every detector a report may meet, by name:
+// the built-ins, overridden by the ones that produced results (a finding
+// of a detector not among the results is a built-in's).
+func roleIndex(results []Result) map[string]report.Role {
+	out := map[string]report.Role{}
+	add := func(d *Detector) {
+		out[d.Name] = report.Role{Category: d.Category, Cause: d.Cause, Shows: d.Shows, Symptom: d.Symptom}
+	}
+	for _, d := range builtinIndex() {
+		add(d)
 	}
 	for _, res := range results {
 		if res.Detector != nil {
-			out[res.Detector.Name] = res.Detector
+			add(res.Detector)
 		}
 	}
 	return out
-}
-
-// detector is the detector named name as the report knows it: among its
-// results, else the built-ins (a report built by hand, or read back, has
-// no results).
-func (r *Report) detector(name string) *Detector {
-	if d, ok := r.detectors[name]; ok {
-		return d
-	}
-	return builtinIndex()[name]
 }

@@ -162,3 +162,12 @@ func ShortKernel(name string) string {
 	}
 	return n
 }
+
+// UpperFirst is s with its first byte upper-cased: a cause's headline as
+// the first words of a sentence.
+func UpperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

@@ -5,8 +5,8 @@ import (
 	"math"
 	"strings"
 
-	"github.com/trainscope/trainscope/detectors"
 	"github.com/trainscope/trainscope/detectors/mdfmt"
+	"github.com/trainscope/trainscope/detectors/report"
 )
 
 var boundColour = map[string]string{"compute": colCompute, "memory": colOther, "latency": colWait}
@@ -49,7 +49,7 @@ type roofDot struct {
 	Time, Saved          string
 }
 
-func rooflineChart(c *detectors.RooflineChart) *rooflineView {
+func rooflineChart(c *report.RooflineChart) *rooflineView {
 	if c == nil {
 		return nil
 	}
@@ -109,7 +109,7 @@ func decade(e float64) string {
 	return fmt.Sprintf("%g", math.Pow(10, e))
 }
 
-func maxTime(ps []detectors.RoofPoint) float64 {
+func maxTime(ps []report.RoofPoint) float64 {
 	m := 1.0
 	for _, p := range ps {
 		m = max(m, p.TimeNS)

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/trainscope/trainscope/detectors"
 	"github.com/trainscope/trainscope/detectors/mdfmt"
+	"github.com/trainscope/trainscope/detectors/report"
 )
 
 // Colours of the charts, one per kind of GPU time.
@@ -60,7 +60,7 @@ type runChartsView struct {
 }
 
 // chartViews lays out the charts of every run that has any.
-func chartViews(r *detectors.Report) []runChartsView {
+func chartViews(r *report.Report) []runChartsView {
 	var out []runChartsView
 	for _, run := range r.Runs {
 		c := r.Charts(run.RunID)
@@ -95,7 +95,7 @@ type barPart struct {
 	Colour, Name, Time string
 }
 
-func rankChart(c *detectors.Charts) *rankChartView {
+func rankChart(c *report.Charts) *rankChartView {
 	longest := 0.0
 	for _, rt := range c.Ranks {
 		longest = max(longest, rt.Compute+rt.Transfer+rt.Wait+rt.Other+rt.Idle)
@@ -183,7 +183,7 @@ type axisTick struct {
 	Anchor string // text-anchor: the last label ends at the plot's edge, inside the drawing
 }
 
-func timelineChart(tl *detectors.Timeline) *timelineView {
+func timelineChart(tl *report.Timeline) *timelineView {
 	if tl == nil {
 		return nil
 	}
@@ -264,12 +264,12 @@ type kernelBar struct {
 	W                         n2
 }
 
-func kernelChart(ks []detectors.KernelTime) *kernelChartView {
+func kernelChart(ks []report.KernelTime) *kernelChartView {
 	if len(ks) == 0 {
 		return nil
 	}
 	const width, label = 960.0, 420.0
-	top := slices.MaxFunc(ks, func(a, b detectors.KernelTime) int {
+	top := slices.MaxFunc(ks, func(a, b report.KernelTime) int {
 		switch {
 		case a.TotalNS < b.TotalNS:
 			return -1

@@ -4,17 +4,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/report"
 )
 
 // chartsReport is a report of runs with the given charts and no findings.
-func chartsReport(charts map[string]*detectors.Charts, runs ...string) *detectors.Report {
-	r := &detectors.Report{}
+func chartsReport(charts map[string]*report.Charts, runs ...string) *report.Report {
+	r := &report.Report{}
 	for id, c := range charts {
 		r.SetCharts(id, c)
 	}
 	for _, id := range runs {
-		r.Runs = append(r.Runs, detectors.RunInfo{RunID: id, Ranks: []int{0, 1}, WorldSize: 2})
+		r.Runs = append(r.Runs, report.RunInfo{RunID: id, Ranks: []int{0, 1}, WorldSize: 2})
 	}
 	return r
 }
@@ -25,14 +25,14 @@ func chartsReport(charts map[string]*detectors.Charts, runs ...string) *detector
 func TestChartsSVG(t *testing.T) {
 	cases := []struct {
 		name   string
-		charts detectors.Charts
+		charts report.Charts
 		want   []string
 		count  map[string]int // how many times each string appears
 	}{
 		{
 			name: "rank time",
 			// longest bar 20 us over 800 px (960 less 70 of labels and 90 of values): 0.04 px/ns
-			charts: detectors.Charts{PerStep: true, TotalRanks: 5, Ranks: []detectors.RankTime{{Rank: 0, Compute: 10e3, Idle: 10e3}, {Rank: 1, Compute: 5e3, Wait: 5e3}}},
+			charts: report.Charts{PerStep: true, TotalRanks: 5, Ranks: []report.RankTime{{Rank: 0, Compute: 10e3, Idle: 10e3}, {Rank: 1, Compute: 5e3, Wait: 5e3}}},
 			want: []string{`<svg viewBox="0 0 960 62" width="100%" role="img" aria-label="GPU time per rank">`,
 				"GPU time of each rank per step: ", "; 2 of 5 ranks shown: the root causes&#39; ranks",
 				`<text x="64" y="17.5" class="lbl" text-anchor="end">rank 0</text>`,
@@ -45,9 +45,9 @@ func TestChartsSVG(t *testing.T) {
 		{
 			name: "timeline",
 			// 1000 ns over 880 px from x=70; 4 slices of 220 px
-			charts: detectors.Charts{Timeline: &detectors.Timeline{Why: "step 3, <why>", StartNS: 0, EndNS: 1000, Buckets: 4, TotalRanks: 4, Lanes: []detectors.Lane{
-				{Rank: 0, Compute: []float64{1, 1, 0, 0.44}, Colls: []detectors.CollBar{{Name: "allreduce", StartNS: 500, WaitEndNS: 600, End: 800}}},
-				{Rank: 1, Compute: []float64{0, 0, 0, 0}, Colls: []detectors.CollBar{{Name: "ar<x>", StartNS: 600, WaitEndNS: 600, End: 800, Last: true, BlockNS: 100}}},
+			charts: report.Charts{Timeline: &report.Timeline{Why: "step 3, <why>", StartNS: 0, EndNS: 1000, Buckets: 4, TotalRanks: 4, Lanes: []report.Lane{
+				{Rank: 0, Compute: []float64{1, 1, 0, 0.44}, Colls: []report.CollBar{{Name: "allreduce", StartNS: 500, WaitEndNS: 600, End: 800}}},
+				{Rank: 1, Compute: []float64{0, 0, 0, 0}, Colls: []report.CollBar{{Name: "ar<x>", StartNS: 600, WaitEndNS: 600, End: 800, Last: true, BlockNS: 100}}},
 			}}},
 			want: []string{`<svg viewBox="0 0 960 64" width="100%" role="img" aria-label="per-rank timeline">`,
 				"Timeline of step 3, &lt;why&gt;, 1.0 us long, clocks aligned on collective ends; 2 of 4 ranks shown",
@@ -69,7 +69,7 @@ func TestChartsSVG(t *testing.T) {
 		{
 			name: "top kernels",
 			// the longest over 440 px from x=420
-			charts: detectors.Charts{Kernels: []detectors.KernelTime{
+			charts: report.Charts{Kernels: []report.KernelTime{
 				{Name: "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int)", Class: "COMP", Count: 3, TotalNS: 2e6},
 				{Name: "ncclKernel_AllReduce", Class: "COMM", Count: 1, TotalNS: 1e6}}},
 			want: []string{`<svg viewBox="0 0 960 46" width="100%" role="img" aria-label="top kernels">`,
@@ -80,7 +80,7 @@ func TestChartsSVG(t *testing.T) {
 		{
 			name: "roofline",
 			// decades 0.01-10^4 FLOP/B over x 64-850, 0.01-10^4 TFLOP/s over y 340-12
-			charts: detectors.Charts{Roofline: &detectors.RooflineChart{GPU: "H100-SXM", BWTBs: 3.35, Peaks: map[string]float64{"bf16": 989.4}, Skipped: 2, Points: []detectors.RoofPoint{
+			charts: report.Charts{Roofline: &report.RooflineChart{GPU: "H100-SXM", BWTBs: 3.35, Peaks: map[string]float64{"bf16": 989.4}, Skipped: 2, Points: []report.RoofPoint{
 				{Label: "aten::mm bf16", Bound: "compute", Intensity: 1000, TFLOPS: 500, RoofPct: 50.4, TimeNS: 1e6, SavedNS: 5e5},
 				{Label: "add<x>", Bound: "memory", Intensity: 0.1, TFLOPS: 0.3, RoofPct: 90, TimeNS: 2.5e5}}}},
 			want: []string{`<svg viewBox="0 0 960 380" width="100%" role="img" aria-label="roofline">`,
@@ -98,7 +98,7 @@ func TestChartsSVG(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var page strings.Builder
-			if err := Write(&page, chartsReport(map[string]*detectors.Charts{"r": &c.charts}, "r")); err != nil {
+			if err := Write(&page, chartsReport(map[string]*report.Charts{"r": &c.charts}, "r")); err != nil {
 				t.Fatal(err)
 			}
 			for _, want := range c.want {
@@ -122,9 +122,9 @@ func TestChartsSVG(t *testing.T) {
 // page of several runs heads each run's charts with its id, and a run
 // with nothing to draw gets no heading.
 func TestChartsSection(t *testing.T) {
-	kernels := &detectors.Charts{Kernels: []detectors.KernelTime{{Name: "k", TotalNS: 1}}}
+	kernels := &report.Charts{Kernels: []report.KernelTime{{Name: "k", TotalNS: 1}}}
 	var page strings.Builder
-	r := chartsReport(map[string]*detectors.Charts{"a<b>": kernels, "c": kernels, "empty": {}}, "a<b>", "empty", "c")
+	r := chartsReport(map[string]*report.Charts{"a<b>": kernels, "c": kernels, "empty": {}}, "a<b>", "empty", "c")
 	if err := Write(&page, r); err != nil {
 		t.Fatal(err)
 	}

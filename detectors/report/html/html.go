@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/report"
 )
 
 // Write writes the report as one self-contained HTML page: the
@@ -18,7 +18,7 @@ import (
 // After the verdict come charts drawn as inline SVG: each rank's GPU time
 // split into compute, transfer, wait and idle, a timeline of one step with
 // the late arrivals marked, and the top kernels.
-func Write(w io.Writer, r *detectors.Report) error {
+func Write(w io.Writer, r *report.Report) error {
 	var md bytes.Buffer
 	if err := r.WriteMarkdownFull(&md); err != nil {
 		return err

@@ -1,13 +1,12 @@
-package detectors
+package causes
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
-	"github.com/trainscope/trainscope/sql/duck"
+	"github.com/trainscope/trainscope/detectors/report"
 )
 
 // Causes from the step-time account: what a typical step loses to each
@@ -37,32 +36,26 @@ const shortGapNS = 50e3
 const longGapNS = 1e6
 
 // accountCauses are one run's causes from its account.
-func (r *Report) accountCauses(ctx context.Context, st *duck.Store, run string, ra *runAccount, others []Cause) ([]Cause, error) {
+func (j *judge) accountCauses(run string, ra *runAccount, others []rootCause) []rootCause {
 	if ra == nil || len(ra.ranks) == 0 {
-		return nil, nil
+		return nil
 	}
 	t := ra.typical()
 	step := t.stepNS
 	if step <= 0 {
-		return nil, nil
+		return nil
 	}
-	if r.breakdowns == nil {
-		r.breakdowns, r.outlierLines = map[string]string{}, map[string][]string{}
+	if j.breakdowns == nil {
+		j.breakdowns, j.outlierLines = map[string]string{}, map[string][]string{}
 	}
-	r.breakdowns[run] = t.breakdown()
-	if r.acctPerRank == nil {
-		r.acctPerRank = map[string]map[string]map[int]float64{}
+	j.breakdowns[run] = t.breakdown()
+	if j.acctPerRank == nil {
+		j.acctPerRank = map[string]map[string]map[int]float64{}
 	}
-	r.acctPerRank[run] = t.perRank
-	r.outlierLines[run] = ra.outlierText(t)
+	j.acctPerRank[run] = t.perRank
+	j.outlierLines[run] = ra.outlierText(t)
 	multi := len(ra.ranks) > 1
-	var out []Cause
-	stacks := map[[2]int]bool{}
-	need := func(rank int, stack int32) {
-		if stack >= 0 {
-			stacks[[2]int{rank, int(stack)}] = true
-		}
-	}
+	var out []rootCause
 
 	// steady causes: idle by what the launching thread did, and copies
 	idle := map[string]float64{}
@@ -76,19 +69,17 @@ func (r *Report) accountCauses(ctx context.Context, st *duck.Store, run string, 
 		idle["unrecorded"] = 0
 	}
 	for cause, cost := range idle {
-		if !r.costsEnough(cost, step) {
+		if !j.costsEnough(cost, step) {
 			continue
 		}
 		spec := accountKinds[cause]
-		c := Cause{RunID: run, Kind: spec.kind, Why: cause, CostNS: cost, CostPct: pct(cost, step), Fix: spec.fix}
+		c := rootCause{Cause: report.Cause{RunID: run, Kind: spec.kind, Why: cause, CostNS: cost, CostPct: pct(cost, step), Fix: spec.fix}}
 		var top string
 		if subs := subjects[cause]; len(subs) > 0 {
 			top = subs[0]
 		}
 		if top != "" {
-			rank := t.rankOf[top]
-			c.Rank = ptr(rank)
-			need(rank, t.stack[top])
+			c.Rank = ptr(t.rankOf[top])
 		}
 		if multi && coveredByLate(others, cause, t.perRank, "idle/"+cause+"/") {
 			continue // a late rank's cause already tells it
@@ -105,10 +96,10 @@ func (r *Report) accountCauses(ctx context.Context, st *duck.Store, run string, 
 		}
 		out = append(out, c)
 	}
-	if copyNS := t.catSum("copy"); r.costsEnough(copyNS, step) {
+	if copyNS := t.catSum("copy"); j.costsEnough(copyNS, step) {
 		kinds := t.catKeys("copy")
-		c := Cause{RunID: run, Kind: "copies", Why: "copies", CostNS: copyNS, CostPct: pct(copyNS, step),
-			Fix: "pin the host buffers (pin_memory=True in the DataLoader, tensor.pin_memory() once) and copy with non_blocking=True, ahead of use on a side stream (prefetch the next batch while this one computes); keep tensors that do not change on the GPU"}
+		c := rootCause{Cause: report.Cause{RunID: run, Kind: "copies", Why: "copies", CostNS: copyNS, CostPct: pct(copyNS, step),
+			Fix: "pin the host buffers (pin_memory=True in the DataLoader, tensor.pin_memory() once) and copy with non_blocking=True, ahead of use on a side stream (prefetch the next batch while this one computes); keep tensors that do not change on the GPU"}}
 		if len(kinds) > 0 {
 			c.Subject = strings.SplitN(kinds[0], "/", 3)[1]
 			c.Rank = ptr(t.rankOf[kinds[0]])
@@ -122,11 +113,11 @@ func (r *Report) accountCauses(ctx context.Context, st *duck.Store, run string, 
 	// one rank of several that loses more than its peers to a cause: its
 	// peers wait for it at the collectives
 	if multi {
-		out = append(out, r.rankOutliers(run, ra, t, others)...)
+		out = append(out, j.rankOutliers(run, ra, t, others)...)
 	}
 
 	// precision: FP32 matmuls on the CUDA cores
-	if c, ok := r.precisionCause(run, step); ok {
+	if c, ok := j.precisionCause(run, step); ok {
 		out = append(out, c)
 	}
 
@@ -136,33 +127,28 @@ func (r *Report) accountCauses(ctx context.Context, st *duck.Store, run string, 
 			if !s.outlier {
 				continue
 			}
-			c, ok := r.stallCause(run, ra, s, t, others)
+			c, ok := j.stallCause(run, ra, s, t, others)
 			// a hiccup of a few ms is an outlier line, not a root cause
-			if ok && (c.StallNS >= r.causes.OneOffNS || r.costsEnough(c.CostNS, step)) {
-				need(rank, c.stack)
+			if ok && (c.StallNS >= j.cfg.OneOffNS || j.costsEnough(c.CostNS, step)) {
 				out = append(out, c)
 			}
 		}
 	}
 
-	paths, err := stackPaths(ctx, st, run, stacks)
-	if err != nil {
-		return nil, err
-	}
 	for i := range out {
 		c := &out[i]
 		if c.Rank != nil && c.stack >= 0 {
-			c.Stack = paths[[2]int{*c.Rank, int(c.stack)}]
+			c.Stack = j.stacks[StackKey{run, *c.Rank, c.stack}]
 		}
 		c.Headline, c.Evidence = accountText(*c, t)
 	}
-	return out, nil
+	return out
 }
 
 // rankOutliers are the ranks of a multi-rank run that lose a step's time
 // to a cause their peers do not (robust z-score over the ranks, the ranks
 // without it counting zero), unless a cause already names the rank.
-func (r *Report) rankOutliers(run string, ra *runAccount, t typical, others []Cause) []Cause {
+func (j *judge) rankOutliers(run string, ra *runAccount, t typical, others []rootCause) []rootCause {
 	named := map[int]bool{}
 	for _, c := range others {
 		if c.Rank != nil {
@@ -172,8 +158,8 @@ func (r *Report) rankOutliers(run string, ra *runAccount, t typical, others []Ca
 			named[m] = true
 		}
 	}
-	ranks := r.rankCount(run)
-	var out []Cause
+	ranks := j.rankCount(run)
+	var out []rootCause
 	for _, cause := range []string{"sync", "input", "host", "launch", "copies"} {
 		prefix := "idle/" + cause + "/"
 		if cause == "copies" {
@@ -206,7 +192,7 @@ func (r *Report) rankOutliers(run string, ra *runAccount, t typical, others []Ca
 		for len(all) < ranks {
 			all = append(all, 0)
 		}
-		med, mad := medianMAD(all)
+		med, mad := MedianMAD(all)
 		top, topV := -1, 0.0
 		for _, rank := range slices.Sorted(maps.Keys(byRank)) {
 			if byRank[rank] > topV {
@@ -214,7 +200,7 @@ func (r *Report) rankOutliers(run string, ra *runAccount, t typical, others []Ca
 			}
 		}
 		excess := topV - med
-		if top < 0 || named[top] || !r.costsEnough(excess, t.stepNS) || (excess/max(1.4826*mad, 0.005*t.stepNS, 1)) < r.causes.MinCostZ ||
+		if top < 0 || named[top] || !j.costsEnough(excess, t.stepNS) || (excess/max(1.4826*mad, 0.005*t.stepNS, 1)) < j.cfg.MinCostZ ||
 			!persistent(series[top], med+0.5*excess) {
 			continue
 		}
@@ -223,7 +209,7 @@ func (r *Report) rankOutliers(run string, ra *runAccount, t typical, others []Ca
 		if cause == "copies" {
 			kind, fix = "copies", whyFix["copies"]
 		}
-		c := Cause{RunID: run, Kind: kind, Why: cause, Rank: ptr(top), CostNS: excess, CostPct: pct(excess, t.stepNS), Fix: fix, stack: -1}
+		c := rootCause{Cause: report.Cause{RunID: run, Kind: kind, Why: cause, Rank: ptr(top), CostNS: excess, CostPct: pct(excess, t.stepNS), Fix: fix}, stack: -1}
 		// its costliest subject
 		best := ""
 		for k, rs := range t.perRank {
@@ -284,13 +270,13 @@ func onsetMean(series []float64) float64 {
 
 // costsEnough says whether a cost per step makes a root cause: at least
 // causes.min_cost_ns and causes.min_cost_pct of the typical step.
-func (r *Report) costsEnough(cost, step float64) bool {
-	return cost >= r.causes.MinCostNS && pct(cost, step) >= r.causes.MinCostPct
+func (j *judge) costsEnough(cost, step float64) bool {
+	return cost >= j.cfg.MinCostNS && pct(cost, step) >= j.cfg.MinCostPct
 }
 
 // coveredByLate says whether a cost the account finds is mostly on a rank
 // that a late-rank cause already names for the same reason.
-func coveredByLate(others []Cause, why string, perRank map[string]map[int]float64, prefix string) bool {
+func coveredByLate(others []rootCause, why string, perRank map[string]map[int]float64, prefix string) bool {
 	byRank := map[int]float64{}
 	total := 0.0
 	for k, ranks := range perRank {
@@ -325,8 +311,8 @@ func lateKind(why string) string {
 
 // precisionCause is the time FP32 matmuls on the CUDA cores cost a step
 // over the same work at the TF32 peak (matmul_precision).
-func (r *Report) precisionCause(run string, step float64) (Cause, bool) {
-	for _, m := range r.Metrics {
+func (j *judge) precisionCause(run string, step float64) (rootCause, bool) {
+	for _, m := range j.metrics {
 		if m.Detector != "matmul_precision" {
 			continue
 		}
@@ -342,50 +328,50 @@ func (r *Report) precisionCause(run string, step float64) (Cause, bool) {
 			if fmt.Sprint(row[col["run_id"]]) != run || fmt.Sprint(row[col["mode"]]) != "fp32" {
 				continue
 			}
-			rk := int(toInt(row[col["rank"]]))
+			rk := int(report.Int(row[col["rank"]]))
 			ranks[rk] = true
-			v := toFloat(row[col["ms_per_step"]])
+			v := report.Num(row[col["ms_per_step"]])
 			if rank == nil || v > ms {
 				rank, kernel = ptr(rk), fmt.Sprint(row[col["longest_kernel"]])
 			}
 			ms += v
-			atTF32 += toFloat(row[col["ms_per_step_at_tf32"]])
-			atBF16 += toFloat(row[col["ms_per_step_at_bf16"]])
-			share = max(share, toFloat(row[col["pct_of_gpu_span"]]))
+			atTF32 += report.Num(row[col["ms_per_step_at_tf32"]])
+			atBF16 += report.Num(row[col["ms_per_step_at_bf16"]])
+			share = max(share, report.Num(row[col["pct_of_gpu_span"]]))
 		}
 		if len(ranks) == 0 || atTF32 <= 0 {
-			return Cause{}, false
+			return rootCause{}, false
 		}
 		n := float64(len(ranks))
 		cost := (ms - atTF32) / n * 1e6
-		if !r.costsEnough(cost, step) {
-			return Cause{}, false
+		if !j.costsEnough(cost, step) {
+			return rootCause{}, false
 		}
-		c := Cause{RunID: run, Kind: "precision", Why: "fp32", Rank: rank, CostNS: cost, CostPct: pct(cost, step),
-			Fix: "let matmuls use the tensor cores: torch.backends.cuda.matmul.allow_tf32 = True (or torch.set_float32_matmul_precision(\"high\")), torch.backends.cudnn.allow_tf32 = True; better, train under torch.autocast(\"cuda\", dtype=torch.bfloat16); check the loss curve against an FP32 run for a few hundred steps"}
+		c := rootCause{Cause: report.Cause{RunID: run, Kind: "precision", Why: "fp32", Rank: rank, CostNS: cost, CostPct: pct(cost, step),
+			Fix: "let matmuls use the tensor cores: torch.backends.cuda.matmul.allow_tf32 = True (or torch.set_float32_matmul_precision(\"high\")), torch.backends.cudnn.allow_tf32 = True; better, train under torch.autocast(\"cuda\", dtype=torch.bfloat16); check the loss curve against an FP32 run for a few hundred steps"}}
 		c.Subject, c.stack = kernel, -1
 		c.precision = [3]float64{ms / n, atTF32 / n, atBF16 / n}
 		c.share = share
 		return c, true
 	}
-	return Cause{}, false
+	return rootCause{}, false
 }
 
 // stallCause explains an outlier step by what grew in it against the
 // rank's other complete steps.
-func (r *Report) stallCause(run string, ra *runAccount, s *acctStep, t typical, others []Cause) (Cause, bool) {
+func (j *judge) stallCause(run string, ra *runAccount, s *acctStep, t typical, others []rootCause) (rootCause, bool) {
 	grew := ra.excess(s, true)
 	top := topKey(grew)
 	if top == "" {
-		return Cause{}, false
+		return rootCause{}, false
 	}
 	cat, cause, _ := strings.Cut(top, "/")
 	if cat == "comm" {
-		return Cause{}, false // it waited for a peer: the peer's stall is the cause
+		return rootCause{}, false // it waited for a peer: the peer's stall is the cause
 	}
 	for _, c := range others {
 		if c.Kind == "one_off_stall" && c.Rank != nil && *c.Rank == s.rank && c.Step != nil && *c.Step == s.step {
-			return Cause{}, false // the collectives already name it
+			return rootCause{}, false // the collectives already name it
 		}
 	}
 	// the subject that grew most within that cause
@@ -417,9 +403,9 @@ func (r *Report) stallCause(run string, ra *runAccount, s *acctStep, t typical, 
 	if cat == "compute" {
 		why = "compute"
 	}
-	c := Cause{RunID: run, Kind: "one_off_stall", Rank: ptr(s.rank), Step: ptr(s.step), Why: why,
+	c := rootCause{Cause: report.Cause{RunID: run, Kind: "one_off_stall", Rank: ptr(s.rank), Step: ptr(s.step), Why: why,
 		CostNS: excess / float64(max(n, 1)), StallNS: excess, CostPct: pct(excess/float64(max(n, 1)), median),
-		AtNS: s.start, Fix: stallFix(why, subjectOf(subj))}
+		AtNS: s.start, Fix: stallFix(why, subjectOf(subj))}}
 	c.Subject, c.subjectKey, c.stack, c.grew = subjectOf(subj), subj, stack, grew[top]
 	return c, true
 }
@@ -436,18 +422,4 @@ func stallFix(why, subject string) string {
 		return whyFix["sync"]
 	}
 	return "find what the host did before that step (the stack named here): move it off the step (a background thread, every N steps, asynchronous), or make it cheaper; if it recurs every N steps, that is its period"
-}
-
-func toFloat(v any) float64 {
-	switch x := v.(type) {
-	case float64:
-		return x
-	case int64:
-		return float64(x)
-	case int32:
-		return float64(x)
-	case int:
-		return float64(x)
-	}
-	return 0
 }

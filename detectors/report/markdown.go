@@ -1,4 +1,4 @@
-package detectors
+package report
 
 import (
 	"fmt"
@@ -100,31 +100,6 @@ func (r *Report) writeVerdict(b *strings.Builder, run RunInfo) {
 	b.WriteString("\n")
 }
 
-// costliest is the rank that held the others up longest, and how long a
-// step (-1 when none did).
-func (r *Report) costliest(run string) (int, float64) {
-	best, bestV := -1, 0.0
-	for rank, v := range r.costs[run] {
-		if v > bestV || v == bestV && rank < best {
-			best, bestV = rank, v
-		}
-	}
-	return best, bestV
-}
-
-func (r *Report) hasCollectives(run string) bool {
-	for _, t := range r.Metrics {
-		if t.Detector == "coll_wait" {
-			for _, row := range t.Rows {
-				if len(row) > 0 && row[0] == run {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
 func (r *Report) writeCause(b *strings.Builder, n int, c Cause) {
 	where := ""
 	switch {
@@ -136,20 +111,20 @@ func (r *Report) writeCause(b *strings.Builder, n int, c Cause) {
 		where = "ranks " + mdfmt.RankRanges(slices.Sorted(slices.Values(c.Ranks)))
 	}
 	why := ""
-	if c.Why != "" && (c.Kind == "late_rank" || c.Kind == "one_off_stall" || c.Kind == causeSlowHost) {
+	if c.Why != "" && (c.Kind == "late_rank" || c.Kind == "one_off_stall" || c.Kind == KindSlowHost) {
 		why = ", " + strings.ReplaceAll(c.Why, "_", " ")
 	}
 	cost := fmt.Sprintf("costs %s a step (%.1f%%)", mdfmt.Duration(c.CostNS), c.CostPct)
 	switch {
 	case c.StallNS > 0 && c.Step != nil:
 		cost = fmt.Sprintf("costs %s once, in step %d (%s a step over the window, %.1f%%)", mdfmt.Duration(c.StallNS), *c.Step, mdfmt.Duration(c.CostNS), c.CostPct)
-	case c.Kind == causeHang:
+	case c.Kind == KindHang:
 		cost = "stops the run"
 	}
 	if where != "" {
 		where = ": " + where
 	}
-	fmt.Fprintf(b, "%d. **%s%s%s** — %s  \n   %s\n", n, c.Title(), where, why, cost, upperFirst(c.Headline))
+	fmt.Fprintf(b, "%d. **%s%s%s** — %s  \n   %s\n", n, c.Title(), where, why, cost, mdfmt.UpperFirst(c.Headline))
 	for _, e := range c.Evidence {
 		fmt.Fprintf(b, "   - evidence: %s\n", e)
 	}
@@ -187,15 +162,7 @@ func (r *Report) findingList(ids []string) string {
 	}
 	parts := make([]string, 0, len(order))
 	for _, d := range order {
-		rs := slices.Compact(slices.Sorted(slices.Values(ranks[d])))
-		switch len(rs) {
-		case 0:
-			parts = append(parts, d)
-		case 1:
-			parts = append(parts, fmt.Sprintf("%s (rank %d)", d, rs[0]))
-		default:
-			parts = append(parts, fmt.Sprintf("%s (ranks %s)", d, mdfmt.RankRanges(rs)))
-		}
+		parts = append(parts, withRanks(d, slices.Compact(slices.Sorted(slices.Values(ranks[d])))))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -299,6 +266,18 @@ func findingLine(detector, severity string, fs []Finding) string {
 	return line
 }
 
+// withRanks names a detector with its ranks, sorted: "gpu_idle",
+// "gpu_idle (rank 3)", "gpu_idle (ranks 0-2, 5)".
+func withRanks(name string, rs []int) string {
+	switch len(rs) {
+	case 0:
+		return name
+	case 1:
+		return fmt.Sprintf("%s (rank %d)", name, rs[0])
+	}
+	return fmt.Sprintf("%s (ranks %s)", name, mdfmt.RankRanges(rs))
+}
+
 func rankWord(rs []int) string {
 	if len(rs) == 1 {
 		return fmt.Sprintf("rank %d", rs[0])
@@ -329,7 +308,7 @@ func (r *Report) writeTopRecommendations(b *strings.Builder) {
 			continue
 		}
 		n++
-		fmt.Fprintf(b, "%d. %s  \n   for root cause %s: %s\n", n, upperFirst(c.Fix), c.ID, firstClause(c.Headline))
+		fmt.Fprintf(b, "%d. %s  \n   for root cause %s: %s\n", n, mdfmt.UpperFirst(c.Fix), c.ID, firstClause(c.Headline))
 	}
 	explained := map[string]bool{}
 	for _, f := range r.Findings {
@@ -365,13 +344,6 @@ func (r *Report) writeTopRecommendations(b *strings.Builder) {
 		fmt.Fprintf(b, "\n%d more in the JSON report.\n", more)
 	}
 	b.WriteString("\n")
-}
-
-func upperFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 func firstClause(s string) string {

@@ -1,26 +1,16 @@
-package detectors
+package report
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"sort"
-
-	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
 	"github.com/trainscope/trainscope/detectors/mdfmt"
 	"github.com/trainscope/trainscope/gpu"
 )
-
-// WriteJSON writes the report as indented JSON.
-func (r *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(r)
-}
 
 // writeDetails writes the report's appendix: every metric table (at most
 // MaxTableRows rows each) and every finding in full, under PerfTracker's
@@ -290,15 +280,8 @@ func compactBecause(items []string) string {
 	parts := make([]string, 0, len(order))
 	for _, k := range order {
 		rs := ranks[k]
-		switch len(rs) {
-		case 0:
-			parts = append(parts, k)
-		case 1:
-			parts = append(parts, fmt.Sprintf("%s (rank %d)", k, rs[0]))
-		default:
-			sort.Ints(rs)
-			parts = append(parts, fmt.Sprintf("%s (ranks %s)", k, mdfmt.RankRanges(rs)))
-		}
+		sort.Ints(rs)
+		parts = append(parts, withRanks(k, rs))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -1,8 +1,10 @@
-package detectors
+package causes
 
 import (
 	"fmt"
 	"strings"
+
+	"github.com/trainscope/trainscope/detectors/report"
 )
 
 // hardwareCauses carries what a rank's GPU counters say into the causes
@@ -10,11 +12,11 @@ import (
 // late because the GPU throttles (gpu_throttle names the counter); a slow
 // host whose GPUs are capped or throttle says so; a hung rank whose GPU
 // reported an XID or ECC error hung on it (gpu_xid).
-func (r *Report) hardwareCauses(run string, causes []Cause) {
-	byRank := map[string]map[int]*Finding{}
-	var capped []*Finding
-	for i := range r.Findings {
-		f := &r.Findings[i]
+func (j *judge) hardwareCauses(run string, causes []rootCause) {
+	byRank := map[string]map[int]*report.Finding{}
+	var capped []*report.Finding
+	for i := range j.findings {
+		f := &j.findings[i]
 		if f.RunID != run {
 			continue
 		}
@@ -24,7 +26,7 @@ func (r *Report) hardwareCauses(run string, causes []Cause) {
 				continue
 			}
 			if byRank[f.Detector] == nil {
-				byRank[f.Detector] = map[int]*Finding{}
+				byRank[f.Detector] = map[int]*report.Finding{}
 			}
 			byRank[f.Detector][int(*f.Rank)] = f
 		case "gpu_clock_cap":
@@ -40,7 +42,7 @@ func (r *Report) hardwareCauses(run string, causes []Cause) {
 				c.Fix = f.Fix
 				c.Evidence = append(c.Evidence, "counters: "+f.Message)
 			}
-		case causeSlowHost:
+		case report.KindSlowHost:
 			var lines []string
 			for _, m := range c.Ranks {
 				if f := byRank["gpu_throttle"][m]; f != nil {
@@ -56,7 +58,7 @@ func (r *Report) hardwareCauses(run string, causes []Cause) {
 				c.Evidence = append(c.Evidence, lines...)
 				c.Headline += "; its GPUs' counters show throttling"
 			}
-		case causeHang:
+		case report.KindHang:
 			if f := byRank["gpu_xid"][rankOr(c.Rank)]; c.Rank != nil && f != nil {
 				c.Headline += fmt.Sprintf("; its GPU reported an error: %s", f.Message)
 				c.Evidence = append(c.Evidence, "counters: "+f.Message)
@@ -67,9 +69,9 @@ func (r *Report) hardwareCauses(run string, causes []Cause) {
 }
 
 // findingOn is run's finding of detector on rank, or nil.
-func (r *Report) findingOn(run, detector string, rank int) *Finding {
-	for i := range r.Findings {
-		f := &r.Findings[i]
+func (j *judge) findingOn(run, detector string, rank int) *report.Finding {
+	for i := range j.findings {
+		f := &j.findings[i]
 		if f.RunID == run && f.Detector == detector && f.Rank != nil && int(*f.Rank) == rank {
 			return f
 		}
@@ -79,7 +81,7 @@ func (r *Report) findingOn(run, detector string, rank int) *Finding {
 
 // counterBrief is the counter evidence of a throttling finding in a few
 // words: its clocks against the run's and its reasons.
-func counterBrief(f *Finding) string {
+func counterBrief(f *report.Finding) string {
 	ev := evidenceMap(f.Evidence)
 	var parts []string
 	if ev["run_sm_clock_mhz"] > 0 {

@@ -1,20 +1,59 @@
-package detectors
+package causes
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
 	"strings"
-
-	"github.com/trainscope/trainscope/sql/duck"
 )
 
 // The step-time account (step_account, written by the readers from each
 // rank's timeline) as the verdict reads it: every complete step of every
 // rank, searched for outliers; the steady steps (complete, in the analysis
 // window, not outliers) averaged into what a typical step's time goes to.
+
+// AccountRow is one row of step_account: of one rank's step (its span on
+// the GPU timeline, whether it is complete and in the analysis window),
+// the time that went to a category, cause and subject (with the call
+// stack of its largest stretch, -1 without), in how many stretches, the
+// longest.
+type AccountRow struct {
+	Rank, Step          int
+	StartNS, EndNS      int64
+	Complete, InWindow  bool
+	Cat, Cause, Subject string
+	Stack               int32
+	NS, Intervals       int64
+	LongestNS           int64
+}
+
+// accountsOf groups each run's rows into its account, rank by rank in
+// step order, its outlier steps marked.
+func accountsOf(rows map[string][]AccountRow) map[string]*runAccount {
+	out := map[string]*runAccount{}
+	type stepKey struct{ rank, step int }
+	for run, rs := range rows {
+		ra := &runAccount{ranks: map[int][]*acctStep{}}
+		out[run] = ra
+		seen := map[stepKey]*acctStep{}
+		for _, r := range rs {
+			k := stepKey{r.Rank, r.Step}
+			cur := seen[k]
+			if cur == nil {
+				cur = &acctStep{rank: r.Rank, step: r.Step, start: r.StartNS, end: r.EndNS, complete: r.Complete, inWin: r.InWindow}
+				seen[k] = cur
+				ra.ranks[r.Rank] = append(ra.ranks[r.Rank], cur) // rows come in step order
+			}
+			cur.rows = append(cur.rows, acctRow{cat: r.Cat, cause: r.Cause, subject: r.Subject, stack: r.Stack,
+				ns: r.NS, intervals: r.Intervals, longest: r.LongestNS})
+		}
+		for rank := range ra.ranks {
+			ra.markOutliers(rank)
+		}
+	}
+	return out
+}
 
 // acctRow is one row of step_account.
 type acctRow struct {
@@ -87,64 +126,13 @@ func (ra *runAccount) medianStep() float64 {
 			lens = append(lens, s.len())
 		}
 	}
-	m, _ := medianMAD(lens)
+	m, _ := MedianMAD(lens)
 	return m
-}
-
-// loadAccount reads step_account, per run.
-func loadAccount(ctx context.Context, st *duck.Store) (map[string]*runAccount, error) {
-	rows, err := st.Query(ctx, `
-		SELECT a.run_id, a.rank, coalesce(a.step, -1), a.start_ns, a.end_ns, a.complete,
-		       coalesce((w.step_lo IS NULL OR a.step >= w.step_lo) AND (w.step_hi IS NULL OR a.step <= w.step_hi), true),
-		       a.category, a.cause, coalesce(a.subject, ''), coalesce(a.stack_id, -1), a.ns, a.intervals, a.longest_ns
-		FROM step_account a LEFT JOIN analysis_window w ON w.run_id = a.run_id AND w.rank = a.rank
-		ORDER BY a.run_id, a.rank, a.start_ns, a.category, a.cause, a.ns DESC, a.subject`)
-	if err != nil {
-		return nil, fmt.Errorf("step account: %w", err)
-	}
-	defer rows.Close()
-	out := map[string]*runAccount{}
-	type stepKey struct {
-		run        string
-		rank, step int
-	}
-	seen := map[stepKey]*acctStep{}
-	for rows.Next() {
-		var run string
-		var s acctStep
-		var r acctRow
-		if err := rows.Scan(&run, &s.rank, &s.step, &s.start, &s.end, &s.complete, &s.inWin,
-			&r.cat, &r.cause, &r.subject, &r.stack, &r.ns, &r.intervals, &r.longest); err != nil {
-			return nil, err
-		}
-		ra := out[run]
-		if ra == nil {
-			ra = &runAccount{ranks: map[int][]*acctStep{}}
-			out[run] = ra
-		}
-		k := stepKey{run, s.rank, s.step}
-		cur := seen[k]
-		if cur == nil {
-			cur = &s
-			seen[k] = cur
-			ra.ranks[s.rank] = append(ra.ranks[s.rank], cur) // rows come in step order
-		}
-		cur.rows = append(cur.rows, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	for _, ra := range out {
-		for rank := range ra.ranks {
-			ra.markOutliers(rank)
-		}
-	}
-	return out, nil
 }
 
 // Outlier steps: a complete step longer than the rank's median complete
 // step by OutlierPct of it, 1 ms, and three robust deviations.
-var OutlierPct = 20.0
+const OutlierPct = 20.0
 
 func (ra *runAccount) markOutliers(rank int) {
 	var lens []float64
@@ -156,7 +144,7 @@ func (ra *runAccount) markOutliers(rank int) {
 	if len(lens) < 3 {
 		return
 	}
-	med, mad := medianMAD(lens)
+	med, mad := MedianMAD(lens)
 	for _, s := range ra.ranks[rank] {
 		if s.complete && s.len()-med >= max(OutlierPct/100*med, 1e6, 3*1.4826*mad) {
 			s.outlier = true
@@ -179,7 +167,7 @@ func (ra *runAccount) excess(s *acctStep, causeLevel bool) map[string]float64 {
 		for _, o := range others {
 			xs = append(xs, o[k])
 		}
-		med, _ := medianMAD(xs)
+		med, _ := MedianMAD(xs)
 		if d := v - med; d > 0 {
 			out[k] = d
 		}
@@ -319,51 +307,6 @@ func subjectOf(key string) string {
 		return ""
 	}
 	return parts[2]
-}
-
-// stackPaths are the call stacks of (rank, stack id) pairs of a run, each
-// as its frames from the outermost, the last few.
-func stackPaths(ctx context.Context, st *duck.Store, run string, want map[[2]int]bool) (map[[2]int]string, error) {
-	out := map[[2]int]string{}
-	if len(want) == 0 {
-		return out, nil
-	}
-	var pairs []string
-	for k := range want {
-		pairs = append(pairs, fmt.Sprintf("(%d, %d)", k[0], k[1]))
-	}
-	slices.Sort(pairs)
-	rows, err := st.Query(ctx, `
-		WITH RECURSIVE chain AS (
-		    SELECT rank, stack_id AS leaf, stack_id AS id, parent_id, depth, name
-		    FROM stacks WHERE run_id = ? AND (rank, stack_id) IN (`+strings.Join(pairs, ", ")+`)
-		    UNION ALL
-		    SELECT c.rank, c.leaf, s.stack_id, s.parent_id, s.depth, s.name
-		    FROM chain c JOIN stacks s ON s.run_id = ? AND s.rank = c.rank AND s.stack_id = c.parent_id
-		)
-		SELECT rank, leaf, list(name ORDER BY depth) FROM chain GROUP BY rank, leaf`, run, run)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var rank, leaf int
-		var names any
-		if err := rows.Scan(&rank, &leaf, &names); err != nil {
-			return nil, err
-		}
-		var frames []string
-		for _, v := range asList(names) {
-			if s, ok := v.(string); ok && !strings.HasPrefix(s, "ProfilerStep#") {
-				frames = append(frames, s)
-			}
-		}
-		if len(frames) > 4 {
-			frames = append([]string{"…"}, frames[len(frames)-4:]...)
-		}
-		out[[2]int{rank, leaf}] = strings.Join(frames, " > ")
-	}
-	return out, rows.Err()
 }
 
 // pct is 100 x part / whole, 0 when whole is not positive.

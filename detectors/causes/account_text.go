@@ -1,4 +1,4 @@
-package detectors
+package causes
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 
 // accountText is the headline and evidence of a cause from the step-time
 // account.
-func accountText(c Cause, t typical) (string, []string) {
+func accountText(c rootCause, t typical) (string, []string) {
 	per := fmt.Sprintf("%s a step (%.1f%% of the median step, %s)", mdfmt.Duration(c.CostNS), c.CostPct, mdfmt.Duration(t.stepNS))
 	subj := ""
 	if c.Subject != "" {

@@ -1,0 +1,185 @@
+package detectors
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/trainscope/trainscope/detectors/causes"
+	"github.com/trainscope/trainscope/sql/duck"
+)
+
+// loadCauseInput reads what causes.Judge judges r's runs from: each run's
+// analysed steps, the late arrivals at collectives and who waited for
+// them, the step-time account and the call stacks its causes may name;
+// with r's runs (their median steps set here), findings, metric tables and
+// detector roles, and the cause graph's thresholds.
+func loadCauseInput(ctx context.Context, st *duck.Store, r *Report, cfg CausesConfig) (causes.Input, error) {
+	in := causes.Input{Config: causes.Thresholds(cfg), Findings: r.Findings, Metrics: r.Metrics, Roles: r.Roles}
+	var err error
+	if in.Late, err = loadLate(ctx, st); err != nil {
+		return in, err
+	}
+	if in.Steps, err = windowSteps(ctx, st); err != nil {
+		return in, err
+	}
+	if in.Waiters, err = loadWaiters(ctx, st); err != nil {
+		return in, err
+	}
+	if in.Account, err = loadAccount(ctx, st); err != nil {
+		return in, err
+	}
+	in.Stacks = map[causes.StackKey]string{}
+	wanted := causes.StacksWanted(in.Account)
+	for _, run := range r.Runs {
+		if err := stackPaths(ctx, st, run.RunID, wanted[run.RunID], in.Stacks); err != nil {
+			return in, err
+		}
+	}
+	for i := range r.Runs {
+		r.Runs[i].MedianStepNS = in.Steps[r.Runs[i].RunID].MedianNS
+	}
+	in.Runs = r.Runs
+	return in, nil
+}
+
+// windowSteps is each run's analysed steps and their median length.
+func windowSteps(ctx context.Context, st *duck.Store) (map[string]causes.StepWindow, error) {
+	// the steps as the account measures them on the GPU timeline, where
+	// it has them (the report's one step length), else the host's ranges
+	byRun, err := st.QueryByKey(ctx, `
+		WITH acct AS (SELECT DISTINCT run_id, rank, step, start_ns, end_ns FROM step_account),
+		s AS (SELECT * FROM acct UNION ALL
+		      SELECT run_id, rank, step, start_ns, end_ns FROM steps x
+		      WHERE NOT EXISTS (SELECT 1 FROM acct a WHERE a.run_id = x.run_id AND a.rank = x.rank))
+		SELECT s.run_id, count(DISTINCT s.step)::DOUBLE, median(s.end_ns - s.start_ns)::DOUBLE
+		FROM s JOIN analysis_window w ON w.run_id = s.run_id AND w.rank = s.rank
+		WHERE (w.step_lo IS NULL OR s.step >= w.step_lo) AND (w.step_hi IS NULL OR s.step <= w.step_hi)
+		GROUP BY s.run_id`, 2)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]causes.StepWindow{}
+	for run, v := range byRun {
+		out[run] = causes.StepWindow{Steps: int(v[0]), MedianNS: v[1]}
+	}
+	return out, nil
+}
+
+func loadLate(ctx context.Context, st *duck.Store) ([]causes.Late, error) {
+	rows, err := st.Query(ctx, `
+		SELECT run_id, comm, collective, coalesce(host, ''), coalesce(host_op, ''), coalesce(step, -1), seq, rank, host_stack_id,
+		       block_ns, seg_ns, peer_seg_ns, compute_excess_ns, mem_excess_ns, idle_excess_ns, pageable_excess_ns, host_excess_ns,
+		       kernels, peer_kernels, sync_calls, peer_sync_calls, arrival_ts
+		FROM late_arrivals ORDER BY run_id, step, rank, comm, seq`)
+	if err != nil {
+		return nil, fmt.Errorf("late arrivals: %w", err)
+	}
+	defer rows.Close()
+	var out []causes.Late
+	for rows.Next() {
+		var l causes.Late
+		if err := rows.Scan(&l.Run, &l.Comm, &l.Collective, &l.Host, &l.HostOp, &l.Step, &l.Seq, &l.Rank, &l.HostStack,
+			&l.Block, &l.Seg, &l.PeerSeg, &l.Compute, &l.Mem, &l.Idle, &l.Pageable, &l.HostX,
+			&l.Kernels, &l.PeerKernels, &l.Sync, &l.PeerSync, &l.At); err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
+
+// loadWaiters is, per late rank, how long each peer waited for it.
+func loadWaiters(ctx context.Context, st *duck.Store) (map[causes.WaitKey][]Waiter, error) {
+	rows, err := st.Query(ctx, `
+		WITH late AS (SELECT run_id, comm, step, seq, rank AS late_rank FROM collective_instances WHERE is_last AND block_ns > 0)
+		SELECT c.run_id, l.late_rank, c.rank, sum(c.wait_ns)
+		FROM collective_instances c
+		JOIN late l ON l.run_id = c.run_id AND l.comm = c.comm AND l.step IS NOT DISTINCT FROM c.step AND l.seq = c.seq
+		WHERE c.rank <> l.late_rank
+		GROUP BY ALL ORDER BY 1, 2, 4 DESC, 3`)
+	if err != nil {
+		return nil, fmt.Errorf("waiters: %w", err)
+	}
+	defer rows.Close()
+	out := map[causes.WaitKey][]Waiter{}
+	for rows.Next() {
+		var k causes.WaitKey
+		var w Waiter
+		if err := rows.Scan(&k.Run, &k.Rank, &w.Rank, &w.WaitNS); err != nil {
+			return nil, err
+		}
+		out[k] = append(out[k], w)
+	}
+	return out, rows.Err()
+}
+
+// loadAccount reads step_account, per run, in order of rank and step.
+func loadAccount(ctx context.Context, st *duck.Store) (map[string][]causes.AccountRow, error) {
+	rows, err := st.Query(ctx, `
+		SELECT a.run_id, a.rank, coalesce(a.step, -1), a.start_ns, a.end_ns, a.complete,
+		       coalesce((w.step_lo IS NULL OR a.step >= w.step_lo) AND (w.step_hi IS NULL OR a.step <= w.step_hi), true),
+		       a.category, a.cause, coalesce(a.subject, ''), coalesce(a.stack_id, -1), a.ns, a.intervals, a.longest_ns
+		FROM step_account a LEFT JOIN analysis_window w ON w.run_id = a.run_id AND w.rank = a.rank
+		ORDER BY a.run_id, a.rank, a.start_ns, a.category, a.cause, a.ns DESC, a.subject`)
+	if err != nil {
+		return nil, fmt.Errorf("step account: %w", err)
+	}
+	defer rows.Close()
+	out := map[string][]causes.AccountRow{}
+	for rows.Next() {
+		var run string
+		var r causes.AccountRow
+		if err := rows.Scan(&run, &r.Rank, &r.Step, &r.StartNS, &r.EndNS, &r.Complete, &r.InWindow,
+			&r.Cat, &r.Cause, &r.Subject, &r.Stack, &r.NS, &r.Intervals, &r.LongestNS); err != nil {
+			return nil, err
+		}
+		out[run] = append(out[run], r)
+	}
+	return out, rows.Err()
+}
+
+// stackPaths are the call stacks of (rank, stack id) pairs of a run, each
+// as its frames from the outermost, the last few.
+func stackPaths(ctx context.Context, st *duck.Store, run string, want [][2]int, out map[causes.StackKey]string) error {
+	if len(want) == 0 {
+		return nil
+	}
+	var pairs []string
+	for _, k := range want {
+		pairs = append(pairs, fmt.Sprintf("(%d, %d)", k[0], k[1]))
+	}
+	slices.Sort(pairs)
+	rows, err := st.Query(ctx, `
+		WITH RECURSIVE chain AS (
+		    SELECT rank, stack_id AS leaf, stack_id AS id, parent_id, depth, name
+		    FROM stacks WHERE run_id = ? AND (rank, stack_id) IN (`+strings.Join(pairs, ", ")+`)
+		    UNION ALL
+		    SELECT c.rank, c.leaf, s.stack_id, s.parent_id, s.depth, s.name
+		    FROM chain c JOIN stacks s ON s.run_id = ? AND s.rank = c.rank AND s.stack_id = c.parent_id
+		)
+		SELECT rank, leaf, list(name ORDER BY depth) FROM chain GROUP BY rank, leaf`, run, run)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var rank, leaf int
+		var names any
+		if err := rows.Scan(&rank, &leaf, &names); err != nil {
+			return err
+		}
+		var frames []string
+		for _, v := range asList(names) {
+			if s, ok := v.(string); ok && !strings.HasPrefix(s, "ProfilerStep#") {
+				frames = append(frames, s)
+			}
+		}
+		if len(frames) > 4 {
+			frames = append([]string{"…"}, frames[len(frames)-4:]...)
+		}
+		out[causes.StackKey{Run: run, Rank: rank, Stack: int32(leaf)}] = strings.Join(frames, " > ")
+	}
+	return rows.Err()
+}
