@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/report"
 	"github.com/trainscope/trainscope/internal/analyze"
 	"github.com/trainscope/trainscope/internal/cli"
 )
@@ -69,7 +69,7 @@ func TestAnalyzeSkipBad(t *testing.T) {
 	if !strings.Contains(errOut, "skipping "+bad+": ") {
 		t.Errorf("stderr does not name the skipped file: %q", errOut)
 	}
-	var rep detectors.Report
+	var rep report.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}

@@ -18,11 +18,11 @@ import (
 )
 
 // Failures lists the results whose detector failed.
-func Failures(results []Result) []DetectorFailure {
-	var out []DetectorFailure
+func Failures(results []Result) []report.DetectorFailure {
+	var out []report.DetectorFailure
 	for _, res := range results {
 		if res.Err != nil {
-			out = append(out, DetectorFailure{Detector: res.Detector.Name, Kind: res.Detector.Kind, Error: res.Err.Error()})
+			out = append(out, report.DetectorFailure{Detector: res.Detector.Name, Kind: res.Detector.Kind, Error: res.Err.Error()})
 		}
 	}
 	return out
@@ -33,8 +33,8 @@ func Failures(results []Result) []DetectorFailure {
 // causes.Judge decide the causes and the verdict, and gathers the charts.
 // Within Analyze it reads the shared views the detectors computed; alone
 // (after Run) it reads them from the store again.
-func BuildReport(ctx context.Context, st *duck.Store, results []Result) (*Report, error) {
-	r := &Report{Roles: roleIndex(results)}
+func BuildReport(ctx context.Context, st *duck.Store, results []Result) (*report.Report, error) {
+	r := &report.Report{Roles: roleIndex(results)}
 	if err := loadRuns(ctx, st, r); err != nil {
 		return nil, err
 	}
@@ -43,7 +43,7 @@ func BuildReport(ctx context.Context, st *duck.Store, results []Result) (*Report
 		if res.Detector.Kind != KindMetric || res.Err != nil {
 			continue
 		}
-		t := MetricTable{Detector: res.Detector.Name, Category: res.Detector.Category,
+		t := report.MetricTable{Detector: res.Detector.Name, Category: res.Detector.Category,
 			Description: res.Detector.Description, Columns: res.Columns}
 		for _, row := range res.Rows {
 			out := make([]any, len(row))
@@ -69,7 +69,7 @@ func BuildReport(ctx context.Context, st *duck.Store, results []Result) (*Report
 	return r, nil
 }
 
-func loadRuns(ctx context.Context, st *duck.Store, r *Report) error {
+func loadRuns(ctx context.Context, st *duck.Store, r *report.Report) error {
 	rows, err := st.Query(ctx, `
 SELECT k.run_id, list(k.rank ORDER BY k.rank), max(k.world_size), list(DISTINCT k.gpu_name ORDER BY k.gpu_name) FILTER (WHERE k.gpu_name <> ''),
        sum(k.events)::BIGINT, count(*),
@@ -83,7 +83,7 @@ FROM ranks k GROUP BY k.run_id ORDER BY k.run_id`)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var ri RunInfo
+		var ri report.RunInfo
 		var ranks, gpus, dtypes any
 		var world sql.NullInt64
 		if err := rows.Scan(&ri.RunID, &ranks, &world, &gpus, &ri.Events, &ri.Sources, &ri.Steps, &dtypes, &ri.GPUActivities, &ri.TraceRanks); err != nil {
@@ -111,7 +111,7 @@ FROM ranks k GROUP BY k.run_id ORDER BY k.run_id`)
 	return rows.Err()
 }
 
-func loadFindings(ctx context.Context, st *duck.Store, r *Report) error {
+func loadFindings(ctx context.Context, st *duck.Store, r *report.Report) error {
 	rows, err := st.Query(ctx, `
 SELECT run_id, detector, category, severity, rank, host, step_lo, step_hi, subject, metric, value, threshold, message, fix, evidence,
        impact, validation, coalesce(confidence, 'measured'), needs
@@ -122,7 +122,7 @@ ORDER BY run_id, CASE severity WHEN 'critical' THEN 0 WHEN 'warn' THEN 1 ELSE 2 
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var f Finding
+		var f report.Finding
 		var rank, lo, hi sql.NullInt64
 		var host, subject, fix, evidence, impact, validation, needs sql.NullString
 		var value, threshold sql.NullFloat64

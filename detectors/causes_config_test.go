@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/report"
 )
 
 // The cause graph's thresholds come from the set's config: a run whose
@@ -15,7 +16,7 @@ import (
 // costliest cause instead (here the launch overhead, 2.5% a step).
 func TestCausesConfigChangesTheVerdict(t *testing.T) {
 	dir := gemmRun(t, []string{"n0", "n1", "n2", "n3"}, []int64{300, 300, 300, 306}, true)
-	report := func(cfg detectors.Config) *detectors.Report {
+	reportWith := func(cfg detectors.Config) *report.Report {
 		st, res := analyzeDir(t, dir, "balanced", detectors.Window{}, cfg)
 		rep, err := detectors.BuildReport(context.Background(), st, res)
 		if err != nil {
@@ -23,7 +24,7 @@ func TestCausesConfigChangesTheVerdict(t *testing.T) {
 		}
 		return rep
 	}
-	lateRank3 := func(rep *detectors.Report) bool {
+	lateRank3 := func(rep *report.Report) bool {
 		for _, c := range rep.Causes {
 			if c.Kind == "late_rank" && c.Rank != nil && *c.Rank == 3 {
 				return true
@@ -31,12 +32,12 @@ func TestCausesConfigChangesTheVerdict(t *testing.T) {
 		}
 		return false
 	}
-	if rep := report(detectors.Config{}); !rep.Headline[0].Balanced || lateRank3(rep) {
+	if rep := reportWith(detectors.Config{}); !rep.Headline[0].Balanced || lateRank3(rep) {
 		t.Fatalf("default verdict %q, want balanced, rank 3 no cause", rep.Headline[0].Text)
 	}
 	low := detectors.DefaultCauses()
 	low.MinCostPct, low.MinCostNS, low.MinCostZ = 0.1, 1000, 0.5
-	if rep := report(detectors.Config{Causes: low}); rep.Headline[0].Balanced || rep.Headline[0].Kind == "none" || !lateRank3(rep) {
+	if rep := reportWith(detectors.Config{Causes: low}); rep.Headline[0].Balanced || rep.Headline[0].Kind == "none" || !lateRank3(rep) {
 		t.Errorf("verdict with %+v: %q (%s), want a cause, rank 3 late among them", low, rep.Headline[0].Text, rep.Headline[0].Kind)
 	}
 }

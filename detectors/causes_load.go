@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/trainscope/trainscope/detectors/causes"
+	"github.com/trainscope/trainscope/detectors/report"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
@@ -15,7 +16,7 @@ import (
 // them, the step-time account and the call stacks its causes may name;
 // with r's runs (their median steps set here), findings, metric tables and
 // detector roles, and the cause graph's thresholds.
-func loadCauseInput(ctx context.Context, st *duck.Store, r *Report, cfg CausesConfig) (causes.Input, error) {
+func loadCauseInput(ctx context.Context, st *duck.Store, r *report.Report, cfg CausesConfig) (causes.Input, error) {
 	in := causes.Input{Config: causes.Thresholds(cfg), Findings: r.Findings, Metrics: r.Metrics, Roles: r.Roles}
 	var err error
 	if in.Late, err = loadLate(ctx, st); err != nil {
@@ -91,7 +92,7 @@ func loadLate(ctx context.Context, st *duck.Store) ([]causes.Late, error) {
 }
 
 // loadWaiters is, per late rank, how long each peer waited for it.
-func loadWaiters(ctx context.Context, st *duck.Store) (map[causes.WaitKey][]Waiter, error) {
+func loadWaiters(ctx context.Context, st *duck.Store) (map[causes.WaitKey][]report.Waiter, error) {
 	rows, err := st.Query(ctx, `
 		WITH late AS (SELECT run_id, comm, step, seq, rank AS late_rank FROM collective_instances WHERE is_last AND block_ns > 0)
 		SELECT c.run_id, l.late_rank, c.rank, sum(c.wait_ns)
@@ -103,10 +104,10 @@ func loadWaiters(ctx context.Context, st *duck.Store) (map[causes.WaitKey][]Wait
 		return nil, fmt.Errorf("waiters: %w", err)
 	}
 	defer rows.Close()
-	out := map[causes.WaitKey][]Waiter{}
+	out := map[causes.WaitKey][]report.Waiter{}
 	for rows.Next() {
 		var k causes.WaitKey
-		var w Waiter
+		var w report.Waiter
 		if err := rows.Scan(&k.Run, &k.Rank, &w.Rank, &w.WaitNS); err != nil {
 			return nil, err
 		}

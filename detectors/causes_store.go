@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/trainscope/trainscope/detectors/report"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
 // SaveCauses writes the report's root causes into the root_causes table
 // (replacing the runs' earlier rows), so that SQL clients and Grafana can
 // read what the report leads with.
-func SaveCauses(ctx context.Context, st *duck.Store, r *Report) error {
+func SaveCauses(ctx context.Context, st *duck.Store, r *report.Report) error {
 	js := func(v any) any {
 		if v == nil {
 			return nil

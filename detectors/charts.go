@@ -29,10 +29,10 @@ const timelineBuckets = 400
 
 // buildCharts gathers the charts of every run: the per-rank split and the
 // top kernels from the metric tables, the timeline from the store.
-func buildCharts(ctx context.Context, st *duck.Store, rep *Report, perRank map[string]map[string]map[int]float64) error {
+func buildCharts(ctx context.Context, st *duck.Store, rep *report.Report, perRank map[string]map[string]map[int]float64) error {
 	r := &chartSource{rep, perRank}
 	for _, run := range r.Runs {
-		c := &Charts{RunID: run.RunID}
+		c := &report.Charts{RunID: run.RunID}
 		c.Ranks, c.PerStep = r.rankTimes(run.RunID)
 		c.TotalRanks = len(c.Ranks)
 		c.Ranks = r.pickRankBars(run.RunID, c.Ranks, MaxRankBars)
@@ -51,7 +51,7 @@ func buildCharts(ctx context.Context, st *duck.Store, rep *Report, perRank map[s
 // chartSource is what the charts are drawn from: the report, and per run,
 // account key and rank what a typical step spends (the verdict's).
 type chartSource struct {
-	*Report
+	*report.Report
 	acctPerRank map[string]map[string]map[int]float64
 }
 
@@ -77,13 +77,13 @@ func (r *chartSource) metricRows(detector, run string) []map[string]any {
 	return out
 }
 
-func (r *chartSource) rankTimes(run string) ([]RankTime, bool) {
+func (r *chartSource) rankTimes(run string) ([]report.RankTime, bool) {
 	steps := map[int]float64{}
 	for _, m := range r.metricRows("step_time", run) {
 		steps[int(report.Num(m["rank"]))] = report.Num(m["steps"])
 	}
 	perStep := len(steps) > 0
-	var out []RankTime
+	var out []report.RankTime
 	for _, m := range r.metricRows("temporal_breakdown", run) {
 		rank := int(report.Num(m["rank"]))
 		n := 1.0
@@ -95,7 +95,7 @@ func (r *chartSource) rankTimes(run string) ([]RankTime, bool) {
 			}
 		}
 		nc, tr, wt := report.Num(m["non_compute_ns"]), report.Num(m["transfer_ns"]), report.Num(m["wait_ns"])
-		out = append(out, RankTime{Rank: rank, Compute: report.Num(m["compute_ns"]) / n, Transfer: tr / n, Wait: wt / n,
+		out = append(out, report.RankTime{Rank: rank, Compute: report.Num(m["compute_ns"]) / n, Transfer: tr / n, Wait: wt / n,
 			Other: max(0, nc-tr-wt) / n, Idle: report.Num(m["idle_ns"]) / n})
 	}
 	if !perStep && len(steps) > 0 {
@@ -103,12 +103,12 @@ func (r *chartSource) rankTimes(run string) ([]RankTime, bool) {
 		for i := range out {
 			n := steps[out[i].Rank]
 			if n > 0 {
-				out[i] = RankTime{Rank: out[i].Rank, Compute: out[i].Compute * n, Transfer: out[i].Transfer * n,
+				out[i] = report.RankTime{Rank: out[i].Rank, Compute: out[i].Compute * n, Transfer: out[i].Transfer * n,
 					Wait: out[i].Wait * n, Other: out[i].Other * n, Idle: out[i].Idle * n}
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b RankTime) int { return a.Rank - b.Rank })
+	slices.SortFunc(out, func(a, b report.RankTime) int { return a.Rank - b.Rank })
 	if acct := r.acctPerRank[run]; len(acct) > 0 {
 		// a typical step as the account measures it, so that the bars are
 		// as long as the step the verdict and step_time name; exposed
@@ -118,13 +118,13 @@ func (r *chartSource) rankTimes(run string) ([]RankTime, bool) {
 		for _, rt := range out {
 			split[rt.Rank] = [2]float64{rt.Transfer, rt.Wait}
 		}
-		byRank := map[int]*RankTime{}
+		byRank := map[int]*report.RankTime{}
 		for key, ranks := range acct {
 			cat, _, _ := strings.Cut(key, "/")
 			for rank, ns := range ranks {
 				rt := byRank[rank]
 				if rt == nil {
-					rt = &RankTime{Rank: rank}
+					rt = &report.RankTime{Rank: rank}
 					byRank[rank] = rt
 				}
 				switch cat {
@@ -157,7 +157,7 @@ func (r *chartSource) rankTimes(run string) ([]RankTime, bool) {
 // pickRankBars keeps at most n ranks, in rank order: the ranks of the
 // run's root causes and their waiters, then those whose share of idle,
 // wait and other time is furthest from the median rank's.
-func (r *chartSource) pickRankBars(run string, all []RankTime, n int) []RankTime {
+func (r *chartSource) pickRankBars(run string, all []report.RankTime, n int) []report.RankTime {
 	if len(all) <= n {
 		return all
 	}
@@ -178,7 +178,7 @@ func (r *chartSource) pickRankBars(run string, all []RankTime, n int) []RankTime
 			}
 		}
 	}
-	off := func(rt RankTime) float64 {
+	off := func(rt report.RankTime) float64 {
 		tot := rt.Compute + rt.Transfer + rt.Wait + rt.Other + rt.Idle
 		if tot <= 0 {
 			return 0
@@ -191,7 +191,7 @@ func (r *chartSource) pickRankBars(run string, all []RankTime, n int) []RankTime
 	}
 	med, _ := causes.MedianMAD(shares)
 	rest := slices.Clone(all)
-	slices.SortStableFunc(rest, func(a, b RankTime) int {
+	slices.SortStableFunc(rest, func(a, b report.RankTime) int {
 		da, db := math.Abs(off(a)-med), math.Abs(off(b)-med)
 		if da != db {
 			return cmp.Compare(db, da)
@@ -204,7 +204,7 @@ func (r *chartSource) pickRankBars(run string, all []RankTime, n int) []RankTime
 		}
 		keep[rt.Rank] = true
 	}
-	var out []RankTime
+	var out []report.RankTime
 	for _, rt := range all {
 		if keep[rt.Rank] && len(out) < n {
 			out = append(out, rt)
@@ -213,14 +213,14 @@ func (r *chartSource) pickRankBars(run string, all []RankTime, n int) []RankTime
 	return out
 }
 
-func (r *chartSource) topKernels(run string, n int) []KernelTime {
-	var out []KernelTime
+func (r *chartSource) topKernels(run string, n int) []report.KernelTime {
+	var out []report.KernelTime
 	for _, m := range r.metricRows("top_kernels", run) {
 		name, _ := m["name"].(string)
 		class, _ := m["class"].(string)
-		out = append(out, KernelTime{Name: name, Class: class, Count: int64(report.Num(m["count"])), TotalNS: report.Num(m["sum_ns"])})
+		out = append(out, report.KernelTime{Name: name, Class: class, Count: int64(report.Num(m["count"])), TotalNS: report.Num(m["sum_ns"])})
 	}
-	slices.SortStableFunc(out, func(a, b KernelTime) int {
+	slices.SortStableFunc(out, func(a, b report.KernelTime) int {
 		switch {
 		case a.TotalNS > b.TotalNS:
 			return -1
@@ -239,7 +239,7 @@ func (r *chartSource) topKernels(run string, n int) []KernelTime {
 // where the top cause's rank (or, with no cause, any rank) held the
 // others up longest, else the first analysed step.
 func (r *chartSource) timelineStep(ctx context.Context, st *duck.Store, run string) (*int, string, bool, error) {
-	var top *Cause
+	var top *report.Cause
 	for i := range r.Causes {
 		if r.Causes[i].RunID == run {
 			top = &r.Causes[i]
@@ -334,7 +334,7 @@ func (r *chartSource) timelineRanks(run string) ([]int, int) {
 	return pick, len(all)
 }
 
-func (r *chartSource) loadTimeline(ctx context.Context, st *duck.Store, run RunInfo) (*Timeline, error) {
+func (r *chartSource) loadTimeline(ctx context.Context, st *duck.Store, run report.RunInfo) (*report.Timeline, error) {
 	step, why, ok, err := r.timelineStep(ctx, st, run.RunID)
 	if err != nil || !ok {
 		return nil, err
@@ -356,7 +356,7 @@ k AS (
     WHERE g.run_id = $run AND g.step IS NOT DISTINCT FROM $step AND g.rank IN (` + strings.Join(inList, ",") + `)
 )`
 	args := []any{sql.Named("run", run.RunID), sql.Named("step", step)}
-	tl := &Timeline{Step: step, Why: why, Buckets: timelineBuckets, TotalRanks: total}
+	tl := &report.Timeline{Step: step, Why: why, Buckets: timelineBuckets, TotalRanks: total}
 	var lo, hi sql.NullInt64
 	// the step as the account has it (its window on each lane's GPU
 	// timeline), so that the timeline is as long as the step the verdict
@@ -379,9 +379,9 @@ SELECT coalesce((SELECT min(s) FROM w), min(s)), coalesce((SELECT max(e) FROM w)
 	}
 	tl.StartNS, tl.EndNS = lo.Int64, hi.Int64
 	bw := max(1, (tl.EndNS-tl.StartNS+int64(timelineBuckets)-1)/int64(timelineBuckets))
-	lanes := map[int]*Lane{}
+	lanes := map[int]*report.Lane{}
 	for _, rk := range ranks {
-		l := &Lane{Rank: rk, Compute: make([]float64, timelineBuckets)}
+		l := &report.Lane{Rank: rk, Compute: make([]float64, timelineBuckets)}
 		lanes[rk] = l
 		tl.Lanes = append(tl.Lanes, *l)
 	}
@@ -418,7 +418,7 @@ SELECT rank, b, sum(least(e, $t0 + (b + 1) * $bw) - greatest(s, $t0 + b * $bw)):
 	defer rows.Close()
 	for rows.Next() {
 		var rk int
-		var c CollBar
+		var c report.CollBar
 		if err := rows.Scan(&rk, &c.Name, &c.StartNS, &c.WaitEndNS, &c.End, &c.Last, &c.BlockNS); err != nil {
 			return nil, err
 		}

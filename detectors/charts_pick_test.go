@@ -3,15 +3,17 @@ package detectors
 import (
 	"slices"
 	"testing"
+
+	"github.com/trainscope/trainscope/detectors/report"
 )
 
 // With more ranks than the chart holds, the root cause's rank and its
 // waiters come first, then the ranks whose split is furthest from the
 // median's; the rest are left out, and the bars stay in rank order.
 func TestPickRankBars(t *testing.T) {
-	var all []RankTime
+	var all []report.RankTime
 	for r := range 100 {
-		rt := RankTime{Rank: r, Compute: 10, Transfer: 3, Wait: 2, Idle: 1}
+		rt := report.RankTime{Rank: r, Compute: 10, Transfer: 3, Wait: 2, Idle: 1}
 		switch r {
 		case 40: // odd: mostly idle
 			rt.Idle = 12
@@ -21,7 +23,7 @@ func TestPickRankBars(t *testing.T) {
 		all = append(all, rt)
 	}
 	ninety := 90
-	r := &chartSource{Report: &Report{Causes: []Cause{{RunID: "x", Rank: &ninety, Waiters: []Waiter{{Rank: 91}, {Rank: 3}, {Rank: 60}, {Rank: 61}}}}}}
+	r := &chartSource{Report: &report.Report{Causes: []report.Cause{{RunID: "x", Rank: &ninety, Waiters: []report.Waiter{{Rank: 91}, {Rank: 3}, {Rank: 60}, {Rank: 61}}}}}}
 	got := r.pickRankBars("x", all, 6)
 	var ranks []int
 	for _, rt := range got {

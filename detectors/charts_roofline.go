@@ -9,7 +9,7 @@ import (
 
 // roofline builds the run's chart from the roofline_shapes metric, or nil
 // when the run has none or its GPU is not in the catalog.
-func (r *chartSource) roofline(run RunInfo) *RooflineChart {
+func (r *chartSource) roofline(run report.RunInfo) *report.RooflineChart {
 	if len(run.GPUSpecs) == 0 {
 		return nil
 	}
@@ -21,7 +21,7 @@ func (r *chartSource) roofline(run RunInfo) *RooflineChart {
 	if len(rows) == 0 {
 		return nil
 	}
-	c := &RooflineChart{GPU: spec.Key, BWTBs: spec.HBMGBs / 1000, Peaks: map[string]float64{}}
+	c := &report.RooflineChart{GPU: spec.Key, BWTBs: spec.HBMGBs / 1000, Peaks: map[string]float64{}}
 	for _, m := range rows {
 		subject, _ := m["subject"].(string)
 		label, bound, _ := strings.Cut(subject, ", ")
@@ -31,7 +31,7 @@ func (r *chartSource) roofline(run RunInfo) *RooflineChart {
 			c.Skipped++
 			continue
 		}
-		c.Points = append(c.Points, RoofPoint{Label: label, Bound: bound, Intensity: report.Num(m["intensity"]), TFLOPS: tf,
+		c.Points = append(c.Points, report.RoofPoint{Label: label, Bound: bound, Intensity: report.Num(m["intensity"]), TFLOPS: tf,
 			RoofPct: report.Num(m["roof_pct"]), TimeNS: report.Num(m["time_ns"]), SavedNS: report.Num(m["saved_ns"])})
 		for _, dt := range []string{"bf16", "fp16", "fp8", "fp32"} {
 			if strings.HasSuffix(label, " "+dt) {

@@ -14,14 +14,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trainscope/trainscope/detectors/report/html"
-
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/report"
+	"github.com/trainscope/trainscope/detectors/report/html"
 )
 
 // handReport is the hand run's report (see handRun: rank 1 reaches the
 // all-reduce of each step 100 µs after rank 0).
-func handReport(t *testing.T) *detectors.Report {
+func handReport(t *testing.T) *report.Report {
 	t.Helper()
 	st, res := analyzeDir(t, handRun(t), "hand", detectors.Window{}, lowThresholds)
 	rep, err := detectors.BuildReport(context.Background(), st, res)

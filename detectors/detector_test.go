@@ -3,8 +3,11 @@ package detectors
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/trainscope/trainscope/detectors/report"
 )
 
 const goodHeader = `-- name: sample
@@ -162,5 +165,12 @@ func TestSharedConfigAcrossSets(t *testing.T) {
 	cfg.Thresholds["r_m04"] = map[string]float64{"nope": 1}
 	if _, err := NewAuditSet(cfg); err == nil || !strings.Contains(err.Error(), `thresholds.r_m04.nope`) {
 		t.Errorf("audit set accepted an unknown threshold: %v", err)
+	}
+}
+
+// The severity header takes the severities the report ranks findings by.
+func TestSeveritiesAreTheReports(t *testing.T) {
+	if !slices.Equal(Severities, report.Severities) {
+		t.Errorf("detectors.Severities %v, report.Severities %v", Severities, report.Severities)
 	}
 }

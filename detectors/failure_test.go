@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/report"
 )
 
 // A detector whose query fails (here: DuckDB's error(), and a finding with
@@ -100,8 +101,8 @@ SELECT run_id, rank, 'm' AS metric, 1.0 AS value, NULL::VARCHAR AS message FROM 
 		}
 	}
 	var doc struct {
-		Failures []detectors.DetectorFailure `json:"detector_failures"`
-		Findings []detectors.Finding         `json:"findings"`
+		Failures []report.DetectorFailure `json:"detector_failures"`
+		Findings []report.Finding         `json:"findings"`
 	}
 	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
 		t.Fatal(err)

@@ -7,9 +7,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/trainscope/trainscope/detectors/report/html"
-
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/report"
+	"github.com/trainscope/trainscope/detectors/report/html"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
 )
@@ -19,7 +19,7 @@ import (
 // measured at in bench/RESULTS.md.
 var benchTraces = "../bench/syn8"
 
-var syn8Report = sync.OnceValues(func() (*detectors.Report, error) {
+var syn8Report = sync.OnceValues(func() (*report.Report, error) {
 	ctx := context.Background()
 	st, err := duck.Open(ctx, "", duck.Options{})
 	if err != nil {
@@ -47,7 +47,7 @@ var syn8Report = sync.OnceValues(func() (*detectors.Report, error) {
 	return detectors.BuildReport(ctx, st, res)
 })
 
-func benchReport(b *testing.B) *detectors.Report {
+func benchReport(b *testing.B) *report.Report {
 	b.Helper()
 	if _, err := os.Stat(benchTraces); err != nil {
 		b.Skipf("no %s (bash bench/syn8.sh builds it): %v", benchTraces, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/trainscope/trainscope/detectors/report"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
@@ -14,7 +15,7 @@ import (
 // node_reputation can score each node over the jobs that ran on it. A
 // partial report records nothing: a rank whose data is still on its way
 // must not read as hung or slow.
-func SaveNodeHistory(ctx context.Context, st *duck.Store, r *Report, at time.Time) error {
+func SaveNodeHistory(ctx context.Context, st *duck.Store, r *report.Report, at time.Time) error {
 	if r.Status != nil && r.Status.Partial {
 		return nil
 	}

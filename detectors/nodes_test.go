@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/report"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
@@ -23,7 +24,7 @@ func wilson(k, n int) float64 {
 // analyzeJobs loads each folder as its own run (ids from runIDs) into one
 // store, runs every detector and records node history, as analyze --db
 // does for a database that holds several jobs.
-func analyzeJobs(t *testing.T, dirs, runIDs []string) (*duck.Store, *detectors.Report) {
+func analyzeJobs(t *testing.T, dirs, runIDs []string) (*duck.Store, *report.Report) {
 	t.Helper()
 	ctx := context.Background()
 	runs := map[string]string{}
@@ -168,7 +169,7 @@ func TestNodeHistoryFollowsTheGPUAcrossJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	partial := *rep
-	partial.Status = &detectors.RunStatus{Partial: true}
+	partial.Status = &report.RunStatus{Partial: true}
 	if err := detectors.SaveNodeHistory(ctx, st, &partial, time.Unix(1_800_000_200, 0)); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/trainscope/trainscope/detectors/report"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
@@ -19,10 +20,10 @@ type AnalyzeOptions struct {
 	AfterWindow func(ctx context.Context, st *duck.Store) error
 	// OnFailure hears of each detector that failed; the report lists them
 	// too, and the other detectors' results still come out.
-	OnFailure func(DetectorFailure)
+	OnFailure func(report.DetectorFailure)
 	// Status, when set, is the run's status (partial, batches missing); it
 	// is the report's before the causes are saved.
-	Status *RunStatus
+	Status *report.RunStatus
 	// At stamps the node history rows (time.Now when zero).
 	At time.Time
 	// GPU names the GPU the config audit judges launch scripts for ("":
@@ -38,7 +39,7 @@ type AnalyzeOptions struct {
 //
 // The shared views the detectors read are computed once for the detectors
 // and the report, and dropped before Analyze returns, whatever happens.
-func Analyze(ctx context.Context, st *duck.Store, set *Set, opt AnalyzeOptions) (*Report, error) {
+func Analyze(ctx context.Context, st *duck.Store, set *Set, opt AnalyzeOptions) (*report.Report, error) {
 	if err := SetWindow(ctx, st, opt.Window); err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/report"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
 )
@@ -91,8 +92,8 @@ SELECT run_id, rank, error('boom')::DOUBLE AS x FROM ranks
 		st, set = load(t, workers, bad)
 		var failed []string
 		rep, err = detectors.Analyze(ctx, st, set, detectors.AnalyzeOptions{
-			OnFailure: func(f detectors.DetectorFailure) { failed = append(failed, f.Detector) },
-			Status:    &detectors.RunStatus{Missing: []string{"batch 7 of r0.json never arrived"}},
+			OnFailure: func(f report.DetectorFailure) { failed = append(failed, f.Detector) },
+			Status:    &report.RunStatus{Missing: []string{"batch 7 of r0.json never arrived"}},
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -24,17 +24,9 @@ import (
 //     host-side lateness) or transfer (exposed communication: explained by
 //     a slow link under it, or a hang).
 
-// Kinds of root cause that share their name with the detector that finds
-// them (report.KindHang and the others).
-const (
-	causeHang     = report.KindHang
-	causeSlowLink = report.KindSlowLink
-	causeSlowHost = report.KindSlowHost
-)
-
 // causeModels are the values of a cause header: how a finding becomes a
-// root cause (findingCauses, mergeSlowHost).
-var causeModels = []string{causeHang, causeSlowLink, "pcie_path", "slow_kernel", "memory_bound", causeSlowHost}
+// root cause (package causes: findingCauses, mergeSlowHost).
+var causeModels = []string{report.KindHang, report.KindSlowLink, "pcie_path", "slow_kernel", "memory_bound", report.KindSlowHost}
 
 // causeReasons are why a rank was late or its GPU waited (Cause.Why), as a
 // shows header names them; any stands for every one.
@@ -62,8 +54,8 @@ func parseRole(d *Detector, key, val string, fail func(string, ...any)) (ok bool
 		}
 		for _, w := range strings.Split(val, ",") {
 			w = strings.TrimSpace(w)
-			if w != causeHang && w != causeSlowHost && !slices.Contains(causeReasons, w) {
-				fail("shows %q must be a kind of cause (%s, %s) or a reason (%s)", w, causeHang, causeSlowHost, strings.Join(causeReasons, ", "))
+			if w != report.KindHang && w != report.KindSlowHost && !slices.Contains(causeReasons, w) {
+				fail("shows %q must be a kind of cause (%s, %s) or a reason (%s)", w, report.KindHang, report.KindSlowHost, strings.Join(causeReasons, ", "))
 				continue
 			}
 			d.Shows = append(d.Shows, w)

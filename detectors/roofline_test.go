@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trainscope/trainscope/detectors/report/html"
-
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/report"
+	"github.com/trainscope/trainscope/detectors/report/html"
 )
 
 const (
@@ -100,7 +100,7 @@ func TestSlowGEMMBelowRoofline(t *testing.T) {
 		t.Fatal(err)
 	}
 	gemm := 2.0 * 8192 * 4096 * 4096 / 989.4e12 * 1e9
-	var found *detectors.Finding
+	var found *report.Finding
 	for i, f := range rep.Findings {
 		if f.Detector == "below_roofline" {
 			if found != nil {

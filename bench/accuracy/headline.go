@@ -5,7 +5,7 @@ import (
 	"io"
 	"slices"
 
-	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/report"
 )
 
 // headline is what a report's headline claims: the fault type its top
@@ -18,7 +18,7 @@ type headline struct {
 }
 
 // claimOf is the fault type a root cause stands for.
-func claimOf(c detectors.Cause) FaultType {
+func claimOf(c report.Cause) FaultType {
 	switch c.Kind {
 	case "hang":
 		return Hang
@@ -45,7 +45,7 @@ func claimOf(c detectors.Cause) FaultType {
 // headlineClaim scores the report's headline against the injected fault:
 // right when its top cause has the fault's type and place (a clean run,
 // and a launch overhead on every rank, must blame nothing).
-func (f Fault) headlineClaim(t topology, causes []detectors.Cause) headline {
+func (f Fault) headlineClaim(t topology, causes []report.Cause) headline {
 	if len(causes) == 0 {
 		return headline{claims: Clean, right: f.clean() || f.Type == LaunchBound && f.Rank < 0, text: "balanced"}
 	}

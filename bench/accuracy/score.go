@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/report"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
 )
@@ -20,7 +21,7 @@ type finding struct {
 // analyze loads dir into a fresh in-memory store and runs every built-in
 // detector with its default thresholds over the default window (every
 // step but the last), as `trainscope analyze` does.
-func analyze(ctx context.Context, set *detectors.Set, dir string) ([]finding, []detectors.Cause, error) {
+func analyze(ctx context.Context, set *detectors.Set, dir string) ([]finding, []report.Cause, error) {
 	// one thread and analyze's memory limit a scenario: with DuckDB's
 	// default (80% of the machine's memory for each store), one store per
 	// core on a 192-core server would overcommit memory 150 times
@@ -42,14 +43,14 @@ func analyze(ctx context.Context, set *detectors.Set, dir string) ([]finding, []
 	}
 	// the headline's cause first, then the others (idle the trace cannot
 	// explain left out unless it is the headline)
-	var causes []detectors.Cause
+	var causes []report.Cause
 	head := ""
 	if len(rep.Headline) > 0 {
 		head = rep.Headline[0].Cause
 	}
 	for _, c := range rep.Causes {
 		if c.ID == head {
-			causes = append([]detectors.Cause{c}, causes...)
+			causes = append([]report.Cause{c}, causes...)
 		} else if c.Kind != "unrecorded_idle" {
 			causes = append(causes, c)
 		}
@@ -95,7 +96,7 @@ type outcome struct {
 	wrong    map[string]bool // fault-type detectors that fired somewhere wrong
 	symptoms map[string]int  // unscored findings by detector
 	findings []finding
-	causes   []detectors.Cause
+	causes   []report.Cause
 	headline headline
 }
 
@@ -297,7 +298,7 @@ func runScenario(ctx context.Context, set *detectors.Set, t topology, f Fault, s
 			// a launch overhead on every rank has no rank to name
 			named := p.Type == LaunchBound && p.Rank < 0
 			for _, c := range causes {
-				if p.headlineClaim(t, []detectors.Cause{c}).right {
+				if p.headlineClaim(t, []report.Cause{c}).right {
 					named = true
 				}
 			}

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/report"
 )
 
 // claimOf is the cause a report's verdict names first, in the scorer's
@@ -9,7 +9,7 @@ import (
 // memory_bound, kernels, late_rank, slow_host, slow_link, hang, no_gpu_work,
 // memory_only), and the verdict's own sentence: the report's headline and
 // the root cause it names.
-func claimOf(rep *detectors.Report) (claim, said string) {
+func claimOf(rep *report.Report) (claim, said string) {
 	if len(rep.Headline) == 0 {
 		return "none", "no headline"
 	}
@@ -23,7 +23,7 @@ func claimOf(rep *detectors.Report) (claim, said string) {
 }
 
 // causeClaim maps a root cause to the scorer's words.
-func causeClaim(c detectors.Cause) string {
+func causeClaim(c report.Cause) string {
 	switch c.Kind {
 	case "one_off_stall":
 		return "stall"

@@ -13,6 +13,7 @@ import (
 
 	"github.com/trainscope/trainscope/bench/corpus"
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/report"
 )
 
 // The scorer end to end on a folder shaped as scenarios.py writes it:
@@ -137,11 +138,11 @@ func TestNames(t *testing.T) {
 			t.Errorf("names(%s, %s) = %v", c.cause, c.claim, got)
 		}
 	}
-	rep := &detectors.Report{Headline: []detectors.Headline{{Kind: "none", Text: "No cause costs 5% of a step or more"}}}
+	rep := &report.Report{Headline: []report.Headline{{Kind: "none", Text: "No cause costs 5% of a step or more"}}}
 	if c, _ := claimOf(rep); c != "none" {
 		t.Errorf("no cause: claim %s", c)
 	}
-	rep.Causes = []detectors.Cause{{ID: "c1", Kind: "one_off_stall"}, {ID: "c2", Kind: "launch_bound"}}
+	rep.Causes = []report.Cause{{ID: "c1", Kind: "one_off_stall"}, {ID: "c2", Kind: "launch_bound"}}
 	rep.Headline[0].Cause, rep.Headline[0].Text = "c2", "The GPU waits for kernel launches"
 	if c, s := claimOf(rep); c != "launch" || s != "The GPU waits for kernel launches" {
 		t.Errorf("cause claim %s %q", c, s)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/report"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
 )
@@ -103,7 +104,7 @@ func score(ctx context.Context, set *detectors.Set, dir string, log io.Writer) (
 		case "ncu":
 			r.detail, r.right, r.err = checkNCU(ctx, filepath.Join(dir, l.File), l)
 		default:
-			var rep *detectors.Report
+			var rep *report.Report
 			rep, r.err = analyze(ctx, set, filepath.Join(dir, l.Dir), nil)
 			if r.err == nil {
 				r.claim, r.said = claimOf(rep)
@@ -134,7 +135,7 @@ func names(cause, claim string) bool {
 // analyze loads dir into a fresh in-memory store as `trainscope analyze`
 // does (default window: every step but the last) and builds the report;
 // query, when set, runs on the store before it closes.
-func analyze(ctx context.Context, set *detectors.Set, dir string, query func(*duck.Store) error) (*detectors.Report, error) {
+func analyze(ctx context.Context, set *detectors.Set, dir string, query func(*duck.Store) error) (*report.Report, error) {
 	st, err := duck.Open(ctx, "", duck.Options{Threads: 2, MemoryLimit: "512MB"})
 	if err != nil {
 		return nil, err
@@ -171,8 +172,8 @@ func checkMemory(ctx context.Context, set *detectors.Set, dir string, l Label) (
 		}
 		var reserved, allocated int64
 		for _, r := range m.Rows {
-			reserved += toInt(r[col["reserved_bytes"]])
-			allocated += toInt(r[col["allocated_bytes"]])
+			reserved += report.Int(r[col["reserved_bytes"]])
+			allocated += report.Int(r[col["allocated_bytes"]])
 		}
 		ok := reserved == l.Reserved && allocated == l.Allocated
 		return fmt.Sprintf("reserved %s (torch %s), allocated %s (torch %s)", mib(reserved), mib(l.Reserved), mib(allocated), mib(l.Allocated)), ok, nil
@@ -191,20 +192,6 @@ func checkNCU(ctx context.Context, path string, l Label) (string, bool, error) {
 		return "", false, err
 	}
 	return fmt.Sprintf("%d of %d profiled kernels loaded (%s)", launches, l.Kernels, short(first, 40)), launches == l.Kernels && launches > 0, nil
-}
-
-func toInt(v any) int64 {
-	switch x := v.(type) {
-	case int64:
-		return x
-	case int32:
-		return int64(x)
-	case int:
-		return int64(x)
-	case float64:
-		return int64(x)
-	}
-	return 0
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

@@ -316,10 +316,7 @@ func (j *judge) precisionCause(run string, step float64) (rootCause, bool) {
 		if m.Detector != "matmul_precision" {
 			continue
 		}
-		col := map[string]int{}
-		for i, c := range m.Columns {
-			col[c] = i
-		}
+		col := m.ColumnIndex()
 		var ms, atTF32, atBF16, share float64
 		var rank *int
 		var kernel string

@@ -84,10 +84,7 @@ func (j *judge) memorySummary(runID string) {
 		if t.Detector != "mem_summary" {
 			continue
 		}
-		col := map[string]int{}
-		for i, c := range t.Columns {
-			col[c] = i
-		}
+		col := t.ColumnIndex()
 		num := func(row []any, c string) float64 {
 			if v, ok := row[col[c]].(float64); ok {
 				return v

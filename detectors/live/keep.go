@@ -12,7 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/report"
 	"github.com/trainscope/trainscope/stream"
 )
 
@@ -158,7 +158,7 @@ func (s *Scheduler) Recover(ctx context.Context) error {
 			rr := &Report{Run: run, At: time.Unix(0, *at).UTC(), StepLo: lo, StepHi: hi,
 				Findings: deref(findings), Partial: wasPartial, MD: md, JSON: js, HTML: page}
 			if wasPartial && status != nil {
-				rr.Status = &detectors.RunStatus{Partial: true, Reasons: []string{*status}}
+				rr.Status = &report.RunStatus{Partial: true, Reasons: []string{*status}}
 			}
 			s.reports[run] = rr
 		}

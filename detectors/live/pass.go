@@ -7,12 +7,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trainscope/trainscope/detectors/report/html"
-
 	"github.com/apache/arrow-go/v18/arrow"
-
 	"github.com/trainscope/trainscope/detectors"
 	"github.com/trainscope/trainscope/detectors/mdfmt"
+	"github.com/trainscope/trainscope/detectors/report"
+	"github.com/trainscope/trainscope/detectors/report/html"
 	"github.com/trainscope/trainscope/sql/archive"
 	"github.com/trainscope/trainscope/sql/duck"
 	"github.com/trainscope/trainscope/stream"
@@ -49,7 +48,7 @@ func (s *Scheduler) analyze(ctx context.Context, run, why string) (bool, error) 
 			window, err = windowSteps(ctx, st)
 			return err
 		},
-		OnFailure: func(f detectors.DetectorFailure) {
+		OnFailure: func(f report.DetectorFailure) {
 			s.DetectorErrors.Add(1)
 			s.opts.Logf("run %s: %s (the report lists it; the other detectors ran)", run, f.Error)
 		},
@@ -152,8 +151,8 @@ const insertAnalysis = `INSERT INTO analyses (run_id, analyzed_ns, step_lo, step
 // (a trace's ranks row is published last, after all its batches); missing
 // lists rejected batches and those that never arrived. Nil when the data
 // is all in.
-func runStatus(ctx context.Context, scratch *duck.Store, why string, missing []string) (*detectors.RunStatus, error) {
-	var st detectors.RunStatus
+func runStatus(ctx context.Context, scratch *duck.Store, why string, missing []string) (*report.RunStatus, error) {
+	var st report.RunStatus
 	if why != "" {
 		st.Partial, st.Reasons = true, append(st.Reasons, why)
 	}

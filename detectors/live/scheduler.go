@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/report"
 	"github.com/trainscope/trainscope/sql/archive"
 	"github.com/trainscope/trainscope/sql/duck"
 )
@@ -90,13 +90,13 @@ type pendingRun struct {
 // Report is the latest analysis of a run: what /runs lists, and the report
 // in its three forms.
 type Report struct {
-	Run      string               `json:"run_id"`
-	At       time.Time            `json:"analyzed_at"`
-	StepLo   *int                 `json:"step_lo,omitempty"`
-	StepHi   *int                 `json:"step_hi,omitempty"`
-	Findings int                  `json:"findings"`
-	Partial  bool                 `json:"partial"`
-	Status   *detectors.RunStatus `json:"status,omitempty"`
+	Run      string            `json:"run_id"`
+	At       time.Time         `json:"analyzed_at"`
+	StepLo   *int              `json:"step_lo,omitempty"`
+	StepHi   *int              `json:"step_hi,omitempty"`
+	Findings int               `json:"findings"`
+	Partial  bool              `json:"partial"`
+	Status   *report.RunStatus `json:"status,omitempty"`
 	// MD, JSON and HTML are the report; HTML is empty for a report kept
 	// on disk by a build that wrote no HTML.
 	MD, JSON, HTML []byte `json:"-"`

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/trainscope/trainscope/detectors"
 	"github.com/trainscope/trainscope/detectors/mdfmt"
+	"github.com/trainscope/trainscope/detectors/report"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
@@ -43,7 +43,7 @@ const gpuTID = 1_000_000
 // fix. Slices keep the arguments trainscope's Kineto reader reads back
 // (device, stream, correlation, collective), so the export is a trace
 // trainscope can analyse again.
-func Write(ctx context.Context, st *duck.Store, rep *detectors.Report, w io.Writer, opts Options) (Stats, error) {
+func Write(ctx context.Context, st *duck.Store, rep *report.Report, w io.Writer, opts Options) (Stats, error) {
 	var stats Stats
 	run, err := exportRun(rep, opts.Run)
 	if err != nil {
@@ -179,7 +179,7 @@ const windowFilter = `
 		AND (w.step_lo IS NULL OR s.step >= w.step_lo) AND (w.step_hi IS NULL OR s.step <= w.step_hi)
 		AND (s.step IS NOT NULL OR (w.step_lo IS NULL AND w.step_hi IS NULL))`
 
-func exportRun(rep *detectors.Report, run string) (string, error) {
+func exportRun(rep *report.Report, run string) (string, error) {
 	if run != "" {
 		for _, ri := range rep.Runs {
 			if ri.RunID == run {
@@ -218,8 +218,8 @@ func clockOffsets(ctx context.Context, st *duck.Store, run string) (map[int64]in
 	return out, rows.Err()
 }
 
-func causesOf(rep *detectors.Report, run string) []detectors.Cause {
-	var out []detectors.Cause
+func causesOf(rep *report.Report, run string) []report.Cause {
+	var out []report.Cause
 	for _, c := range rep.Causes {
 		if c.RunID == run {
 			out = append(out, c)
@@ -350,7 +350,7 @@ func (e *chromeWriter) lateArrivals(ctx context.Context, st *duck.Store, run str
 
 // causes marks each root cause on its rank: at the first collective it
 // held up, with the headline and the fix.
-func (e *chromeWriter) causes(rep *detectors.Report, run string, off map[int64]int64) {
+func (e *chromeWriter) causes(rep *report.Report, run string, off map[int64]int64) {
 	for _, c := range causesOf(rep, run) {
 		if c.Rank == nil || c.AtNS == 0 {
 			continue

@@ -109,6 +109,15 @@ type MetricTable struct {
 	Rows        [][]any  `json:"rows"`
 }
 
+// ColumnIndex is each column's position in the table's rows, by name.
+func (t MetricTable) ColumnIndex() map[string]int {
+	col := map[string]int{}
+	for i, c := range t.Columns {
+		col[c] = i
+	}
+	return col
+}
+
 // Finding is one row of the findings table, with its place in the cause
 // graph: the root causes it shows (Shows) or is explained by (CausedBy).
 type Finding struct {

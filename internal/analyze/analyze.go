@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/report"
 	"github.com/trainscope/trainscope/gpu"
 	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/internal/cli"
@@ -231,13 +232,13 @@ func inputErr(err error) error {
 
 // noteSkipped says in the report which files --skip-bad left out and why:
 // data that will never be in it.
-func noteSkipped(rep *detectors.Report, stats *ingest.Stats) {
+func noteSkipped(rep *report.Report, stats *ingest.Stats) {
 	bad := stats.Bad()
 	if len(bad) == 0 {
 		return
 	}
 	if rep.Status == nil {
-		rep.Status = &detectors.RunStatus{}
+		rep.Status = &report.RunStatus{}
 	}
 	for _, f := range bad {
 		rep.Status.Missing = append(rep.Status.Missing, fmt.Sprintf("skipped %s (%s)", f.Path, f.Skipped))

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/report"
 	"github.com/trainscope/trainscope/internal/cli"
 	"github.com/trainscope/trainscope/sql/duck"
 	"github.com/trainscope/trainscope/stream"
@@ -18,8 +19,8 @@ import (
 // --steps range the traces do not have: the part analyze, profile, report
 // and export share. A detector that fails is named on errOut and in the
 // report; the others' results still come out.
-func detect(ctx context.Context, st *duck.Store, set *detectors.Set, window detectors.Window, stepsSpec string, errOut io.Writer) (*detectors.Report, error) {
-	opt := detectors.AnalyzeOptions{Window: window, OnFailure: func(f detectors.DetectorFailure) {
+func detect(ctx context.Context, st *duck.Store, set *detectors.Set, window detectors.Window, stepsSpec string, errOut io.Writer) (*report.Report, error) {
+	opt := detectors.AnalyzeOptions{Window: window, OnFailure: func(f report.DetectorFailure) {
 		cli.Warn(errOut)(f.Error + `; the report lists it under "Detectors that failed" and holds every other detector's results`)
 	}}
 	if window.Set {

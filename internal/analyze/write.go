@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/detectors/report"
 	"github.com/trainscope/trainscope/detectors/report/html"
 	"github.com/trainscope/trainscope/internal/cli"
 )
@@ -27,7 +28,7 @@ func checkFormat(cmd, format string) error {
 // WriteReport writes rep as markdown (one screen, or with every table
 // and finding when full), JSON or HTML to path, or to out when path is
 // empty.
-func WriteReport(rep *detectors.Report, format string, full bool, path string, out io.Writer) error {
+func WriteReport(rep *report.Report, format string, full bool, path string, out io.Writer) error {
 	return writeTo(path, out, func(w io.Writer) error {
 		switch {
 		case format == "json":
