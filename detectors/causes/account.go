@@ -245,7 +245,14 @@ func (t typical) causeSum(cat, cause string) (float64, []string) {
 			subs = append(subs, k)
 		}
 	}
-	slices.SortFunc(subs, func(a, b string) int {
+	t.largestFirst(subs)
+	return total, subs
+}
+
+// largestFirst sorts keys by their time in a typical step, largest first,
+// then by name.
+func (t typical) largestFirst(keys []string) {
+	slices.SortFunc(keys, func(a, b string) int {
 		if t.perKey[a] != t.perKey[b] {
 			if t.perKey[a] > t.perKey[b] {
 				return -1
@@ -254,7 +261,6 @@ func (t typical) causeSum(cat, cause string) (float64, []string) {
 		}
 		return strings.Compare(a, b)
 	})
-	return total, subs
 }
 
 // catSum is a typical step's time in a category, every cause summed.
@@ -276,15 +282,7 @@ func (t typical) catKeys(cat string) []string {
 			keys = append(keys, k)
 		}
 	}
-	slices.SortFunc(keys, func(a, b string) int {
-		if t.perKey[a] != t.perKey[b] {
-			if t.perKey[a] > t.perKey[b] {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a, b)
-	})
+	t.largestFirst(keys)
 	return keys
 }
 
