@@ -239,7 +239,7 @@ func recordGPUSpecs(ctx context.Context, st *duck.Store) error {
 // 212 ms of planning in all, 160 ms with them computed once).
 // gpu_counters_wide cannot be: it reads the gpu_counters metrics, which
 // are not there yet.
-var sharedViews = []string{"gpu_span", "collective_instances", "collective_waits", "gpu_class_time", "gpu_busy", "host_op_time", "step_memory_peaks", "gpu_samples",
+var sharedViews = []string{"gpu_span", "collective_instances", "collective_waits", "gpu_class_time", "gpu_busy", "gpu_mem_exposed", "host_op_time", "step_memory_peaks", "gpu_samples",
 	"op_roofline_shapes", "kernel_profiles", "op_roofline_measured"}
 
 // materialize computes the shared views. By default each becomes a
@@ -249,8 +249,31 @@ var sharedViews = []string{"gpu_span", "collective_instances", "collective_waits
 // store only: a table left by a crash must not outlive the process).
 func materialize(ctx context.Context, st *duck.Store, shared bool, timed func(string, time.Duration)) error {
 	dropMaterialized(ctx, st)
+	var tl *timelines // read at the first view it computes
 	for _, v := range sharedViews {
 		t0 := time.Now()
+		if timelineViews[v] && !sqlTimelines {
+			if tl == nil {
+				var err error
+				if tl, err = readTimelines(ctx, st); err != nil {
+					return fmt.Errorf("materialize %s: %w", v, err)
+				}
+				if timed != nil {
+					timed("timelines read", tl.read)
+				}
+				t0 = time.Now()
+			}
+			done, err := materializeTimeline(ctx, st, tl, v, shared)
+			if err != nil {
+				return fmt.Errorf("materialize %s: %w", v, err)
+			}
+			if done {
+				if timed != nil {
+					timed("view "+v, time.Since(t0))
+				}
+				continue
+			}
+		}
 		q := fmt.Sprintf("CREATE TEMP TABLE %s AS SELECT * FROM main.%s", v, v)
 		if shared {
 			q = fmt.Sprintf("ALTER VIEW main.%s RENAME TO %s; CREATE TABLE main.%s AS SELECT * FROM main.%s", v, v+viewSuffix, v, v+viewSuffix)
@@ -263,6 +286,35 @@ func materialize(ctx context.Context, st *duck.Store, shared bool, timed func(st
 		}
 	}
 	return nil
+}
+
+// sqlTimelines, set by benchmarks, has the views compute the timelines.
+var sqlTimelines bool
+
+// materializeTimeline makes the table of timeline view v (see
+// timelines.go) and fills it from tl; done is false, and no table made,
+// where the view must compute its rows itself.
+func materializeTimeline(ctx context.Context, st *duck.Store, tl *timelines, v string, shared bool) (done bool, err error) {
+	q := fmt.Sprintf("CREATE TEMP TABLE %s (%s)", v, timelineTypes[v])
+	if shared {
+		q = fmt.Sprintf("ALTER VIEW main.%s RENAME TO %s; CREATE TABLE main.%s (%s)", v, v+viewSuffix, v, timelineTypes[v])
+	}
+	if err := st.Exec(ctx, q); err != nil {
+		return false, err
+	}
+	done, err = tl.fill(ctx, st, v)
+	if err == nil && done {
+		return true, nil
+	}
+	// the view computes them: its table and name as they were
+	undo := "DROP TABLE temp." + v
+	if shared {
+		undo = fmt.Sprintf("DROP TABLE main.%s; ALTER VIEW main.%s RENAME TO %s", v, v+viewSuffix, v)
+	}
+	if uerr := st.Exec(context.WithoutCancel(ctx), undo); uerr != nil && err == nil {
+		err = uerr
+	}
+	return false, err
 }
 
 // viewSuffix renames a shared view while a table of its name stands in.
