@@ -3,8 +3,10 @@ package detectors
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,7 +33,11 @@ type Result struct {
 	Columns  []string
 	Rows     [][]any
 	Elapsed  time.Duration
-	Err      error
+	// Planning and Executing split the detector's query, when the pass
+	// was timed (Set.Timed): DuckDB's binding, optimizers and physical
+	// planning, and the rest of its latency. Storing the rows is neither.
+	Planning, Executing time.Duration
+	Err                 error
 }
 
 // keyColumns of metric rows; every other column is a number.
@@ -152,7 +158,7 @@ func (s *Set) runKinds(ctx context.Context, st *duck.Store, workers int, kinds .
 		for _, w := range stores {
 			g.Go(func() error {
 				for i := int(next.Add(1) - 1); i < len(ds); i = int(next.Add(1) - 1) {
-					r, err := runOne(gctx, ds[i], w)
+					r, err := runOne(gctx, ds[i], w, s.Timed != nil)
 					if err != nil {
 						return err
 					}
@@ -179,8 +185,8 @@ func (s *Set) runKinds(ctx context.Context, st *duck.Store, workers int, kinds .
 }
 
 // runOne runs d; its failure is its Result's Err, unless ctx was cancelled.
-func runOne(ctx context.Context, d *Detector, st *duck.Store) (Result, error) {
-	r, err := d.run(ctx, st)
+func runOne(ctx context.Context, d *Detector, st *duck.Store, profile bool) (Result, error) {
+	r, err := d.runProfiled(ctx, st, profile)
 	if err != nil {
 		if ctx.Err() != nil {
 			return r, err
@@ -192,7 +198,11 @@ func runOne(ctx context.Context, d *Detector, st *duck.Store) (Result, error) {
 
 func (s *Set) timed(r Result) {
 	if s.Timed != nil {
-		s.Timed("detector "+r.Detector.Name, r.Elapsed)
+		what := "detector " + r.Detector.Name
+		if r.Planning > 0 || r.Executing > 0 {
+			what += fmt.Sprintf(" (planning %s, executing %s)", r.Planning.Round(100*time.Microsecond), r.Executing.Round(100*time.Microsecond))
+		}
+		s.Timed(what, r.Elapsed)
 	}
 }
 
@@ -357,10 +367,22 @@ func (d *Detector) args() []any {
 }
 
 func (d *Detector) run(ctx context.Context, st *duck.Store) (Result, error) {
+	return d.runProfiled(ctx, st, false)
+}
+
+// runProfiled is run; with profile set, DuckDB profiles the detector's
+// query and the result splits it into planning and executing.
+func (d *Detector) runProfiled(ctx context.Context, st *duck.Store, profile bool) (Result, error) {
 	start := time.Now()
 	res := Result{Detector: d}
 	where := fmt.Sprintf("detector %s (%s:%d)", d.Name, d.File, d.Line)
-	if err := st.Exec(ctx, "CREATE OR REPLACE TEMP TABLE _detector_out AS "+d.SQL, d.args()...); err != nil {
+	q := "CREATE OR REPLACE TEMP TABLE _detector_out AS " + d.SQL
+	if profile {
+		var err error
+		if res.Planning, res.Executing, err = profiledExec(ctx, st, q, d.args()...); err != nil {
+			return res, fmt.Errorf("%s: %w", where, err)
+		}
+	} else if err := st.Exec(ctx, q, d.args()...); err != nil {
 		return res, fmt.Errorf("%s: %w", where, err)
 	}
 	rows, err := st.Query(ctx, "SELECT * FROM _detector_out")
@@ -520,4 +542,45 @@ func (d *Detector) Check(ctx context.Context, st *duck.Store) error {
 		return &LoadError{File: d.File, Line: d.Line, Msg: strings.TrimPrefix(err.Error(), fmt.Sprintf("detector %s (%s:%d): ", d.Name, d.File, d.Line))}
 	}
 	return nil
+}
+
+// profiledExec runs q on st's connection under DuckDB's detailed profiling
+// and returns its planning time (binding, the optimizers, the physical
+// plan) and the rest of its latency. The profile goes to a file of its
+// own, read and removed at once; profiling is off again afterwards.
+func profiledExec(ctx context.Context, st *duck.Store, q string, args ...any) (planning, executing time.Duration, err error) {
+	f, err := os.CreateTemp("", "trainscope-profile-*.json")
+	if err != nil {
+		return 0, 0, err
+	}
+	path := f.Name()
+	f.Close()
+	defer os.Remove(path)
+	if err := st.Exec(ctx, fmt.Sprintf("SET profiling_mode = 'detailed'; PRAGMA enable_profiling = 'json'; PRAGMA profiling_output = %s", duck.Literal(path))); err != nil {
+		return 0, 0, err
+	}
+	err = st.Exec(ctx, q, args...)
+	off := st.Exec(context.WithoutCancel(ctx), "PRAGMA disable_profiling; RESET profiling_mode")
+	if err != nil {
+		return 0, 0, err
+	}
+	if off != nil {
+		return 0, 0, off
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	var p struct {
+		Latency    float64 `json:"latency"`
+		Planner    float64 `json:"planner"`
+		Optimizers float64 `json:"all_optimizers"`
+		Physical   float64 `json:"physical_planner"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return 0, 0, fmt.Errorf("read the profile: %w", err)
+	}
+	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+	planning = sec(p.Planner + p.Optimizers + p.Physical)
+	return planning, max(0, sec(p.Latency)-planning), nil
 }
