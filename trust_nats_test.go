@@ -51,6 +51,8 @@ var natsProbes = []natsProbe{
 	{"subscribe _INBOX.>", true, "_INBOX.>"},
 	{"subscribe serve's inbox prefix", true, transport.ServeInboxPrefix + ".>"},
 	{"subscribe acks", true, "$JS.ACK.>"},
+	{"subscribe on-demand triggers", true, "trainscope-trigger.default.run"},
+	{"send an on-demand trigger", false, "trainscope-trigger.default.run"},
 	{"JetStream account info", false, "$JS.API.INFO"},
 	{"stream info", false, "$JS.API.STREAM.INFO.TRAINSCOPE"},
 	{"stream names / list", false, "$JS.API.STREAM.NAMES"},
@@ -75,6 +77,7 @@ var natsProbes = []natsProbe{
 var publisherMay = map[string]bool{
 	"publish a batch (trace subject)": true,
 	"subscribe _INBOX.>":              true,
+	"subscribe on-demand triggers":    true, // an agent with --on-demand answers them
 	"JetStream account info":          true,
 	"stream info":                     true,
 }

@@ -211,7 +211,9 @@ func (d *Daemon) trigger(r Request, evs *[]Event) (*Capture, error) {
 		if p.Rank >= 0 {
 			who = "rank" + strconv.Itoa(p.Rank)
 		}
-		logFile := filepath.Join(c.OutputDir, fileToken(d.cfg.Host)+"_"+who+"_"+id+".pt.trace.json")
+		// the rank first: ingest takes the first rank a file name
+		// claims, and a host may be named like one (gpu-worker-3)
+		logFile := filepath.Join(c.OutputDir, who+"_"+fileToken(d.cfg.Host)+"_"+id+".pt.trace.json")
 		t := Target{PID: p.PID, HostPID: p.HostPID, Rank: p.Rank, LocalRank: p.LocalRank, WorldSize: p.WorldSize,
 			Config: kinetoConfig(logFile, id, r.Steps, r.Wait, r.Duration, r.StartAt, d.lim.GPUBufferMB, r.Toggles)}
 		if libkinetoAccepts(logFile, p.TraceDir) {

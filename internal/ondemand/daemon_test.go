@@ -68,7 +68,7 @@ func TestTriggerDeliversOnceAndNamesTraces(t *testing.T) {
 	if len(c.Targets) != 2 || c.Targets[0].Rank != 1 || c.Targets[1].Rank != 3 {
 		t.Fatalf("targets %+v", c.Targets)
 	}
-	want := h.outDir + "/node-a_rank1_" + c.ID + "_1001.pt.trace.json"
+	want := h.outDir + "/rank1_node-a_" + c.ID + "_1001.pt.trace.json"
 	if p := c.Targets[0].Paths; len(p) != 1 || p[0] != want {
 		t.Fatalf("paths %v, want [%s]", p, want)
 	}
@@ -81,7 +81,7 @@ func TestTriggerDeliversOnceAndNamesTraces(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k, v := range map[string]string{
-		"ACTIVITIES_LOG_FILE": h.outDir + "/node-a_rank1_" + c.ID + ".pt.trace.json", "ACTIVITIES_ITERATIONS": "3",
+		"ACTIVITIES_LOG_FILE": h.outDir + "/rank1_node-a_" + c.ID + ".pt.trace.json", "ACTIVITIES_ITERATIONS": "3",
 		"PROFILE_START_ITERATION": "0", "PROFILE_START_ITERATION_ROUNDUP": "10", "PROFILE_WITH_STACK": "false",
 		"ACTIVITIES_MAX_GPU_BUFFER_SIZE_MB": "256", "REQUEST_TRACE_ID": c.ID,
 	} {
@@ -244,7 +244,7 @@ func TestDurationCaptureAndFallbackPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := c.Targets[0].Paths
-	if len(p) != 2 || p[0] != "/tmp/libkineto_activities_1000.json" || p[1] != "/var/lib/trainscope/traces/run1/node-a_rank0_"+c.ID+"_1000.pt.trace.json" {
+	if len(p) != 2 || p[0] != "/tmp/libkineto_activities_1000.json" || p[1] != "/var/lib/trainscope/traces/run1/rank0_node-a_"+c.ID+"_1000.pt.trace.json" {
 		t.Fatalf("paths %v", p)
 	}
 	kv, _ := ParseKinetoConfig(h.poll(t, 1000))

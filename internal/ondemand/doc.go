@@ -103,7 +103,7 @@
 // RANK, LOCAL_RANK and WORLD_SIZE from /proc/PID/environ (and
 // TRAINSCOPE_RUN, TORCHELASTIC_RUN_ID, SLURM_JOB_ID,
 // KINETO_ONDEMAND_TRACE_DIR) when a process registers, and names each
-// trace <dir>/<host>_rank<R>_<capture id>.pt.trace.json (libkineto adds
+// trace <dir>/rank<R>_<host>_<capture id>.pt.trace.json (libkineto adds
 // _<pid>). Target carries the rank with the expected paths.
 //
 // A process's run: TRAINSCOPE_RUN in its environment, else

@@ -189,7 +189,7 @@ func TestManyProcesses(t *testing.T) {
 	seen := map[string]bool{}
 	for range n {
 		ev := h.Events().Wait(t, ondemand.EventDelivered)
-		want := "_rank" + itoa(ev.Target.Rank) + "_"
+		want := "/rank" + itoa(ev.Target.Rank) + "_"
 		if !strings.Contains(ev.Target.Paths[0], want) || seen[ev.Target.Paths[0]] {
 			t.Fatalf("target %+v", ev.Target)
 		}

@@ -344,13 +344,22 @@ const ServeInboxPrefix = "_INBOX_TRAINSCOPE_SERVE"
 // subject: no consumer create, next or delete, no message get or direct
 // get, no key-value bucket, no purge; and no subscription to the batches
 // or to serve's inboxes.
+//
+// An agent with --on-demand also hears on-demand triggers (TriggerSubjects)
+// and answers each once, to the asker's reply subject (a response
+// permission: one message within a minute); it may not send a trigger.
 func PublisherPermissions() *server.Permissions {
 	return &server.Permissions{
 		Publish: &server.SubjectPermission{Allow: []string{"trainscope.*.*.*.*", "$JS.API.INFO", "$JS.API.STREAM.INFO.*"}},
-		Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>"},
+		Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>", TriggerSubjects},
 			Deny: []string{ServeInboxPrefix + ".>"}},
+		Response: &server.ResponsePermission{MaxMsgs: 1, Expires: time.Minute},
 	}
 }
+
+// TriggerSubjects are the subjects on-demand triggers travel on
+// (internal/ondemand.TriggerRoot): core NATS, outside the stream.
+const TriggerSubjects = "trainscope-trigger.>"
 
 // URL is the embedded server's client URL.
 func (e *Embedded) URL() string { return e.ClientURL() }
