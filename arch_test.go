@@ -59,7 +59,7 @@ var importRules = []struct {
 }
 
 // testOnly are our packages that only test files may import.
-var testOnly = []string{"detectors/internal/testkit"}
+var testOnly = []string{"detectors/internal/testkit", "internal/ondemand/fakekineto"}
 
 // rootOnly are the packages that only the root (the binary) imports: the
 // server's composition and the commands' work (the offline pipeline, the

@@ -9,6 +9,7 @@ import (
 	"github.com/trainscope/trainscope/ingest/watch"
 	"github.com/trainscope/trainscope/internal/agent"
 	"github.com/trainscope/trainscope/internal/cli"
+	"github.com/trainscope/trainscope/internal/ondemand/odwire"
 )
 
 const agentHelp = `Usage: trainscope agent --run ID --watch DIR [flags]
@@ -47,6 +48,8 @@ folder, for jobs that write their traces there; the GPU counters go to
 the run whose folder changed last (a node trains one job at a time), and
 are dropped while there is none.
 
+--on-demand: trace KINETO_USE_DAEMON=1 jobs on 'trainscope trigger' (README).
+
 Examples:
   trainscope agent --run llama-7b-0412 --watch /tmp/profiler
   trainscope agent --runs-in /var/lib/trainscope/traces --nats-url nats://nats:4222
@@ -69,10 +72,22 @@ func runAgent(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs.StringVar(&o.Counters.From, "counters", "nvml", "GPU counters: nvml, a dcgm-exporter URL, or off")
 	fs.DurationVar(&o.Counters.Period, "counters-period", 100*time.Millisecond, "how often to sample the GPU counters")
 	fs.DurationVar(&o.Counters.Flush, "counters-flush", 5*time.Second, "how often to publish the samples taken")
+	od := &odwire.Source{}
+	fs.BoolVar(&od.Enable, "on-demand", false, "capture traces of this node's KINETO_USE_DAEMON=1 processes on a trigger (agent.on_demand.enabled)")
 	if err := cli.Parse(fs, args, out); err != nil {
 		return err
 	}
+	od.Run, o.Sources = o.Conn.Run, append(o.Sources, od)
 	return agent.Run(ctx, o)
+}
+
+func runTrigger(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs, o := cli.FlagSet("trigger", odwire.TriggerHelp, errOut), &odwire.TriggerOptions{}
+	odwire.TriggerFlags(fs, o, configHelp)
+	if err := cli.Parse(fs, args, out); err != nil {
+		return err
+	}
+	return odwire.Trigger(ctx, *o, fs.Args(), out)
 }
 
 // connFlags are the connection flags publish and agent share.

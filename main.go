@@ -34,6 +34,7 @@ var commands = map[string]command{
 	"serve":      {runServe, "run the always-on pipeline: embedded NATS, ingestor, detectors, Flight SQL, HTTP"},
 	"sql":        {runSQL, "run SQL on a database written by analyze --db"},
 	"test-rules": {runTestRules, "run rule tests: detector input rows and the findings they must give"},
+	"trigger":    {runTrigger, "ask a run's agents (--on-demand) to capture a trace of its PyTorch processes now"},
 	"validate":   {runValidate, "check the config and every detector file"},
 	"version":    {runVersion, "print the version"},
 }

@@ -58,7 +58,12 @@ type Node struct {
 	Config  *config.Config
 	Host    string
 	Publish PublishFunc
-	Logf    func(format string, args ...any)
+	// PublishCapture publishes a trace a source asked a process for (an
+	// on-demand capture): all of it (no trigger-mode step filter), with
+	// rank as the trace's rank when it names none (on-demand traces carry
+	// no distributedInfo; -1: none).
+	PublishCapture func(ctx context.Context, run, path string, rank int) error
+	Logf           func(format string, args ...any)
 }
 
 // PublishFunc publishes one complete trace file of run; the agent's
@@ -103,8 +108,13 @@ func Run(ctx context.Context, o Options) error {
 	node := Node{Conn: nc, Config: cfg, Host: o.Conn.Host, Logf: logf, Publish: func(ctx context.Context, run, path string) error {
 		one.Lock()
 		defer one.Unlock()
-		return publishTrace(ctx, pub, run, o.Conn, o.Wait, o.Steps, path, o.Log)
+		return publishTrace(ctx, pub, run, o.Conn, o.Wait, o.Steps, -1, path, o.Log)
 	}}
+	node.PublishCapture = func(ctx context.Context, run, path string, rank int) error {
+		one.Lock()
+		defer one.Unlock()
+		return publishTrace(ctx, pub, run, o.Conn, -1, 0, rank, path, o.Log)
+	}
 	wcfg := watch.Config{Dir: o.Dir, StatePath: o.StatePath, Poll: cfg.Agent.Poll, Settle: cfg.Agent.Settle, GiveUp: cfg.Agent.GiveUp}
 	var first Source
 	if o.RunsIn != "" {

@@ -134,8 +134,9 @@ func PublishFiles(ctx context.Context, paths []string, o PublishOptions, out, er
 }
 
 // publishTrace publishes one trace file of run (only steps wait to
-// wait+steps-1 when steps > 0).
-func publishTrace(ctx context.Context, pub *transport.Publisher, run string, n ConnOptions, wait, steps int, path string, errOut io.Writer) error {
+// wait+steps-1 when steps > 0), rank its rank when it names none (-1:
+// none).
+func publishTrace(ctx context.Context, pub *transport.Publisher, run string, n ConnOptions, wait, steps, rank int, path string, errOut io.Writer) error {
 	salt := ""
 	var sink ingest.Sink = &ingest.PublishSink{P: pub, RunID: run, Host: n.Host}
 	if steps > 0 {
@@ -143,7 +144,7 @@ func publishTrace(ctx context.Context, pub *transport.Publisher, run string, n C
 		sink = &ingest.StepFilter{Next: &ingest.PublishSink{P: pub, RunID: run, Host: n.Host, Salt: salt},
 			Lo: int32(wait), Hi: int32(wait + steps - 1)}
 	}
-	_, err := ingest.Read(ctx, sink, []string{path}, ingest.Options{RunID: run, Host: n.Host, Rank: -1, Workers: 1, GPU: n.GPU, Warn: cli.Warn(errOut)})
+	_, err := ingest.Read(ctx, sink, []string{path}, ingest.Options{RunID: run, Host: n.Host, Rank: rank, Workers: 1, GPU: n.GPU, Warn: cli.Warn(errOut)})
 	if err == nil {
 		err = pub.Flush(ctx)
 	}

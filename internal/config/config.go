@@ -72,6 +72,8 @@ type ServeConfig struct {
 	// QueryOnly makes serve a query node over Archive: no NATS, no
 	// ingestor, no detectors.
 	QueryOnly bool `mapstructure:"query_only"`
+	// AutoTrigger raises on-demand captures from the live passes' findings.
+	AutoTrigger AutoTriggerConfig `mapstructure:"auto_trigger"`
 }
 
 // ArchiveS3Options reach an S3-compatible archive (AWS S3, MinIO). The
@@ -112,9 +114,69 @@ type ServeTLS struct {
 
 // AgentConfig tunes the trace-folder watcher of 'trainscope agent'.
 type AgentConfig struct {
-	Poll   time.Duration `mapstructure:"poll"`
-	Settle time.Duration `mapstructure:"settle"`
-	GiveUp time.Duration `mapstructure:"give_up"`
+	Poll     time.Duration  `mapstructure:"poll"`
+	Settle   time.Duration  `mapstructure:"settle"`
+	GiveUp   time.Duration  `mapstructure:"give_up"`
+	OnDemand OnDemandConfig `mapstructure:"on_demand"`
+}
+
+// OnDemandConfig is the agent's on-demand capture (--on-demand): it
+// stands where dynolog stands, hands the local PyTorch processes started
+// with KINETO_USE_DAEMON=1 a profiler config on a trigger, and publishes
+// the traces they write. Off by default: it binds the host's "dynolog"
+// socket, and a trigger makes every process of a run trace.
+type OnDemandConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+	// Dir is where the processes write their traces: under /tmp/ or the
+	// jobs' KINETO_ONDEMAND_TRACE_DIR, else libkineto writes
+	// /tmp/libkineto_activities_<pid>.json (found too). Default
+	// /tmp/trainscope-ondemand-<uid>.
+	Dir string `mapstructure:"dir"`
+	// AllowUIDs are users besides the agent's own whose processes it
+	// serves.
+	AllowUIDs []int `mapstructure:"allow_uids"`
+	// SocketDir binds a socket file there (KINETO_IPC_SOCKET_DIR) instead
+	// of the abstract socket, for pods without the host's network.
+	SocketDir   string        `mapstructure:"socket_dir"`
+	MaxSteps    int           `mapstructure:"max_steps"`    // steps of one capture
+	MaxDuration time.Duration `mapstructure:"max_duration"` // length of a duration capture
+	MaxTraceMB  int64         `mapstructure:"max_trace_mb"` // a larger trace is not published
+	// Timeout frees a run for its next capture when a trace has not come
+	// by then.
+	Timeout time.Duration `mapstructure:"timeout"`
+}
+
+// AutoTriggerConfig is serve's automatic on-demand capture: after a live
+// pass, a finding of one of Detectors on a run asks that run's agents for
+// a capture (as 'trainscope trigger'), at most once per Interval per run
+// and Max captures per Interval across runs. Off by default.
+type AutoTriggerConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+	// Detectors are the detectors whose findings raise a capture: the
+	// counter detectors of a slowdown the trace explains (gpu_clock_cap,
+	// gpu_throttle, abnormal_util, ...). Required when enabled.
+	Detectors []string      `mapstructure:"detectors"`
+	Interval  time.Duration `mapstructure:"interval"`
+	Max       int           `mapstructure:"max"`
+	Steps     int           `mapstructure:"steps"` // steps to capture (0: trigger's default)
+	Wait      int           `mapstructure:"wait"`  // step alignment (0: trigger's default)
+	// Timeout is how long a trigger waits for the agents' replies.
+	Timeout time.Duration `mapstructure:"timeout"`
+}
+
+// Validate reports every problem with its key path under prefix.
+func (c AutoTriggerConfig) Validate(prefix string) error {
+	var errs []error
+	if c.Enabled && len(c.Detectors) == 0 {
+		errs = append(errs, fmt.Errorf("%s.detectors: name the detectors whose findings raise a capture (%s.enabled is on)", prefix, prefix))
+	}
+	if c.Interval <= 0 || c.Max <= 0 || c.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("%s: interval (%s), max (%d) and timeout (%s) must be positive", prefix, c.Interval, c.Max, c.Timeout))
+	}
+	if c.Steps < 0 || c.Wait < 0 {
+		errs = append(errs, fmt.Errorf("%s: steps (%d) and wait (%d) may not be negative", prefix, c.Steps, c.Wait))
+	}
+	return errors.Join(errs...)
 }
 
 // DuckDBConfig tunes the embedded database.
@@ -136,8 +198,10 @@ func Default() Config {
 		Ingest:    ingest.DefaultConsumer,
 		Serve: ServeConfig{DataDir: "trainscope-data", HTTP: "127.0.0.1:7070", Flight: "127.0.0.1:7071",
 			Quiet: 2 * time.Second, Timeout: time.Minute, ArchiveRefresh: 10 * time.Second, CheckpointWAL: "256MB", Staged: true,
-			Query: QueryLimits{Timeout: time.Minute, MaxRows: 1_000_000}},
-		Agent: AgentConfig{Poll: 2 * time.Second, Settle: 5 * time.Second, GiveUp: 10 * time.Minute},
+			Query:       QueryLimits{Timeout: time.Minute, MaxRows: 1_000_000},
+			AutoTrigger: AutoTriggerConfig{Detectors: []string{}, Interval: 30 * time.Minute, Max: 4, Timeout: 5 * time.Second}},
+		Agent: AgentConfig{Poll: 2 * time.Second, Settle: 5 * time.Second, GiveUp: 10 * time.Minute,
+			OnDemand: OnDemandConfig{AllowUIDs: []int{}, MaxSteps: 50, MaxDuration: time.Minute, MaxTraceMB: 1024, Timeout: 10 * time.Minute}},
 	}
 }
 
@@ -228,6 +292,9 @@ func (c ServeConfig) Validate(prefix string) error {
 	if c.TLS.ClientCA != "" && c.TLS.Cert == "" {
 		add("tls.client_ca: needs %s.tls.cert and key (client certificates are checked over TLS)", prefix)
 	}
+	if err := c.AutoTrigger.Validate(prefix + ".auto_trigger"); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -237,6 +304,16 @@ func (c AgentConfig) Validate(prefix string) error {
 	for key, d := range map[string]time.Duration{"poll": c.Poll, "settle": c.Settle, "give_up": c.GiveUp} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s.%s: %s, want > 0", prefix, key, d))
+		}
+	}
+	o := c.OnDemand
+	if o.MaxSteps <= 0 || o.MaxDuration <= 0 || o.MaxTraceMB <= 0 || o.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("%s.on_demand: max_steps (%d), max_duration (%s), max_trace_mb (%d) and timeout (%s) must be positive",
+			prefix, o.MaxSteps, o.MaxDuration, o.MaxTraceMB, o.Timeout))
+	}
+	for _, uid := range o.AllowUIDs {
+		if uid < 0 {
+			errs = append(errs, fmt.Errorf("%s.on_demand.allow_uids: %d is not a uid", prefix, uid))
 		}
 	}
 	return errors.Join(errs...)
