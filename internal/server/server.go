@@ -214,7 +214,12 @@ func Start(parent context.Context, cfg *config.Config, set *detectors.Set, logf 
 		go func() { <-ctx.Done(); t.Stop() }()
 		ticks = t.C
 	}
-	go func() { defer s.wg.Done(); s.sched.Run(ctx, ticks) }()
+	auto, err := s.autoTrigger(cfg, set, o.now, logf)
+	if err != nil {
+		s.wg.Done()
+		return nil, err
+	}
+	go func() { defer s.wg.Done(); s.runScheduler(ctx, ticks, auto) }()
 
 	if err := s.listen(ctx, cfg, sec, logf, func(started time.Time) *httpapi.API {
 		return &httpapi.API{Version: o.version, FlightAddr: s.flightAddr, Reports: s.sched, Health: s.monitor.Health,
@@ -250,6 +255,7 @@ func (s *Server) listen(ctx context.Context, cfg *config.Config, sec *serveSecur
 		ln.Close()
 		return err
 	}
+	routes = s.withTrigger(routes, cfg, logf)
 	s.http = &http.Server{Handler: httpapi.RequireToken(sec.token, routes), ReadHeaderTimeout: 10 * time.Second, TLSConfig: sec.tls}
 	if sec.tls != nil {
 		go s.http.ServeTLS(ln, "", "")
