@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,10 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/trainscope/trainscope/internal/agent"
+	"github.com/trainscope/trainscope/internal/config"
 	"github.com/trainscope/trainscope/internal/ondemand"
 	"github.com/trainscope/trainscope/internal/ondemand/fakekineto"
 	"github.com/trainscope/trainscope/internal/ondemand/odwire"
+	"github.com/trainscope/trainscope/internal/server"
 )
 
 // fakeProc is a /proc with one process, this test's own (the kernel
@@ -175,5 +180,65 @@ func TestOnDemandSocketTaken(t *testing.T) {
 	}
 	if errors.Is(err, context.Canceled) {
 		t.Fatal("the agent ran until cancelled")
+	}
+}
+
+// serve.auto_trigger: after the live pass whose report holds a finding of
+// a configured detector (gpu_time_util fires on the sample run), serve
+// asks the run's agents for a capture, naming the detector; the
+// scheduler's clock is the test's.
+func TestServeAutoTrigger(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	t.Setenv("TRAINSCOPE_NATS_LISTEN", "127.0.0.1:0")
+	cfg, err := config.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Serve.DataDir, cfg.Serve.HTTP, cfg.Serve.Flight = t.TempDir(), "127.0.0.1:0", ""
+	cfg.Serve.AutoTrigger.Enabled, cfg.Serve.AutoTrigger.Detectors = true, []string{"gpu_time_util"}
+	clk := newTestClock()
+	srv, err := server.Start(ctx, cfg, mustSet(t), t.Logf, server.WithClock(clk.Now, clk.ticks))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	// a stand-in agent of the run
+	nc, err := nats.Connect(srv.NATSURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	asked := make(chan ondemand.TriggerMessage, 4)
+	if _, err := nc.Subscribe(ondemand.TriggerSubject(cfg.Stream.Cluster, "auto-run"), func(msg *nats.Msg) {
+		m, err := ondemand.DecodeTrigger(msg.Data, ondemand.Limits{})
+		if err != nil {
+			t.Errorf("trigger %s: %v", msg.Data, err)
+		}
+		asked <- m
+		b, _ := json.Marshal(ondemand.TriggerReply{Host: "node-1", Run: m.Run, Capture: m.ID, Processes: []int{7}, Ranks: []int{0}})
+		msg.Respond(b)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+
+	var out, errOut bytes.Buffer
+	if code := run(ctx, append([]string{"publish", "--run", "auto-run", "--host", "node-1", "-q", "--nats-url", srv.NATSURL()}, sampleRun...), &out, &errOut); code != 0 {
+		t.Fatalf("publish exit %d: %s", code, errOut.String())
+	}
+	// the run goes quiet on the test's clock once its batches are stored
+	waitFor(t, "a report", func() bool {
+		clk.Advance(cfg.Serve.Quiet)
+		clk.Tick()
+		return srv.Scheduler().Report("auto-run") != nil
+	})
+	select {
+	case m := <-asked:
+		if m.Run != "auto-run" || m.Reason != "gpu_time_util" || m.By != "serve auto" || m.Steps != ondemand.DefaultTriggerSteps {
+			t.Errorf("automatic trigger %+v", m)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("no automatic trigger in a minute after the report")
 	}
 }
