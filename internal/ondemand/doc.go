@@ -116,20 +116,23 @@
 // the run answers a TriggerReply. Limiter rate-limits automatic
 // triggers. The clock is injected everywhere (Config.Now, Limiter.Now).
 //
-// # Wiring (not done here)
+// # Wiring (internal/ondemand/odwire, as sketched here)
 //
 // Agent: New(Config{Host, DefaultRun: --run, AllowUIDs, Limits, Logf,
 // OnEvent}); Listen (fails if dynolog runs: one daemon per host); go
 // Serve(ctx). Subscribe to TriggerSubject(cluster, run) (or
 // TriggerSubjectAll with --runs-in); per message DecodeTrigger, skip a
-// run it does not serve, reply with Answer(m, the run's watch folder)
-// encoded as JSON. On EventDelivered, expect Target.Paths: Target.Find
+// run it does not serve, reply with Answer(m, dir) encoded as JSON (dir:
+// a folder of the agent's own, agent.on_demand.dir, not the watched one,
+// whose watcher would publish the traces again without their rank).
+// Watch each Target's Paths (odwire polls them): Target.Find
 // says where the trace landed (also inside a container's root); the
 // watcher publishes it (capped at Capture.MaxTraceBytes) under the run
 // and host with Target.Rank as the rank hint (the reader finds no
 // distributedInfo), then Finish(run, id) once every target's trace is
-// published or given up. Processes and Captures are for a status page. The watch folder must be under /tmp/
-// or named in the job's KINETO_ONDEMAND_TRACE_DIR, else traces land in
+// published or given up. Processes and Captures are for a status page.
+// The folder must be under /tmp/ or named in the job's
+// KINETO_ONDEMAND_TRACE_DIR, else traces land in
 // /tmp/libkineto_activities_<pid>.json (Target.Paths lists it first).
 //
 // CLI: `trainscope trigger --run ID [--steps N] [--wait M]` builds

@@ -122,6 +122,9 @@ func (s *Source) Watch(ctx context.Context, n agent.Node, once bool) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	sub, err := n.Conn.Subscribe(subject, func(msg *nats.Msg) {
+		if ctx.Err() != nil {
+			return // stopping: no capture it would not collect
+		}
 		if c := s.answer(d, n, dir, msg); c != nil {
 			wg.Go(func() { s.collect(ctx, d, n, c) })
 		}
@@ -171,7 +174,7 @@ func prepareDir(dir string, shared bool) (string, error) {
 	}
 	mode := os.FileMode(0o755)
 	if shared {
-		mode = 0o1777
+		mode = 0o777 | os.ModeSticky
 	}
 	if err := os.MkdirAll(dir, mode); err != nil {
 		return "", err
@@ -186,7 +189,7 @@ func prepareDir(dir string, shared bool) (string, error) {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
 		return "", fmt.Errorf("%s belongs to uid %d, not to this agent's user (%d): give agent.on_demand.dir a folder of its own", dir, st.Uid, os.Getuid())
 	}
-	if shared && fi.Mode().Perm() != 0o777 {
+	if shared && (fi.Mode().Perm() != 0o777 || fi.Mode()&os.ModeSticky == 0) {
 		if err := os.Chmod(dir, mode); err != nil {
 			return "", err
 		}
