@@ -51,8 +51,8 @@ func fakeProc(t *testing.T, env ...string) string {
 // process takes the config on its next poll and writes its trace, the
 // agent publishes it, and serve stores it under rank 3. A second trigger
 // while the first is in flight is refused (exit 1), one for a run no
-// agent serves finds no agent (exit 1), and a trigger without --run is a
-// usage error (exit 2).
+// agent serves finds no agent (exit 1), as does one whose agents do not
+// answer, and a trigger without --run is a usage error (exit 2).
 func TestOnDemandEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -111,6 +111,20 @@ func TestOnDemandEndToEnd(t *testing.T) {
 	}
 	if code, msg := trigger("--run", "nobody-runs-this", "--timeout", "1m"); code != 1 || !strings.Contains(msg, "no agent listens") {
 		t.Errorf("a run without agents: exit %d:\n%s", code, msg)
+	}
+	// a subscriber that never answers: the answers are gathered until the
+	// timeout, and none came
+	nc, err := nats.Connect(srv.NATSURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.SubscribeSync(ondemand.TriggerSubject("default", "silent-run")); err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	if code, msg := trigger("--run", "silent-run", "--timeout", "100ms"); code != 1 || !strings.Contains(msg, "no agent of run silent-run answered within 100ms") {
+		t.Errorf("a silent agent: exit %d:\n%s", code, msg)
 	}
 
 	// the process takes its config on its next poll and traces
