@@ -18,12 +18,16 @@ import (
 
 // POST /runs/{id}/trigger asks the run's agents over NATS and answers
 // with their replies; it takes the server's token like every endpoint.
+// The agent holds publisher credentials, as on a locked-down NATS.
 func TestTriggerEndpoint(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Serve.Flight = ""
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600)
 	cfg.Serve.Auth.TokenFile = tokenFile
+	// NATS locked down: the agent is a publisher, and may still hear a
+	// trigger and answer it (to serve's own inbox)
+	cfg.NATS.Server.User, cfg.NATS.Server.Password = "agent", "pw"
 	srv, err := Start(context.Background(), cfg, mustSet(t), t.Logf)
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +35,7 @@ func TestTriggerEndpoint(t *testing.T) {
 	defer srv.Shutdown()
 
 	// a stand-in agent of run job7 on node-3: it answers every trigger
-	nc, err := nats.Connect(srv.NATSURL())
+	nc, err := nats.Connect(srv.NATSURL(), nats.UserInfo("agent", "pw"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,10 +132,14 @@ func (s *Source) Watch(ctx context.Context, n agent.Node, once bool) error {
 	if err == nil {
 		err = n.Conn.Flush()
 	}
-	if err == nil {
-		err = n.Conn.LastError()
+	// a refused subscription comes back before the answer to the flush
+	if last := n.Conn.LastError(); err == nil && errors.Is(last, nats.ErrPermissionViolation) && strings.Contains(last.Error(), subject) {
+		err = fmt.Errorf("%w (the agent's NATS user must be allowed to subscribe to trainscope-trigger.> and to answer; serve's embedded NATS allows its publishers)", last)
 	}
 	if err != nil {
+		if sub != nil {
+			sub.Unsubscribe()
+		}
 		d.Serve(ctxDone()) // closes the socket
 		return fmt.Errorf("on-demand: subscribe to %s: %w", subject, err)
 	}
