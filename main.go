@@ -75,6 +75,14 @@ func main() {
 	}
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	pprof.StopCPUProfile()
+	// TRAINSCOPE_ALLOCPROFILE=FILE writes the Go allocation profile at exit
+	// (go tool pprof -sample_index=alloc_space).
+	if path := os.Getenv("TRAINSCOPE_ALLOCPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
+	}
 	stop()
 	os.Exit(code)
 }
