@@ -51,10 +51,11 @@ type builder struct {
 	opColl     map[int64]opColl // external id -> the collective its host operator issued
 	kernelColl []collRef        // communication kernels named only by NCCL
 
-	costs   []opCostRow         // modelled host operators, in row order
-	shapes  map[string]int32    // raw Input Dims -> id of its compact form
-	opMemo  map[string]costMemo // operator and raw shapes -> its cost (see opCost)
-	memoKey []byte              // opCost's key, built again for each call
+	costs     []opCostRow         // modelled host operators, in row order
+	shapes    map[string]int32    // raw Input Dims -> id of its compact form
+	opMemo    map[string]costMemo // operator and raw shapes -> its cost (see opCost)
+	sharedKey []byte              // the key into opCosts, built in place
+	memoKey   []byte              // opCost's key, built again for each call
 
 	sizeHint int64 // the file's JSON bytes, 0 when unknown (see reserve)
 

@@ -70,7 +70,7 @@ func (a *accounter) hostThreads() {
 	isLoader := func(name int32) bool {
 		v, ok := loaderName[name]
 		if !ok {
-			v = loaderRE.MatchString(s.Str.Get(name))
+			v = isLoaderName(s.Str.Get(name))
 			loaderName[name] = v
 		}
 		return v
