@@ -34,17 +34,19 @@ type Detector struct {
 	// Order places a metric's table in the report: ascending, before the
 	// tables of detectors without one (0), which follow by name.
 	Order int
-	// Cause, Shows and Symptom place a finding detector in the cause
-	// graph (roles.go): the cause its findings make, what of a cause they
-	// show, the symptom a cause explains.
-	Cause   string
-	Shows   []string
-	Symptom string
-	Params  []Param
-	SQL     string
-	File    string
-	Line    int // line where the SQL body starts
-	Builtin bool
+	// Cause, Shows, Symptom and Evidence place a finding detector in the
+	// cause graph (roles.go): the cause its findings make, what of a cause
+	// they show, the symptom a cause explains, the kinds of cause its
+	// findings are evidence for.
+	Cause    string
+	Shows    []string
+	Symptom  string
+	Evidence []string
+	Params   []Param
+	SQL      string
+	File     string
+	Line     int // line where the SQL body starts
+	Builtin  bool
 	// causes is the cause-graph config of the Set the detector is in
 	// (its Config.Causes): BuildReport reads it from the results.
 	causes CausesConfig
@@ -69,7 +71,7 @@ type LoadError struct {
 func (e *LoadError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
 
 // headerKeys are the keys a detector's header may hold.
-var headerKeys = []string{"name", "category", "kind", "severity", "description", "fix", "threshold", "order", "cause", "shows", "symptom"}
+var headerKeys = []string{"name", "category", "kind", "severity", "description", "fix", "threshold", "order", "cause", "shows", "symptom", "evidence"}
 
 var (
 	headerLine = regexp.MustCompile(`^--\s*([a-z_]+)\s*:\s*(.*?)\s*$`)

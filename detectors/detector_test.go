@@ -33,13 +33,13 @@ func TestParseGood(t *testing.T) {
 	if d.Line != 7 || !strings.HasPrefix(d.SQL, "SELECT") {
 		t.Errorf("body at line %d: %q", d.Line, d.SQL)
 	}
-	roles := strings.Replace(goodHeader, "-- severity: warn", "-- cause: hang\n-- shows: compute , sync\n-- symptom: idle", 1)
+	roles := strings.Replace(goodHeader, "-- severity: warn", "-- cause: hang\n-- shows: compute , sync\n-- symptom: idle\n-- evidence: hang, late_rank", 1)
 	d, err = Parse("x/sample.sql", []byte(roles))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Cause != "hang" || strings.Join(d.Shows, ",") != "compute,sync" || d.Symptom != "idle" {
-		t.Errorf("roles: cause %q shows %q symptom %q", d.Cause, d.Shows, d.Symptom)
+	if d.Cause != "hang" || strings.Join(d.Shows, ",") != "compute,sync" || d.Symptom != "idle" || strings.Join(d.Evidence, ",") != "hang,late_rank" {
+		t.Errorf("roles: cause %q shows %q symptom %q evidence %q", d.Cause, d.Shows, d.Symptom, d.Evidence)
 	}
 }
 
@@ -63,6 +63,9 @@ func TestParseErrors(t *testing.T) {
 		{"unknown cause", "sample.sql", strings.Replace(goodHeader, "-- severity: warn", "-- cause: slow_disk", 1), "sample.sql:4: cause \"slow_disk\" must be one of hang, slow_link"},
 		{"unknown shows", "sample.sql", strings.Replace(goodHeader, "-- severity: warn", "-- shows: compute, weather", 1), "sample.sql:4: shows \"weather\" must be a kind of cause"},
 		{"bad symptom", "sample.sql", strings.Replace(goodHeader, "-- severity: warn", "-- symptom: fever", 1), "sample.sql:4: symptom \"fever\" must be one of idle, transfer"},
+		{"unknown evidence", "sample.sql", strings.Replace(goodHeader, "-- severity: warn", "-- evidence: hang, slow_disk", 1), "sample.sql:4: evidence \"slow_disk\" must be a kind of cause (late_rank, slow_host, hang)"},
+		{"evidence not a list", "sample.sql", strings.Replace(goodHeader, "-- severity: warn", "-- evidence: hang;", 1), "sample.sql:4: evidence must be a comma-separated list"},
+		{"evidence on a metric", "sample.sql", strings.Replace(goodHeader, "kind: finding", "kind: metric\n-- evidence: hang", 1), "sample.sql:4: evidence places findings in the cause graph; a metric detector has none"},
 		{"role on a metric", "sample.sql", strings.Replace(goodHeader, "kind: finding", "kind: metric\n-- symptom: idle", 1), "sample.sql:4: symptom places findings in the cause graph; a metric detector has none"},
 		{"free text in header", "sample.sql", "-- name: sample\n-- this is prose\n", "sample.sql:2: header line must be '-- key: value'"},
 	}

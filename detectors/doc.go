@@ -3,9 +3,10 @@
 // (metric or finding), default severity, description and thresholds; the
 // thresholds are bound parameters ($name), never formatted into the SQL.
 // Where a detector stands in the report is in its header too: order places
-// a metric's table; cause, shows and symptom place a finding detector in
-// the cause graph (the root cause its findings make, the causes they show
-// on a cause's rank, the symptom a cause explains). README.md's header keys
+// a metric's table; cause, shows, symptom and evidence place a finding
+// detector in the cause graph (the root cause its findings make, the
+// causes they show on a cause's rank, the symptom a cause explains, the
+// kinds of cause its findings are evidence for). README.md's header keys
 // list the values.
 //
 // The loader is strict: unknown header keys, a name that differs from the

@@ -17,26 +17,29 @@ import (
 // namedInGo are the only places Go under detectors/ may name a built-in
 // detector in a string literal (file relative to detectors/, then names),
 // each for a reason: everything else a detector is to the report (its
-// table's order, the cause it makes, what it shows, the symptom it is) is
-// in its .sql header, so adding one is one file.
+// table's order, the cause it makes, what it shows, the symptom it is,
+// the causes it is evidence for) is in its .sql header, so adding one is
+// one file. What is left is Go written against one table's columns: the
+// name and the columns are one contract, and a header key would only
+// move the name away from the code that reads the columns.
 var namedInGo = map[string][]string{
 	// cause kinds that share their name with the detector finding them,
-	// declared once as constants, and a hang cause's title in words
-	// (causeTitle) is the same word
+	// declared once as constants (KindHang, KindSlowLink, KindSlowHost:
+	// the values of the cause header itself), and a hang cause's title in
+	// words (causeTitle) is the same word
 	"report/cause.go": {"hang", "slow_link", "slow_host", "hang"},
-	// the charts draw these metric tables' own columns
+	// the charts draw these metric tables' own columns (steps per rank,
+	// the time breakdown, kernel names and times; the roofline's
+	// intensity and achieved TFLOPS)
 	"charts.go":          {"step_time", "temporal_breakdown", "top_kernels"},
 	"charts_roofline.go": {"roofline_shapes"},
 	// the memory summary line is written from mem_summary's columns
 	"causes/summary.go": {"mem_summary"},
 	// the precision cause is costed from matmul_precision's columns
+	// (mode, ms_per_step and what it would be at TF32 and bf16)
 	"causes/account_causes.go": {"matmul_precision"},
-	// the counter detectors' evidence read into the causes they explain:
-	// gpu_throttle's clocks and reasons (counterBrief), gpu_clock_cap's
-	// ranks in its subject, gpu_xid on a hung rank
-	"causes/hardware.go": {"gpu_clock_cap", "gpu_throttle", "gpu_xid"},
-	"causes/late.go":     {"gpu_throttle"},
-	// test support: thresholds low enough for small test traces
+	// test support: thresholds low enough for small test traces, keyed
+	// by detector as the config is
 	"internal/testkit/run.go": {"bottleneck_class"},
 }
 

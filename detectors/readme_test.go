@@ -125,6 +125,9 @@ func TestDetectorsReadme(t *testing.T) {
 			if d.Symptom != "" {
 				fmt.Fprintf(&b, "- symptom: %s\n", d.Symptom)
 			}
+			if len(d.Evidence) > 0 {
+				fmt.Fprintf(&b, "- evidence for: %s\n", strings.Join(d.Evidence, ", "))
+			}
 		}
 	}
 	const path = "README.md"

@@ -7,50 +7,33 @@ import (
 	"github.com/trainscope/trainscope/detectors/report"
 )
 
-// hardwareCauses carries what a rank's GPU counters say into the causes
-// they explain: a late rank whose kernels run slow on a throttling GPU is
-// late because the GPU throttles (gpu_throttle names the counter); a slow
-// host whose GPUs are capped or throttle says so; a hung rank whose GPU
-// reported an XID or ECC error hung on it (gpu_xid).
+// hardwareCauses carries the findings that are evidence for a cause (their
+// detector's evidence header) into it: a late rank whose kernels run slow
+// on a throttling GPU is late because the GPU throttles (lateCauses named
+// the reason; the counters' finding is its evidence and fix); a slow host
+// whose GPUs are capped or throttle says so; a hung rank whose GPU
+// reported an error hung on it.
 func (j *judge) hardwareCauses(run string, causes []rootCause) {
-	byRank := map[string]map[int]*report.Finding{}
-	var capped []*report.Finding
-	for i := range j.findings {
-		f := &j.findings[i]
-		if f.RunID != run {
-			continue
-		}
-		switch f.Detector {
-		case "gpu_throttle", "gpu_xid":
-			if f.Rank == nil {
-				continue
-			}
-			if byRank[f.Detector] == nil {
-				byRank[f.Detector] = map[int]*report.Finding{}
-			}
-			byRank[f.Detector][int(*f.Rank)] = f
-		case "gpu_clock_cap":
-			capped = append(capped, f)
-		}
-	}
 	for i := range causes {
 		c := &causes[i]
 		switch c.Kind {
 		case "late_rank", "one_off_stall":
-			// lateCauses named the throttling; the counters are evidence
-			if f := byRank["gpu_throttle"][rankOr(c.Rank)]; f != nil && c.Why == "throttle" {
-				c.Fix = f.Fix
-				c.Evidence = append(c.Evidence, "counters: "+f.Message)
+			if fs := j.evidenceOn(run, "late_rank", rankOr(c.Rank)); len(fs) > 0 && j.role(fs[0].Detector).shows(c.Why) {
+				c.Fix = fs[0].Fix
+				c.Evidence = append(c.Evidence, "counters: "+fs[0].Message)
 			}
 		case report.KindSlowHost:
+			// findings on one of its ranks, in its ranks' order, then the
+			// ones without a rank whose subject names one of them
 			var lines []string
 			for _, m := range c.Ranks {
-				if f := byRank["gpu_throttle"][m]; f != nil {
+				for _, f := range j.evidenceOn(run, report.KindSlowHost, m) {
 					lines = append(lines, "counters: "+f.Message)
 				}
 			}
-			for _, f := range capped {
-				if overlaps(ranksOf(f.Subject), c.Ranks) {
+			for i := range j.findings {
+				f := &j.findings[i]
+				if f.RunID == run && f.Rank == nil && j.role(f.Detector).evidenceFor(report.KindSlowHost) && overlaps(ranksOf(f.Subject), c.Ranks) {
 					lines = append(lines, "counters: "+f.Message)
 				}
 			}
@@ -59,7 +42,8 @@ func (j *judge) hardwareCauses(run string, causes []rootCause) {
 				c.Headline += "; its GPUs' counters show throttling"
 			}
 		case report.KindHang:
-			if f := byRank["gpu_xid"][rankOr(c.Rank)]; c.Rank != nil && f != nil {
+			if fs := j.evidenceOn(run, report.KindHang, rankOr(c.Rank)); c.Rank != nil && len(fs) > 0 {
+				f := fs[0]
 				c.Headline += fmt.Sprintf("; its GPU reported an error: %s", f.Message)
 				c.Evidence = append(c.Evidence, "counters: "+f.Message)
 				c.Fix = f.Fix + "; " + c.Fix
@@ -68,15 +52,28 @@ func (j *judge) hardwareCauses(run string, causes []rootCause) {
 	}
 }
 
-// findingOn is run's finding of detector on rank, or nil.
-func (j *judge) findingOn(run, detector string, rank int) *report.Finding {
+// evidenceOn are run's findings on rank that are evidence for a cause of
+// kind (their detector's evidence header names it), in report order.
+func (j *judge) evidenceOn(run, kind string, rank int) []*report.Finding {
+	var out []*report.Finding
 	for i := range j.findings {
 		f := &j.findings[i]
-		if f.RunID == run && f.Detector == detector && f.Rank != nil && int(*f.Rank) == rank {
-			return f
+		if f.RunID == run && f.Rank != nil && int(*f.Rank) == rank && j.role(f.Detector).evidenceFor(kind) {
+			out = append(out, f)
 		}
 	}
-	return nil
+	return out
+}
+
+// lateReason is the reason a finding that is evidence for a late rank
+// shows (its first, other than compute), or "".
+func (d role) lateReason() string {
+	for _, w := range d.Shows {
+		if _, ok := whyText[w]; ok && w != "compute" {
+			return w
+		}
+	}
+	return ""
 }
 
 // counterBrief is the counter evidence of a throttling finding in a few

@@ -177,6 +177,10 @@ func (d role) causeModel() string { return d.Cause }
 // symptom is d's symptom header.
 func (d role) symptom() string { return d.Symptom }
 
+// evidenceFor says whether d's findings are evidence for a cause of kind
+// (its evidence header).
+func (d role) evidenceFor(kind string) bool { return slices.Contains(d.Evidence, kind) }
+
 // StacksWanted are the call stacks of each run (rank and stack id) that
 // Judge may name from the account rows: the stack of each idle cause's
 // costliest subject, and every stack in an outlier step. The loader reads

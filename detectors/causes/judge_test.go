@@ -107,3 +107,27 @@ func TestJudge(t *testing.T) {
 		})
 	}
 }
+
+// TestJudgeEvidence: a finding is read into the cause it is evidence for
+// by its detector's role, whatever the detector is called: on rank 2,
+// late for its compute, a finding that shows throttle and is evidence for
+// a late rank makes the cause's why throttle, with its fix and message;
+// without the evidence role it is only a finding that shows the cause.
+func TestJudgeEvidence(t *testing.T) {
+	for _, evidence := range [][]string{{"late_rank"}, nil} {
+		in := lateRun(2e6, defaults)
+		in.Roles["hot_gpu"] = report.Role{Category: "hardware", Shows: []string{"throttle"}, Evidence: evidence}
+		two := int64(2)
+		in.Findings = append(in.Findings, report.Finding{RunID: "r", Detector: "hot_gpu", Category: "hardware", Severity: "warn",
+			Rank: &two, Metric: "m", Message: "rank 2's GPU runs hot", Fix: "cool it"})
+		v := Judge(in)
+		if len(v.Causes) != 1 {
+			t.Fatalf("evidence %v: causes %+v, want one", evidence, v.Causes)
+		}
+		c := v.Causes[0]
+		read := c.Why == "throttle" && c.Fix == "cool it" && slices.Contains(c.Evidence, "counters: rank 2's GPU runs hot")
+		if want := evidence != nil; read != want || !want && c.Why != "compute" {
+			t.Errorf("evidence %v: cause why %q fix %q evidence %q", evidence, c.Why, c.Fix, c.Evidence)
+		}
+	}
+}

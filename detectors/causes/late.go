@@ -254,9 +254,11 @@ func (j *judge) lateCauses(run string, lates []Late, sw StepWindow, waiters map[
 			}
 		}
 		brief := ""
-		if f := j.findingOn(run, "gpu_throttle", rank); f != nil && c.Why == "compute" {
+		if fs := j.evidenceOn(run, "late_rank", rank); len(fs) > 0 && c.Why == "compute" {
 			// its GPU's counters say why its kernels are slow
-			c.Why, brief = "throttle", counterBrief(f)
+			if why := j.role(fs[0].Detector).lateReason(); why != "" {
+				c.Why, brief = why, counterBrief(fs[0])
+			}
 		}
 		c.Fix = whyFix[c.Why]
 		c.Headline, c.Evidence = lateText(c, a, nSteps, sw, brief)

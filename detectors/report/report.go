@@ -159,13 +159,16 @@ type Recommendation struct {
 
 // Role is a detector's place in the report and the cause graph, as its
 // header states it: its category, the root cause its findings make
-// (Cause), what they show on a cause's own rank (Shows) and the symptom
-// of a cause they are (Symptom).
+// (Cause), what they show on a cause's own rank (Shows), the symptom of
+// a cause they are (Symptom) and the kinds of cause they are evidence for
+// (Evidence: their message, fix and the reason they show are read into
+// the cause).
 type Role struct {
 	Category string
 	Cause    string
 	Shows    []string
 	Symptom  string
+	Evidence []string
 }
 
 // MedianStepNS is the median step time of run, in ns (0 when unknown).

@@ -7,6 +7,7 @@
 -- threshold: min_ranks_share = 0.5  # this share of the run's GPUs capped
 -- fix: a power cap on every GPU while they compute is the GPU working at its limit (normal for dense matmuls; a lower limit than the GPU's default, nvidia-smi -q -d POWER, is not); thermal slowdowns mean cooling: check inlet temperature, fans and airflow of the named hosts; HW slowdown or power brake is a signal from the board or chassis (power supply): have the node checked
 -- shows: throttle
+-- evidence: slow_host
 WITH capped AS (
     -- capped: the larger of the two shares, the rank's worst
     SELECT *, greatest(coalesce(throttle_share, 0), coalesce(power_at_limit_share, 0)) AS capped

@@ -8,6 +8,7 @@
 -- threshold: min_slowdown = 0.05  # and its compute kernels this much slower than its peers'
 -- fix: cool or power the GPU back to its clocks: check its temperature and fans or airflow (thermal), its power limit against its peers' (nvidia-smi -q -d POWER,PERFORMANCE, a lowered limit or a power-brake signal from the chassis), and the node's other GPUs; if it persists, drain the node and have the GPU serviced
 -- shows: throttle, slow_host
+-- evidence: late_rank, slow_host
 WITH k AS (
     SELECT run_id, rank,
            max(slowdown) AS slowdown, max(extra_ns) AS extra_ns

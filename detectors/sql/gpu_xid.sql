@@ -5,6 +5,7 @@
 -- description: a GPU that reported an XID error (DCGM_FI_DEV_XID_ERRORS, the agent's NVML event watch), new double-bit ECC errors, or that NVML lost (fell off the bus) in the run's samples, with the XID's meaning: a cause of hangs, crashed kernels and NaNs that no trace shows
 -- fix: look the XID up in NVIDIA's XID catalog and the node's kernel log (dmesg | grep -i xid); 48, 63, 64, 94 and 95 are memory errors (reset the GPU, have it serviced if they recur), 74 an NVLink error, 79 a GPU that fell off the bus (drain the node); 13, 31 and 43 usually come from the job itself (an illegal memory access: rerun with CUDA_LAUNCH_BLOCKING=1 or compute-sanitizer)
 -- shows: hang
+-- evidence: hang
 WITH x AS (
     SELECT run_id, host, device, any_value(rank) AS rank,
            arg_max(value, ts) FILTER (WHERE metric = 'xid' AND value > 0) AS last_xid,
