@@ -11,10 +11,10 @@
 WITH capped AS (
     -- capped: the larger of the two shares, the rank's worst
     SELECT *, greatest(coalesce(throttle_share, 0), coalesce(power_at_limit_share, 0)) AS capped
-    FROM gpu_counters_wide
+    FROM metric_gpu_counters
     WHERE coalesce(throttle_share, 0) >= $min_share OR coalesce(power_at_limit_share, 0) >= $min_share
 ), n AS (
-    SELECT run_id, count(*) AS ranks FROM gpu_counters_wide GROUP BY run_id
+    SELECT run_id, count(*) AS ranks FROM metric_gpu_counters GROUP BY run_id
 )
 SELECT x.run_id,
        CASE WHEN count(*) = 1 THEN min(x.rank) END AS rank,

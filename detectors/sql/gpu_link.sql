@@ -17,7 +17,7 @@ WITH win AS (
     SELECT c.run_id, c.rank, c.subject, w.host, c.in_window,
            c.nvlink_bps, c.pcie_bps, c.nvlink_share_of_peak, s.link_gbs,
            x.transfer_ns / nullif(w.span_ns, 0) AS transfer_share
-    FROM gpu_counters_wide c
+    FROM metric_gpu_counters c
     JOIN win w ON w.run_id = c.run_id AND w.rank = c.rank
     JOIN xfer x ON x.run_id = c.run_id AND x.rank = c.rank
     JOIN ranks k ON k.run_id = c.run_id AND k.rank = c.rank

@@ -15,6 +15,6 @@ SELECT run_id, rank, subject,
        'gpu_counters fb_used_frac under the threshold' AS validation,
        'measured' AS confidence,
        json_object('fb_used_frac', fb_used_frac, 'fb_used_max_mib', fb_used_max_mib)::VARCHAR AS evidence
-FROM gpu_counters_wide
+FROM metric_gpu_counters
 WHERE fb_used_frac >= $min_frac
 ORDER BY run_id, rank

@@ -37,7 +37,7 @@ SELECT c.run_id, c.rank, r.host, c.subject,
                    'temp_max_c', c.temp_max_c, 'power_w', c.power_w, 'power_limit_w', c.power_limit_w,
                    'samples', c.samples, 'samples_in_steps', c.in_window = 1,
                    'kernel_slowdown', k.slowdown, 'extra_ns', k.extra_ns)::VARCHAR AS evidence
-FROM gpu_counters_wide c
+FROM metric_gpu_counters c
 JOIN k ON k.run_id = c.run_id AND k.rank = c.rank
 LEFT JOIN ranks r ON r.run_id = c.run_id AND r.rank = c.rank
 WHERE (c.clock_drop >= $min_drop OR c.throttle_share >= $min_share) AND k.slowdown - 1 >= $min_slowdown

@@ -20,6 +20,6 @@ SELECT c.run_id, c.rank, c.subject,
        'tensor_active over matmul share above the threshold' AS validation,
        CASE WHEN c.in_window = 1 THEN 'measured' ELSE 'inferred' END AS confidence,
        json_object('tensor_active', c.tensor_active, 'matmul_time_pct', m.mm_pct)::VARCHAR AS evidence
-FROM gpu_counters_wide c JOIN m ON m.run_id = c.run_id AND m.rank = c.rank
+FROM metric_gpu_counters c JOIN m ON m.run_id = c.run_id AND m.rank = c.rank
 WHERE c.tensor_active IS NOT NULL AND m.mm_pct >= $min_matmul_pct AND c.tensor_active / (m.mm_pct / 100) < $min_active
 ORDER BY c.run_id, c.rank

@@ -385,9 +385,15 @@ SELECT c.run_id, c.rank, c.host, c.device, c.ts, n.metric, c.value * n.scale AS 
 FROM counters_by_rank c
 JOIN names n ON n.source = c.metric;
 
--- gpu_counters' metrics of each rank side by side, one column per metric:
--- what the hardware detectors (gpu_throttle, gpu_clock_cap, gpu_mem_full,
--- tensor_idle) and dashboards read.
+-- gpu_counters' metrics of each rank side by side, one column per metric,
+-- pivoted back from the long metrics table: for dashboards (the run
+-- drill-down's GPU counters panel) and SQL clients. The detectors read
+-- the same rows, typed, from gpu_counters' own table, metric_gpu_counters
+-- (one row per run and rank, made once by the runner and documented with
+-- COMMENT ON), which costs them less than this pivot. The view is not
+-- defined over that table: DuckDB binds a view when it is created, and the
+-- table exists only once gpu_counters has run (and takes the detector's
+-- columns, which a database made by another version may lack).
 CREATE OR REPLACE VIEW gpu_counters_wide AS
 SELECT run_id, rank, any_value(subject) AS subject,
        max(value) FILTER (WHERE metric = 'samples') AS samples,
