@@ -39,6 +39,9 @@ type API struct {
 	// Collectors are exposed on /metrics beside Go runtime and process
 	// metrics.
 	Collectors []prometheus.Collector
+	// Routes are more routes, mounted beside this handler by the server
+	// (e.g. "POST /runs/{id}/trigger  (on-demand capture)"), listed on /.
+	Routes []string
 }
 
 // Handler routes the API. It fails when two collectors export one name.
@@ -61,7 +64,11 @@ func (a *API) Handler() (http.Handler, error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "trainscope %s\n\n/healthz\n/metrics\n/runs\n/runs/{id}/report      (markdown)\n/runs/{id}/report.json\n/runs/{id}/report.html\n\nFlight SQL: %s\n", a.Version, flight)
+		extra := ""
+		for _, r := range a.Routes {
+			extra += r + "\n"
+		}
+		fmt.Fprintf(w, "trainscope %s\n\n/healthz\n/metrics\n/runs\n/runs/{id}/report      (markdown)\n/runs/{id}/report.json\n/runs/{id}/report.html\n%s\nFlight SQL: %s\n", a.Version, extra, flight)
 	})
 	mux.HandleFunc("GET /healthz", a.healthz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

@@ -24,6 +24,14 @@ func (s *Server) withTrigger(routes http.Handler, cfg *config.Config, logf func(
 	return mux
 }
 
+// triggerRoutes lists the routes withTrigger mounts, for the API's index.
+func (s *Server) triggerRoutes() []string {
+	if s.nc == nil {
+		return nil
+	}
+	return []string{"POST /runs/{id}/trigger  (on-demand capture through the run's agents)"}
+}
+
 // autoTrigger is serve.auto_trigger's automatic trigger, nil when off. Its
 // detectors must be finding detectors of set.
 func (s *Server) autoTrigger(cfg *config.Config, set *detectors.Set, now func() time.Time, logf func(string, ...any)) (*odwire.Auto, error) {

@@ -73,6 +73,17 @@ func TestTriggerEndpoint(t *testing.T) {
 		json.Unmarshal(b, &rep)
 		return r.StatusCode, rep
 	}
+	index, _ := http.NewRequest("GET", "http://"+srv.HTTPAddr()+"/", nil)
+	index.Header.Set("Authorization", "Bearer s3cret")
+	if r, err := http.DefaultClient.Do(index); err != nil {
+		t.Fatal(err)
+	} else {
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if !strings.Contains(string(b), "POST /runs/{id}/trigger") {
+			t.Errorf("the index does not list the trigger route:\n%s", b)
+		}
+	}
 	if code, _ := post("job7", "", ""); code != http.StatusUnauthorized {
 		t.Errorf("without the token: %d, want 401", code)
 	}

@@ -227,7 +227,7 @@ func Start(parent context.Context, cfg *config.Config, set *detectors.Set, logf 
 				return map[string]any{"nats": s.natsURL, "flight_sql": s.flightAddr,
 					"uptime_s": int64(time.Since(started).Seconds()), "batches": s.stats.Messages.Load()}
 			},
-			Collectors: append(s.monitor.Collectors(), s.sched.Collectors()...)}
+			Collectors: append(s.monitor.Collectors(), s.sched.Collectors()...), Routes: s.triggerRoutes()}
 	}); err != nil {
 		return nil, err
 	}
