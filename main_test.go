@@ -211,6 +211,12 @@ func TestValidate(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "broken.sql:5") || !strings.Contains(errOut, "no_such_column") {
 		t.Errorf("broken detector: exit %d, %s", code, errOut)
 	}
+	// serve.auto_trigger's detectors are checked against the loaded set
+	// here too, not only when serve starts
+	trig := writeFile(t, dir, "trig.yaml", []byte("serve:\n  auto_trigger:\n    detectors: [gpu_clock_cap, gpu_clock_capp]\n"))
+	if code, _, errOut = trainscope(t, "validate", "--config", trig); code != 2 || !strings.Contains(errOut, `"gpu_clock_capp" is not a finding detector`) || strings.Contains(errOut, `"gpu_clock_cap" is`) {
+		t.Errorf("auto_trigger detectors: exit %d, %s", code, errOut)
+	}
 	t.Setenv("TRAINSCOPE_DUCKDB_THREADS", "-3")
 	if code, _, errOut = trainscope(t, "validate"); code != 2 || !strings.Contains(errOut, "duckdb.threads: -3") {
 		t.Errorf("env override: exit %d, %s", code, errOut)

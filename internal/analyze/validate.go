@@ -45,6 +45,15 @@ func Validate(ctx context.Context, configPath string, dirs []string, out io.Writ
 			}
 		}
 	}
+	var findings []string
+	for _, d := range set.Detectors {
+		if d.Kind == detectors.KindFinding {
+			findings = append(findings, d.Name)
+		}
+	}
+	if err := cfg.Serve.AutoTrigger.CheckDetectors(findings); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return cli.Input(errors.Join(errs...))
 	}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/trainscope/trainscope/detectors"
@@ -162,6 +163,18 @@ type AutoTriggerConfig struct {
 	Wait      int           `mapstructure:"wait"`  // step alignment (0: trigger's default)
 	// Timeout is how long a trigger waits for the agents' replies.
 	Timeout time.Duration `mapstructure:"timeout"`
+}
+
+// CheckDetectors says whether every configured detector is one of known
+// (the loaded set's finding detectors): serve checks it at start, and
+// 'trainscope validate' with the config it is given.
+func (c AutoTriggerConfig) CheckDetectors(known []string) error {
+	for _, d := range c.Detectors {
+		if !slices.Contains(known, d) {
+			return fmt.Errorf("serve.auto_trigger.detectors: %q is not a finding detector of this server (see 'trainscope validate')", d)
+		}
+	}
+	return nil
 }
 
 // Validate reports every problem with its key path under prefix.

@@ -189,3 +189,13 @@ func TestCausesConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestAutoTriggerCheckDetectors(t *testing.T) {
+	c := AutoTriggerConfig{Detectors: []string{"gpu_clock_cap", "nope"}}
+	if err := c.CheckDetectors([]string{"gpu_clock_cap"}); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("an unknown detector: %v", err)
+	}
+	if err := c.CheckDetectors([]string{"gpu_clock_cap", "nope"}); err != nil {
+		t.Errorf("known detectors: %v", err)
+	}
+}

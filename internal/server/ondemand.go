@@ -45,7 +45,7 @@ func (s *Server) autoTrigger(cfg *config.Config, set *detectors.Set, now func() 
 			known = append(known, d.Name)
 		}
 	}
-	if err := odwire.CheckDetectors(ac, known); err != nil {
+	if err := ac.CheckDetectors(known); err != nil {
 		return nil, &config.Error{Err: err}
 	}
 	cluster := cfg.Stream.Cluster

@@ -3,7 +3,6 @@ package odwire
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -44,17 +43,6 @@ type Auto struct {
 // cfg.Max, the clock now).
 func NewAuto(cfg config.AutoTriggerConfig, now func() time.Time, send func(context.Context, ondemand.TriggerMessage) ([]ondemand.TriggerReply, error), logf func(string, ...any)) *Auto {
 	return &Auto{Config: cfg, Limiter: &ondemand.Limiter{Every: cfg.Interval, Global: cfg.Max, Now: now}, Send: send, Now: now, Logf: logf}
-}
-
-// CheckDetectors says whether every configured detector is one of known
-// (the loaded set's finding detectors).
-func CheckDetectors(cfg config.AutoTriggerConfig, known []string) error {
-	for _, d := range cfg.Detectors {
-		if !slices.Contains(known, d) {
-			return fmt.Errorf("serve.auto_trigger.detectors: %q is not a finding detector of this server (see 'trainscope validate')", d)
-		}
-	}
-	return nil
 }
 
 // Decide looks at the reports of the last pass and returns the triggers

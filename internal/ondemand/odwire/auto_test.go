@@ -110,10 +110,3 @@ func TestAutoTriggerSends(t *testing.T) {
 		t.Errorf("logs %q", logs)
 	}
 }
-
-func TestCheckDetectors(t *testing.T) {
-	cfg := config.AutoTriggerConfig{Detectors: []string{"gpu_clock_cap", "nope"}}
-	if err := CheckDetectors(cfg, []string{"gpu_clock_cap"}); err == nil || !strings.Contains(err.Error(), `"nope"`) {
-		t.Errorf("%v", err)
-	}
-}
