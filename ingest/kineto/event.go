@@ -1,8 +1,10 @@
 package kineto
 
-import "github.com/trainscope/trainscope/ingest/jsonscan"
+import (
+	"bytes"
 
-import "bytes"
+	"github.com/trainscope/trainscope/ingest/jsonscan"
+)
 
 // event holds one traceEvents entry while it is parsed. Byte slices point
 // into the reader's window and are valid until the event is committed.

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
-	"github.com/trainscope/trainscope/bench/corpus"
-	"github.com/trainscope/trainscope/ingest/jsonscan"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/trainscope/trainscope/bench/corpus"
+	"github.com/trainscope/trainscope/ingest/jsonscan"
 )
 
 // fuzzCorpus lists small real traces from the corpus (kineto/hta); seeds

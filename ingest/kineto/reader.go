@@ -1,9 +1,10 @@
 package kineto
 
 import (
+	"strings"
+
 	"github.com/trainscope/trainscope/ingest/jsonscan"
 	"github.com/trainscope/trainscope/ingest/trace"
-	"strings"
 
 	"encoding/json"
 	"errors"
