@@ -92,7 +92,7 @@ func (s *Set) run(ctx context.Context, st *duck.Store, keep bool) ([]Result, err
 		return nil, err
 	}
 	shared := s.Workers > 1 && st.Path == ""
-	if err := materialize(ctx, st, shared, s.Timed); err != nil {
+	if err := materialize(ctx, st, shared, s.Workers, s.Timed); err != nil {
 		ReleaseShared(context.WithoutCancel(ctx), st)
 		return nil, err
 	}
@@ -257,7 +257,8 @@ var sharedViews = []string{"gpu_span", "collective_instances", "collective_waits
 // sees. With shared set, each view is renamed and a table of its name
 // takes its place in the database, so that forks see it too (an in-memory
 // store only: a table left by a crash must not outlive the process).
-func materialize(ctx context.Context, st *duck.Store, shared bool, timed func(string, time.Duration)) error {
+// The timelines' sweeps run on workers goroutines (the threads knob).
+func materialize(ctx context.Context, st *duck.Store, shared bool, workers int, timed func(string, time.Duration)) error {
 	dropMaterialized(ctx, st)
 	var tl *timelines // read at the first view it computes
 	for _, v := range sharedViews {
@@ -265,7 +266,7 @@ func materialize(ctx context.Context, st *duck.Store, shared bool, timed func(st
 		if timelineViews[v] && !sqlTimelines {
 			if tl == nil {
 				var err error
-				if tl, err = readTimelines(ctx, st); err != nil {
+				if tl, err = readTimelines(ctx, st, workers); err != nil {
 					return fmt.Errorf("materialize %s: %w", v, err)
 				}
 				if timed != nil {

@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -88,6 +90,8 @@ type timelines struct {
 	read   time.Duration
 	// the rows by group (byGroup)
 	groupsOf []group
+	// workers sweeps run at once, one group (rank) each (1 or less: one)
+	workers int
 }
 
 type windowRank struct {
@@ -96,10 +100,11 @@ type windowRank struct {
 }
 
 // readTimelines reads the window's GPU rows (collective_instances must be
-// materialized before: its view would be computed again here).
-func readTimelines(ctx context.Context, st *duck.Store) (*timelines, error) {
+// materialized before: its view would be computed again here); the sweeps
+// run on workers goroutines, one rank at a time each.
+func readTimelines(ctx context.Context, st *duck.Store, workers int) (*timelines, error) {
 	t0 := time.Now()
-	tl := &timelines{groups: map[int32]windowRank{}}
+	tl := &timelines{groups: map[int32]windowRank{}, workers: workers}
 	rows, err := st.Query(ctx, "SELECT rk, run_id, rank FROM analysis_window")
 	if err != nil {
 		return nil, err
@@ -152,7 +157,8 @@ func readTimelines(ctx context.Context, st *duck.Store) (*timelines, error) {
 // [ts, end_ts] (interval_union: touching intervals merge, empty ones
 // count).
 func (tl *timelines) busy() (rk []int32, start, end []int64) {
-	for _, g := range tl.byGroup() {
+	type islands struct{ start, end []int64 }
+	per := eachGroup(tl, func(g group) (o islands) {
 		iv := make([][2]int64, 0, len(g.acts))
 		for _, a := range g.acts {
 			if a.hasTS && a.hasEnd && a.end >= a.ts {
@@ -171,11 +177,48 @@ func (tl *timelines) busy() (rk []int32, start, end []int64) {
 			for ; j < len(iv) && iv[j][0] <= e; j++ {
 				e = max(e, iv[j][1])
 			}
-			rk, start, end = append(rk, g.rk), append(start, s), append(end, e)
+			o.start, o.end = append(o.start, s), append(o.end, e)
 			i = j
 		}
+		return o
+	})
+	for i, g := range tl.byGroup() {
+		for range per[i].start {
+			rk = append(rk, g.rk)
+		}
+		start, end = append(start, per[i].start...), append(end, per[i].end...)
 	}
 	return rk, start, end
+}
+
+// eachGroup runs f on every group, tl.workers groups at once, and returns
+// its results in the groups' order: the rows come out as one goroutine
+// would have made them.
+func eachGroup[T any](tl *timelines, f func(group) T) []T {
+	gs := tl.byGroup()
+	out := make([]T, len(gs))
+	w := min(max(tl.workers, 1), len(gs))
+	if w <= 1 {
+		for i, g := range gs {
+			out[i] = f(g)
+		}
+		return out
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range w {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(gs) {
+					return
+				}
+				out[i] = f(gs[i])
+			}
+		})
+	}
+	wg.Wait()
+	return out
 }
 
 // group is one group's (rank's) rows.
@@ -211,7 +254,11 @@ func (tl *timelines) byGroup() []group {
 // view, whose sums are 128 bits, then computes it.
 func (tl *timelines) classTime() (rk []int32, state, ns []int64, ok bool) {
 	type tw struct{ t, d int64 }
-	for _, g := range tl.byGroup() {
+	type states struct {
+		state, ns []int64
+		ok        bool
+	}
+	per := eachGroup(tl, func(g group) (o states) {
 		edges := make([]tw, 0, 2*len(g.acts))
 		add := func(s, e, w int64) {
 			if e > s {
@@ -245,7 +292,7 @@ func (tl *timelines) classTime() (rk []int32, state, ns []int64, ok bool) {
 			for ; j < len(edges) && edges[j].t == t; j++ {
 				d := edges[j].d
 				if (d > 0 && cur > math.MaxInt64-d) || (d < 0 && cur < math.MinInt64-d) {
-					return nil, nil, nil, false
+					return o
 				}
 				cur += d
 			}
@@ -258,8 +305,19 @@ func (tl *timelines) classTime() (rk []int32, state, ns []int64, ok bool) {
 			i = j
 		}
 		for _, st := range order {
-			rk, state, ns = append(rk, g.rk), append(state, st), append(ns, sums[st])
+			o.state, o.ns = append(o.state, st), append(o.ns, sums[st])
 		}
+		o.ok = true
+		return o
+	})
+	for i, g := range tl.byGroup() {
+		if !per[i].ok {
+			return nil, nil, nil, false
+		}
+		for range per[i].state {
+			rk = append(rk, g.rk)
+		}
+		state, ns = append(state, per[i].state...), append(ns, per[i].ns...)
 	}
 	return rk, state, ns, true
 }
@@ -274,7 +332,11 @@ func (tl *timelines) memExposed() (rk []int32, digit, ns []int64, ok bool) {
 		c uint8 // 0: compute, else the operation's digit
 		d int64
 	}
-	for _, g := range tl.byGroup() {
+	type exposed struct {
+		digit, ns []int64
+		ok        bool
+	}
+	per := eachGroup(tl, func(g group) (o exposed) {
 		edges := make([]tw, 0, 2*len(g.acts))
 		for _, a := range g.acts {
 			if !a.hasTS || !a.hasEnd || a.end <= a.ts || a.class == 1 {
@@ -296,7 +358,7 @@ func (tl *timelines) memExposed() (rk []int32, digit, ns []int64, ok bool) {
 			for ; j < len(edges) && edges[j].t == t; j++ {
 				n[edges[j].c] += edges[j].d
 				if n[edges[j].c] >= 1<<20 {
-					return nil, nil, nil, false
+					return o
 				}
 			}
 			if j < len(edges) && n[0] == 0 {
@@ -311,9 +373,20 @@ func (tl *timelines) memExposed() (rk []int32, digit, ns []int64, ok bool) {
 		}
 		for d := 1; d < len(n); d++ {
 			if seen[d] {
-				rk, digit, ns = append(rk, g.rk), append(digit, int64(d)), append(ns, exp[d])
+				o.digit, o.ns = append(o.digit, int64(d)), append(o.ns, exp[d])
 			}
 		}
+		o.ok = true
+		return o
+	})
+	for i, g := range tl.byGroup() {
+		if !per[i].ok {
+			return nil, nil, nil, false
+		}
+		for range per[i].digit {
+			rk = append(rk, g.rk)
+		}
+		digit, ns = append(digit, per[i].digit...), append(ns, per[i].ns...)
 	}
 	return rk, digit, ns, true
 }

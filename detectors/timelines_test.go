@@ -3,6 +3,7 @@ package detectors
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/trainscope/trainscope/bench/corpus"
@@ -25,10 +26,18 @@ func TestTimelinesMatchTheViews(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer st.Exec(ctx, "DROP TABLE IF EXISTS temp.collective_instances")
-		tl, err := readTimelines(ctx, st)
+		tl, err := readTimelines(ctx, st, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
+		// 192 goroutines (a large server's threads; this machine's cores
+		// are far fewer) make the rows one makes, in its order
+		wide, err := readTimelines(ctx, st, 192)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameTimelines(t, tl, wide)
+		tl.workers = 192 // the tables below: the views' rows from the wide sweeps
 		for _, v := range []string{"gpu_busy", "gpu_class_time", "gpu_mem_exposed"} {
 			// the view's rows, before a table of its name shadows it
 			// (main.v would be the temporary table's name too)
@@ -116,4 +125,23 @@ FROM (VALUES
 		check(t, st, Window{StepLo: 1, StepHi: 3, Set: true})
 		check(t, st, Window{StepLo: 2, StepHi: 2, Set: true})
 	})
+}
+
+// sameTimelines fails unless b's sweeps give a's rows in a's order.
+func sameTimelines(t *testing.T, a, b *timelines) {
+	t.Helper()
+	type rows struct {
+		Rk   []int32
+		X, Y []int64
+		Ok   bool
+	}
+	busy := func(tl *timelines) rows { rk, s, e := tl.busy(); return rows{rk, s, e, true} }
+	class := func(tl *timelines) rows { rk, s, n, ok := tl.classTime(); return rows{rk, s, n, ok} }
+	mem := func(tl *timelines) rows { rk, d, n, ok := tl.memExposed(); return rows{rk, d, n, ok} }
+	for name, f := range map[string]func(*timelines) rows{"gpu_busy": busy, "gpu_class_time": class, "gpu_mem_exposed": mem} {
+		ra, rb := f(a), f(b)
+		if len(ra.Rk) == 0 || !reflect.DeepEqual(ra, rb) {
+			t.Errorf("%s: %d workers gave %d rows, %d workers %d rows, or other rows or order", name, a.workers, len(ra.Rk), b.workers, len(rb.Rk))
+		}
+	}
 }
