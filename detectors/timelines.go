@@ -43,7 +43,11 @@ var timelineTypes = map[string]string{
 	"gpu_mem_exposed": "run_id VARCHAR, rank INTEGER, op VARCHAR, exposed_ns HUGEINT",
 }
 
-// memOps are gpu_mem_exposed's operations by their digit (gpuActivity.op).
+// memOps are the memory operations gpu_mem_exposed names first, by their
+// index (gpuActivity.op; 0 is compute). A pass's other copy kinds
+// ('Memcpy HtoH', 'Memcpy AtoD', ...) follow them by name
+// (timelines.opNames): each is swept on its own, as the view sweeps each
+// operation.
 var memOps = [...]string{1: "Memcpy HtoD", 2: "Memcpy DtoH", 3: "Memcpy DtoD", 4: "Memcpy PtoP", 5: "Memset", 6: "Memcpy other"}
 
 // the class weights of gpu_class_time's state (see its view)
@@ -59,8 +63,8 @@ const (
 // collective for its last member (0: none).
 type gpuActivity struct {
 	rk      int32
-	class   uint8 // 0 COMP, 1 COMM, 2 MEM
-	op      uint8 // MEM: its digit in gpu_mem_exposed (memOps)
+	class   uint8  // 0 COMP, 1 COMM, 2 MEM
+	op      uint16 // MEM: its operation, an index into timelines.opNames
 	ts, end int64
 	wait    int64
 	hasEnd  bool
@@ -76,9 +80,8 @@ const timelineQuery = `WITH ci AS (
 SELECT g.rk, g.ts, g.end_ts,
        CASE g.class WHEN 'COMP' THEN 0 WHEN 'COMM' THEN 1 ELSE 2 END::UTINYINT AS c,
        coalesce(ci.wait_ns, 0)::BIGINT AS wait_ns,
-       CASE WHEN g.class <> 'MEM' THEN 0 WHEN g.kind = 'memset' THEN 5
-            ELSE CASE g.copy_kind WHEN 'HtoD' THEN 1 WHEN 'DtoH' THEN 2 WHEN 'DtoD' THEN 3 WHEN 'PtoP' THEN 4 ELSE 6 END
-       END::UTINYINT AS op
+       CASE WHEN g.class <> 'MEM' THEN NULL WHEN g.kind = 'memset' THEN 'Memset'
+            ELSE 'Memcpy ' || coalesce(g.copy_kind, 'other') END AS op
 FROM gpu_window g
 LEFT JOIN ci ON g.class = 'COMM' AND ci.run_id = g.run_id AND ci.rank = g.rank
             AND ci.stream IS NOT DISTINCT FROM g.stream AND ci.ts = g.ts`
@@ -90,6 +93,9 @@ type timelines struct {
 	read   time.Duration
 	// the rows by group (byGroup)
 	groupsOf []group
+	// the memory operations by index (gpuActivity.op): 0 compute, memOps,
+	// then the pass's other ones by name
+	opNames []string
 	// workers sweeps run at once, one group (rank) each (1 or less: one)
 	workers int
 }
@@ -104,7 +110,13 @@ type windowRank struct {
 // run on workers goroutines, one rank at a time each.
 func readTimelines(ctx context.Context, st *duck.Store, workers int) (*timelines, error) {
 	t0 := time.Now()
-	tl := &timelines{groups: map[int32]windowRank{}, workers: workers}
+	tl := &timelines{groups: map[int32]windowRank{}, workers: workers, opNames: memOps[:]}
+	opOf := map[string]uint16{}
+	for i, n := range memOps {
+		if i > 0 {
+			opOf[n] = uint16(i)
+		}
+	}
 	rows, err := st.Query(ctx, "SELECT rk, run_id, rank FROM analysis_window")
 	if err != nil {
 		return nil, err
@@ -134,7 +146,7 @@ func readTimelines(ctx context.Context, st *duck.Store, workers int) (*timelines
 		end, ok3 := rec.Column(2).(*array.Int64)
 		cls, ok4 := rec.Column(3).(*array.Uint8)
 		wait, ok5 := rec.Column(4).(*array.Int64)
-		op, ok6 := rec.Column(5).(*array.Uint8)
+		op, ok6 := rec.Column(5).(*array.String)
 		if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 {
 			return nil, fmt.Errorf("timelines: unexpected column types %s", rec.Schema())
 		}
@@ -142,12 +154,41 @@ func readTimelines(ctx context.Context, st *duck.Store, workers int) (*timelines
 			if rk.IsNull(i) {
 				continue // no window row: the views' joins drop it
 			}
-			tl.acts = append(tl.acts, gpuActivity{rk: rk.Value(i), class: cls.Value(i),
-				ts: ts.Value(i), hasTS: ts.IsValid(i), end: end.Value(i), hasEnd: end.IsValid(i), wait: wait.Value(i), op: op.Value(i)})
+			a := gpuActivity{rk: rk.Value(i), class: cls.Value(i),
+				ts: ts.Value(i), hasTS: ts.IsValid(i), end: end.Value(i), hasEnd: end.IsValid(i), wait: wait.Value(i)}
+			if a.class == 2 && op.IsValid(i) {
+				n := op.Value(i)
+				o, ok := opOf[n]
+				if !ok {
+					if len(tl.opNames) > math.MaxUint16 {
+						return nil, fmt.Errorf("timelines: more than %d memory operations", math.MaxUint16)
+					}
+					o = uint16(len(tl.opNames))
+					n = strings.Clone(n) // the batch's memory goes with it
+					opOf[n] = o
+					tl.opNames = append(tl.opNames, n)
+				}
+				a.op = o
+			}
+			tl.acts = append(tl.acts, a)
 		}
 	}
 	if err := rdr.Err(); err != nil {
 		return nil, err
+	}
+	// the other operations by name, whatever order the rows came in
+	if extra := tl.opNames[len(memOps):]; len(extra) > 1 {
+		sorted := slices.Clone(extra)
+		slices.Sort(sorted)
+		for i, n := range sorted {
+			opOf[n] = uint16(len(memOps) + i)
+		}
+		for i := range tl.acts {
+			if a := &tl.acts[i]; a.op >= uint16(len(memOps)) {
+				a.op = opOf[tl.opNames[a.op]]
+			}
+		}
+		tl.opNames = append(tl.opNames[:len(memOps):len(memOps)], sorted...)
 	}
 	tl.read = time.Since(t0)
 	return tl, nil
@@ -323,13 +364,13 @@ func (tl *timelines) classTime() (rk []int32, state, ns []int64, ok bool) {
 }
 
 // memExposed is gpu_mem_exposed: per group and memory operation, the
-// time it ran while no compute did (digit: memOps). ok is false where a
-// class counts 2^20 rows at once, which the view's digits would carry
-// into the next one.
+// time it ran while no compute did (digit: the operation's index in
+// tl.opNames). ok is false where a count would reach 2^31, beyond the
+// view's BIGINT states (never in practice).
 func (tl *timelines) memExposed() (rk []int32, digit, ns []int64, ok bool) {
 	type tw struct {
 		t int64
-		c uint8 // 0: compute, else the operation's digit
+		c uint16 // 0: compute, else the operation's index
 		d int64
 	}
 	type exposed struct {
@@ -342,22 +383,22 @@ func (tl *timelines) memExposed() (rk []int32, digit, ns []int64, ok bool) {
 			if !a.hasTS || !a.hasEnd || a.end <= a.ts || a.class == 1 {
 				continue
 			}
-			c := uint8(0)
+			c := uint16(0)
 			if a.class == 2 {
 				c = a.op
 			}
 			edges = append(edges, tw{a.ts, c, 1}, tw{a.end, c, -1})
 		}
 		slices.SortFunc(edges, func(a, b tw) int { return cmpInt64(a.t, b.t) })
-		var n [len(memOps)]int64
-		var exp [len(memOps)]int64
-		var seen [len(memOps)]bool
+		n := make([]int64, len(tl.opNames))
+		exp := make([]int64, len(tl.opNames))
+		seen := make([]bool, len(tl.opNames))
 		for i := 0; i < len(edges); {
 			t := edges[i].t
 			j := i
 			for ; j < len(edges) && edges[j].t == t; j++ {
 				n[edges[j].c] += edges[j].d
-				if n[edges[j].c] >= 1<<20 {
+				if n[edges[j].c] >= 1<<31 {
 					return o
 				}
 			}
@@ -452,8 +493,8 @@ func (tl *timelines) fill(ctx context.Context, st *duck.Store, v string) (ok boo
 	sel := fmt.Sprintf("w.run_id, w.rank, r.a AS %s, r.b AS %s", names[0], names[1])
 	if v == "gpu_mem_exposed" {
 		var op strings.Builder
-		for d := 1; d < len(memOps); d++ {
-			fmt.Fprintf(&op, " WHEN %d THEN '%s'", d, memOps[d])
+		for d := 1; d < len(tl.opNames); d++ {
+			fmt.Fprintf(&op, " WHEN %d THEN '%s'", d, strings.ReplaceAll(tl.opNames[d], "'", "''"))
 		}
 		sel = "w.run_id, w.rank, CASE r.a" + op.String() + " END AS op, r.b AS exposed_ns"
 	}

@@ -3,7 +3,9 @@ package detectors
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/trainscope/trainscope/bench/corpus"
@@ -83,9 +85,41 @@ func TestTimelinesMatchTheViews(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		// rank 0 and 1 share a collective (comm 'g', step 1): rank 1
-		// arrives 40 late, so rank 0 waits 40 of its 60
-		if err := st.Exec(ctx, `
+		if err := st.Exec(ctx, handTimelineRows); err != nil {
+			t.Fatal(err)
+		}
+		check(t, st, Window{})
+		var waits int
+		if err := st.Conn().QueryRowContext(ctx, "SELECT count(*) FROM collective_instances WHERE wait_ns > 0").Scan(&waits); err != nil || waits == 0 {
+			t.Fatalf("the hand rows have %d collectives that waited (%v): the wait's sweep goes untested", waits, err)
+		}
+		check(t, st, Window{StepLo: 1, StepHi: 3, Set: true})
+		check(t, st, Window{StepLo: 2, StepHi: 2, Set: true})
+	})
+}
+
+// sameTimelines fails unless b's sweeps give a's rows in a's order.
+func sameTimelines(t *testing.T, a, b *timelines) {
+	t.Helper()
+	type rows struct {
+		Rk   []int32
+		X, Y []int64
+		Ok   bool
+	}
+	busy := func(tl *timelines) rows { rk, s, e := tl.busy(); return rows{rk, s, e, true} }
+	class := func(tl *timelines) rows { rk, s, n, ok := tl.classTime(); return rows{rk, s, n, ok} }
+	mem := func(tl *timelines) rows { rk, d, n, ok := tl.memExposed(); return rows{rk, d, n, ok} }
+	for name, f := range map[string]func(*timelines) rows{"gpu_busy": busy, "gpu_class_time": class, "gpu_mem_exposed": mem} {
+		ra, rb := f(a), f(b)
+		if len(ra.Rk) == 0 || !reflect.DeepEqual(ra, rb) {
+			t.Errorf("%s: %d workers gave %d rows, %d workers %d rows, or other rows or order", name, a.workers, len(ra.Rk), b.workers, len(rb.Rk))
+		}
+	}
+}
+
+// handTimelineRows: rank 0 and 1 share a collective (comm 'g', step 1):
+// rank 1 arrives 40 late, so rank 0 waits 40 of its 60.
+const handTimelineRows = `
 INSERT INTO ranks (run_id, rank, host, source, rank_source, events, json_bytes) VALUES ('h', 0, 'a', 'x', 'x', 0, 0), ('h', 1, 'b', 'y', 'y', 0, 0);
 INSERT INTO steps VALUES ('h', 0, 1, 0, 1000), ('h', 0, 2, 1000, 2000), ('h', 0, 3, 2000, 3000),
                          ('h', 1, 1, 0, 1000), ('h', 1, 2, 1000, 2000), ('h', 1, 3, 2000, 3000);
@@ -114,34 +148,63 @@ FROM (VALUES
   (1, 1, 'memcpy', 'h2h', 9, 610, 10, NULL, NULL, 'HtoH'),    -- Memcpy other, touching
   (1, 1, 'memcpy', 'p2p', 9, 700, 10, NULL, NULL, 'PtoP'),
   (1, 1, 'memcpy', 'd2d', 11, 700, 30, NULL, NULL, 'DtoD')
-) v(rank, step, kind, name, stream, ts, dur, pg_ranks, coll_name, copy_kind)`); err != nil {
+) v(rank, step, kind, name, stream, ts, dur, pg_ranks, coll_name, copy_kind)`
+
+// mem_ops gives each copy kind its own exposed time: a 'Memcpy HtoH' row
+// is not 0 while its time goes to a "Memcpy other" that has no row
+// (before, both the Go sweep and the view put every copy kind but HtoD,
+// DtoH, DtoD and PtoP into one "other" digit). Rank 1's HtoH copy runs
+// 610-620 with no compute beside it; its HtoD copies 250-350 and 260-280
+// under k1 (100-300): 50 exposed. Through the Go pass and through the
+// view.
+func TestMemOpsEveryCopyKind(t *testing.T) {
+	ctx := context.Background()
+	for _, viaView := range []bool{false, true} {
+		st, err := duck.Open(ctx, "", duck.Options{})
+		if err != nil {
 			t.Fatal(err)
 		}
-		check(t, st, Window{})
-		var waits int
-		if err := st.Conn().QueryRowContext(ctx, "SELECT count(*) FROM collective_instances WHERE wait_ns > 0").Scan(&waits); err != nil || waits == 0 {
-			t.Fatalf("the hand rows have %d collectives that waited (%v): the wait's sweep goes untested", waits, err)
+		defer st.Close()
+		if err := st.Exec(ctx, handTimelineRows); err != nil {
+			t.Fatal(err)
 		}
-		check(t, st, Window{StepLo: 1, StepHi: 3, Set: true})
-		check(t, st, Window{StepLo: 2, StepHi: 2, Set: true})
-	})
-}
-
-// sameTimelines fails unless b's sweeps give a's rows in a's order.
-func sameTimelines(t *testing.T, a, b *timelines) {
-	t.Helper()
-	type rows struct {
-		Rk   []int32
-		X, Y []int64
-		Ok   bool
-	}
-	busy := func(tl *timelines) rows { rk, s, e := tl.busy(); return rows{rk, s, e, true} }
-	class := func(tl *timelines) rows { rk, s, n, ok := tl.classTime(); return rows{rk, s, n, ok} }
-	mem := func(tl *timelines) rows { rk, d, n, ok := tl.memExposed(); return rows{rk, d, n, ok} }
-	for name, f := range map[string]func(*timelines) rows{"gpu_busy": busy, "gpu_class_time": class, "gpu_mem_exposed": mem} {
-		ra, rb := f(a), f(b)
-		if len(ra.Rk) == 0 || !reflect.DeepEqual(ra, rb) {
-			t.Errorf("%s: %d workers gave %d rows, %d workers %d rows, or other rows or order", name, a.workers, len(ra.Rk), b.workers, len(rb.Rk))
+		set, err := NewSet(Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		set.Detectors = slices.DeleteFunc(set.Detectors, func(d *Detector) bool { return d.Name != "mem_ops" })
+		if len(set.Detectors) != 1 {
+			t.Fatalf("%d detectors named mem_ops", len(set.Detectors))
+		}
+		if err := SetWindow(ctx, st, Window{}); err != nil {
+			t.Fatal(err)
+		}
+		sqlTimelines = viaView
+		res, err := set.Run(ctx, st)
+		sqlTimelines = false
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res[0].Err != nil {
+			t.Fatal(res[0].Err)
+		}
+		got := map[string]float64{}
+		rows, err := st.Query(ctx, "SELECT subject, value FROM metrics WHERE detector = 'mem_ops' AND rank = 1 AND metric = 'exposed_ns'")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var s string
+			var v float64
+			if err := rows.Scan(&s, &v); err != nil {
+				t.Fatal(err)
+			}
+			got[s] = v
+		}
+		rows.Close()
+		want := map[string]float64{"Memcpy HtoD": 50, "Memcpy DtoH": 10, "Memcpy HtoH": 10, "Memcpy PtoP": 10, "Memcpy DtoD": 30, "Memset": 5}
+		if !maps.Equal(got, want) {
+			t.Errorf("view %v: rank 1's exposed time by operation %v, want %v", viaView, got, want)
 		}
 	}
 }

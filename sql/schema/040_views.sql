@@ -170,33 +170,35 @@ WITH g AS (
 SELECT w.run_id, w.rank, u.s AS start_ns, u.e AS end_ns, w.rk
 FROM interval_union(g) u JOIN analysis_window w ON w.rk = u.g;
 
--- Per rank and memory operation (mem_ops's subjects: Memcpy HtoD, DtoH,
--- DtoD, PtoP, Memset, and Memcpy other for every other copy), the time it
--- ran in the window while no compute kernel did, from one sweep over the
--- compute and memory work: compute counts 1, each operation in its own
--- 20-bit digit.
+-- Per rank and memory operation (mem_ops's subjects: Memset and
+-- 'Memcpy ' || the copy kind, Memcpy other where it has none), the time it
+-- ran in the window while no compute kernel did, from one sweep per rank
+-- and operation over the rank's compute and that operation's work.
 CREATE OR REPLACE VIEW gpu_mem_exposed AS
 WITH ops AS (
     SELECT rk, ts, end_ts,
            CASE WHEN kind = 'memset' THEN 'Memset' ELSE 'Memcpy ' || coalesce(copy_kind, 'other') END AS op
     FROM gpu_window
     WHERE class = 'MEM'
+), kinds AS (
+    SELECT DISTINCT rk, op FROM ops
 ), sweep_in AS (
-    SELECT rk AS g, ts AS s, end_ts AS e, 1::HUGEINT AS w FROM gpu_window WHERE class = 'COMP'
+    -- one sweep per rank and operation (every copy kind its own: HtoH is
+    -- not "other"): the rank's compute (count in the low 32 bits) against
+    -- that operation's rows (the high bits)
+    SELECT {'rk': k.rk, 'op': k.op} AS g, c.ts AS s, c.end_ts AS e, 1::BIGINT AS w
+    FROM gpu_window c JOIN kinds k ON k.rk = c.rk
+    WHERE c.class = 'COMP'
     UNION ALL
-    SELECT rk, ts, end_ts,
-           CASE op WHEN 'Memcpy HtoD' THEN 1048576::HUGEINT WHEN 'Memcpy DtoH' THEN 1099511627776::HUGEINT
-                   WHEN 'Memcpy DtoD' THEN 1152921504606846976::HUGEINT WHEN 'Memcpy PtoP' THEN 1208925819614629174706176::HUGEINT
-                   WHEN 'Memset' THEN 1267650600228229401496703205376::HUGEINT ELSE 1329227995784915872903807060280344576::HUGEINT END
-    FROM ops
+    SELECT {'rk': rk, 'op': op}, ts, end_ts, 4294967296::BIGINT FROM ops
 ), states AS (
-    SELECT w.run_id, w.rank, a.state, a.ns FROM active_time(sweep_in) a JOIN analysis_window w ON w.rk = a.g
+    SELECT w.run_id, w.rank, a.g.op AS op, a.state, a.ns FROM active_time(sweep_in) a JOIN analysis_window w ON w.rk = a.g.rk
 )
-SELECT run_id, rank, o.op, sum(ns) AS exposed_ns
-FROM states, (VALUES ('Memcpy HtoD', 1), ('Memcpy DtoH', 2), ('Memcpy DtoD', 3), ('Memcpy PtoP', 4), ('Memset', 5), ('Memcpy other', 6)) o(op, digit)
-WHERE state & 1048575 = 0                                -- no compute running
-  AND (state >> (20 * o.digit)::INTEGER) & 1048575 > 0    -- this kind running
-GROUP BY run_id, rank, o.op;
+SELECT run_id, rank, op, sum(ns) AS exposed_ns
+FROM states
+WHERE state & 4294967295 = 0   -- no compute running
+  AND state >> 32 > 0          -- this operation running
+GROUP BY run_id, rank, op;
 
 -- For every collective instance someone held up (block_ns > 0), each
 -- member's stretch before it: from the end of its previous collective
