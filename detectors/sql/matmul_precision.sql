@@ -13,14 +13,23 @@ WITH ops AS (
     GROUP BY h.run_id, h.rank, h.external_id
 ), peaks AS (
     SELECT r.run_id, r.rank, g.fp32_tflops FROM ranks r JOIN gpu_specs g ON g.gpu_name = r.gpu_name
+), names AS (
+    -- what a kernel's name tells, once per distinct name rather than per
+    -- kernel (syn8: 231 -> 104 ms of CPU, bench/RESULTS.md)
+    SELECT name,
+           CASE
+               WHEN regexp_matches(name, '(?i)tf32|xmmac?_gemm_f32f32_tf32') THEN 'tf32'
+               WHEN regexp_matches(name, '(?i)e4m3|e5m2|fp8') THEN 'fp8'
+               WHEN regexp_matches(name, '(?i)bf16|bfloat16') THEN 'bf16'
+               WHEN regexp_matches(name, '(?i)f16|fp16|half|h884|h1688|h16816') THEN 'fp16'
+               WHEN regexp_matches(name, '(?i)sgemm|ffma|simt_s|f32f32_f32f32|fmha_cutlass[fb]_f32|_f32_') THEN 'fp32'
+           END AS name_mode,
+           regexp_matches(name, '(?i)gemm|nvjet|xmma|cutlass|flash|fmha|attention|conv|wgrad|dgrad') AS matmul_name
+    FROM (SELECT DISTINCT name FROM gpu_window WHERE class = 'COMP')
 ), k AS (
     SELECT g.run_id, g.rank, g.name, g.dur, g.step, o.dtype,
            CASE
-               WHEN regexp_matches(g.name, '(?i)tf32|xmmac?_gemm_f32f32_tf32') THEN 'tf32'
-               WHEN regexp_matches(g.name, '(?i)e4m3|e5m2|fp8') THEN 'fp8'
-               WHEN regexp_matches(g.name, '(?i)bf16|bfloat16') THEN 'bf16'
-               WHEN regexp_matches(g.name, '(?i)f16|fp16|half|h884|h1688|h16816') THEN 'fp16'
-               WHEN regexp_matches(g.name, '(?i)sgemm|ffma|simt_s|f32f32_f32f32|fmha_cutlass[fb]_f32|_f32_') THEN 'fp32'
+               WHEN n.name_mode IS NOT NULL THEN n.name_mode
                WHEN o.dtype IN ('bf16', 'fp16', 'fp8') THEN o.dtype
                -- FP32 inputs, the kernel's name not telling (nvjet ...): its
                -- speed does; no faster than the FP32 peak is the CUDA cores
@@ -29,11 +38,11 @@ WITH ops AS (
                WHEN o.dtype = 'fp32' THEN 'fp32?'
            END AS mode
     FROM gpu_window g
+    LEFT JOIN names n ON n.name = g.name
     LEFT JOIN ops o ON o.run_id = g.run_id AND o.rank = g.rank AND o.external_id = g.external_id
     LEFT JOIN peaks p ON p.run_id = g.run_id AND p.rank = g.rank
     WHERE g.class = 'COMP'
-      AND (o.external_id IS NOT NULL
-           OR regexp_matches(g.name, '(?i)gemm|nvjet|xmma|cutlass|flash|fmha|attention|conv|wgrad|dgrad'))
+      AND (o.external_id IS NOT NULL OR n.matmul_name)
 ), spec AS (
     SELECT r.run_id, r.rank, g.fp32_tflops, g.tf32_tflops, g.bf16_tflops
     FROM ranks r LEFT JOIN gpu_specs g ON g.gpu_name = r.gpu_name
