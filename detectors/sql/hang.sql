@@ -11,7 +11,7 @@ WITH comm AS (
     SELECT run_id, rank, step, coalesce(coll_name, name) AS coll, ts, ts + dur AS end_ts, dur,
            coalesce(pg_ranks, pg_name, 'stream ' || stream) AS comm,
            row_number() OVER (PARTITION BY run_id, rank, coalesce(pg_ranks, pg_name, 'stream ' || stream) ORDER BY ts, dur) AS seq
-    FROM slices
+    FROM slices_detail -- collective kernels are GPU rows: detail rows, as gpu_window reads them
     WHERE kind = 'comm'
 ), entered AS (
     SELECT run_id, comm, rank, max(seq) AS n FROM comm GROUP BY run_id, comm, rank
