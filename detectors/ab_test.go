@@ -28,7 +28,8 @@ import (
 //	           TRAINSCOPE_AB_A and TRAINSCOPE_AB_B), the shared views
 //	           materialized once before; it says whether their rows differ
 //	pass       set.Run, untimed, TRAINSCOPE_AB_THREADS workers, the tree as
-//	           it is against abBaseline (set by a change under test)
+//	           it is against abBaseline: the timeline sweeps on one
+//	           goroutine (abWorkers)
 //
 // It asserts nothing about time.
 func TestAB(t *testing.T) {
@@ -190,3 +191,12 @@ func TestAB(t *testing.T) {
 // abBaseline, set by TestAB's "pass" baseline, has a change under test
 // take its old path.
 var abBaseline bool
+
+func init() {
+	abWorkers = func(w int) int {
+		if abBaseline {
+			return 1
+		}
+		return w
+	}
+}

@@ -266,7 +266,7 @@ func materialize(ctx context.Context, st *duck.Store, shared bool, workers int, 
 		if timelineViews[v] && !sqlTimelines {
 			if tl == nil {
 				var err error
-				if tl, err = readTimelines(ctx, st, workers); err != nil {
+				if tl, err = readTimelines(ctx, st, abWorkers(workers)); err != nil {
 					return fmt.Errorf("materialize %s: %w", v, err)
 				}
 				if timed != nil {
@@ -585,3 +585,6 @@ func profiledExec(ctx context.Context, st *duck.Store, q string, args ...any) (p
 	planning = sec(p.Planner + p.Optimizers + p.Physical)
 	return planning, max(0, sec(p.Latency)-planning), nil
 }
+
+// abWorkers lets TestAB's baseline sweep on one goroutine.
+var abWorkers = func(w int) int { return w }
