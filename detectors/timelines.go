@@ -1,6 +1,7 @@
 package detectors
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -208,9 +209,9 @@ func (tl *timelines) busy() (rk []int32, start, end []int64) {
 		}
 		slices.SortFunc(iv, func(a, b [2]int64) int {
 			if a[0] != b[0] {
-				return cmpInt64(a[0], b[0])
+				return cmp.Compare(a[0], b[0])
 			}
-			return cmpInt64(a[1], b[1])
+			return cmp.Compare(a[1], b[1])
 		})
 		for i := 0; i < len(iv); {
 			s, e := iv[i][0], iv[i][1]
@@ -322,7 +323,7 @@ func (tl *timelines) classTime() (rk []int32, state, ns []int64, ok bool) {
 				add(a.ts, a.ts+a.wait, wWait)
 			}
 		}
-		slices.SortFunc(edges, func(a, b tw) int { return cmpInt64(a.t, b.t) })
+		slices.SortFunc(edges, func(a, b tw) int { return cmp.Compare(a.t, b.t) })
 		sums := map[int64]int64{}
 		var order []int64
 		var cur int64
@@ -389,7 +390,7 @@ func (tl *timelines) memExposed() (rk []int32, digit, ns []int64, ok bool) {
 			}
 			edges = append(edges, tw{a.ts, c, 1}, tw{a.end, c, -1})
 		}
-		slices.SortFunc(edges, func(a, b tw) int { return cmpInt64(a.t, b.t) })
+		slices.SortFunc(edges, func(a, b tw) int { return cmp.Compare(a.t, b.t) })
 		n := make([]int64, len(tl.opNames))
 		exp := make([]int64, len(tl.opNames))
 		seen := make([]bool, len(tl.opNames))
@@ -430,16 +431,6 @@ func (tl *timelines) memExposed() (rk []int32, digit, ns []int64, ok bool) {
 		digit, ns = append(digit, per[i].digit...), append(ns, per[i].ns...)
 	}
 	return rk, digit, ns, true
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // fill inserts the rows of view v (gpu_busy or gpu_class_time) into the

@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -358,7 +359,7 @@ func (w *watcher) poll(ctx context.Context) (pending int, err error) {
 	slices.SortFunc(w.ready, func(a, b string) int {
 		ta, tb := w.files[a], w.files[b]
 		if ta.mtime != tb.mtime {
-			return cmpInt64(ta.mtime, tb.mtime)
+			return cmp.Compare(ta.mtime, tb.mtime)
 		}
 		return strings.Compare(a, b)
 	})
@@ -376,16 +377,6 @@ func (w *watcher) poll(ctx context.Context) (pending int, err error) {
 		w.flush()
 	}
 	return pending, nil
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // newVersion starts tracking a version of rel not seen before: first sight
