@@ -145,6 +145,12 @@ type OnDemandConfig struct {
 	// Timeout frees a run for its next capture when a trace has not come
 	// by then.
 	Timeout time.Duration `mapstructure:"timeout"`
+	// KeepTraces keeps each trace in Dir after it is published and
+	// acknowledged; by default it is removed there (the stream holds it),
+	// so repeated captures do not fill /tmp. Traces found elsewhere (the
+	// /tmp/libkineto_activities_<pid>.json fallback, a container's root)
+	// are never removed.
+	KeepTraces bool `mapstructure:"keep_traces"`
 }
 
 // AutoTriggerConfig is serve's automatic on-demand capture: after a live

@@ -47,6 +47,7 @@ type Source struct {
 	OnCapture func(Result)
 
 	cfg          config.OnDemandConfig
+	dir          string // the traces folder, as prepared
 	poll, settle time.Duration
 }
 
@@ -104,6 +105,7 @@ func (s *Source) Watch(ctx context.Context, n agent.Node, once bool) error {
 		dir = DefaultDir()
 	}
 	dir, err := prepareDir(dir, len(s.cfg.AllowUIDs) > 0)
+	s.dir = dir
 	if err != nil {
 		return fmt.Errorf("on-demand: %w", err)
 	}
@@ -368,6 +370,7 @@ func (s *Source) step(ctx context.Context, n agent.Node, c *ondemand.Capture, t 
 	err = n.PublishCapture(ctx, c.Run, p, t.Rank)
 	if err == nil {
 		t.done = true
+		s.removePublished(n, c, p)
 		return
 	}
 	t.still = time.Time{} // settle again before the next try
@@ -375,4 +378,17 @@ func (s *Source) step(ctx context.Context, n agent.Node, c *ondemand.Capture, t 
 		n.Logf("on-demand: capture %s: publishing %s: %v; trying again", c.ID, p, err)
 	}
 	t.lastFail = err.Error()
+}
+
+// removePublished removes a published (and acknowledged) trace from the
+// agent's own traces folder unless agent.on_demand.keep_traces: repeated
+// captures would fill /tmp. A trace anywhere else is not the agent's to
+// remove.
+func (s *Source) removePublished(n agent.Node, c *ondemand.Capture, p string) {
+	if s.cfg.KeepTraces || s.dir == "" || filepath.Clean(filepath.Dir(p)) != filepath.Clean(s.dir) {
+		return
+	}
+	if err := os.Remove(p); err != nil {
+		n.Logf("on-demand: capture %s: published %s, but removing it: %v", c.ID, p, err)
+	}
 }

@@ -20,7 +20,7 @@ func TestStepPublishesSettledTraceWithinLimit(t *testing.T) {
 	os.WriteFile(small, []byte(`{"traceEvents": []}`), 0o644)
 	os.WriteFile(big, make([]byte, 4096), 0o644)
 	clk := &clock{t: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)}
-	s := &Source{Now: clk.Now, settle: time.Second}
+	s := &Source{Now: clk.Now, settle: time.Second, dir: dir}
 	var published []string
 	n := agent.Node{Logf: t.Logf, PublishCapture: func(_ context.Context, run, path string, rank int) error {
 		published = append(published, run+":"+filepath.Base(path)+":"+rankText(rank))
@@ -41,6 +41,43 @@ func TestStepPublishesSettledTraceWithinLimit(t *testing.T) {
 	s.step(context.Background(), n, c, ts[0], "")
 	if !ts[0].done || ts[0].why != "" || len(published) != 1 || published[0] != "job:rank2_a.json:2" {
 		t.Errorf("published %v, target %+v", published, ts[0])
+	}
+	if _, err := os.Stat(small); !os.IsNotExist(err) {
+		t.Errorf("the published trace is still in the agent's folder: %v", err)
+	}
+	if _, err := os.Stat(big); err != nil {
+		t.Errorf("the trace given up was removed: %v", err)
+	}
+}
+
+// With keep_traces, or for a trace outside the agent's folder (libkineto's
+// /tmp fallback), a published trace stays where it is.
+func TestPublishedTraceKept(t *testing.T) {
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	for _, tc := range []struct {
+		name string
+		keep bool
+		file string
+	}{
+		{"keep_traces", true, filepath.Join(dir, "rank0_a.json")},
+		{"not the agent's folder", false, filepath.Join(elsewhere, "libkineto_activities_7.json")},
+	} {
+		os.WriteFile(tc.file, []byte(`{"traceEvents": []}`), 0o644)
+		clk := &clock{t: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)}
+		s := &Source{Now: clk.Now, settle: time.Second, dir: dir}
+		s.cfg.KeepTraces = tc.keep
+		n := agent.Node{Logf: t.Logf, PublishCapture: func(context.Context, string, string, int) error { return nil }}
+		c := &ondemand.Capture{ID: "c1", Run: "job", MaxTraceBytes: 1024}
+		tg := &target{Target: ondemand.Target{PID: 7, Rank: 0, Paths: []string{tc.file}}}
+		s.step(context.Background(), n, c, tg, "")
+		clk.Advance(time.Second)
+		s.step(context.Background(), n, c, tg, "")
+		if !tg.done || tg.why != "" {
+			t.Fatalf("%s: not published: %+v", tc.name, tg)
+		}
+		if _, err := os.Stat(tc.file); err != nil {
+			t.Errorf("%s: the trace was removed: %v", tc.name, err)
+		}
 	}
 }
 
