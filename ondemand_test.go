@@ -170,6 +170,81 @@ func TestOnDemandEndToEnd(t *testing.T) {
 	}
 }
 
+// With --runs-in the agent has no run of its own: it answers the triggers
+// of the runs its processes name (TRAINSCOPE_RUN in their environment)
+// and publishes each capture under that run; a run none of its processes
+// names finds no agent.
+func TestOnDemandRunsIn(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv := agentServer(ctx, t)
+	defer srv.Shutdown()
+
+	traces := t.TempDir()
+	proc := fakeProc(t, "RANK=1", "TRAINSCOPE_RUN=od-multi", "KINETO_USE_DAEMON=1", "KINETO_ONDEMAND_TRACE_DIR="+traces)
+	captured := make(chan odwire.Result, 2)
+	name := fmt.Sprintf("trainscope-runsin-%d", time.Now().UnixNano())
+	src := &odwire.Source{Enable: true, Dir: traces, Name: name, Inspect: ondemand.ProcFS(proc),
+		OnCapture: func(r odwire.Result) { captured <- r }}
+	log := &syncBuffer{}
+	actx, stopAgent := context.WithCancel(ctx)
+	agentDone := make(chan error, 1)
+	go func() {
+		agentDone <- agent.Run(actx, agent.Options{
+			Conn: agent.ConnOptions{URL: srv.NATSURL(), Host: "node-4"}, RunsIn: t.TempDir(), Wait: -1,
+			Counters: agent.CounterOptions{From: "off", Period: time.Second, Flush: time.Second},
+			Sources:  []agent.Source{src}, Log: log})
+	}()
+	defer func() {
+		stopAgent()
+		if err := <-agentDone; err != nil {
+			t.Errorf("agent: %v", err)
+		}
+	}()
+	waitFor(t, "the agent's on-demand source", func() bool { return strings.Contains(log.String(), "on-demand: serving") })
+	client, err := fakekineto.Dial(name, "", 4343, []int32{4342, 1}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	if cfg, err := client.Poll(); err != nil || cfg != "" {
+		t.Fatalf("first poll: %q, %v", cfg, err)
+	}
+	trigger := func(args ...string) (int, string) {
+		var out, errOut bytes.Buffer
+		code := run(ctx, append([]string{"trigger", "--nats-url", srv.NATSURL(), "--timeout", "1m"}, args...), &out, &errOut)
+		return code, out.String() + errOut.String()
+	}
+	if code, msg := trigger("--run", "od-other", "--agents", "1", "--timeout", "2s"); code != 1 {
+		t.Errorf("a run no process names: exit %d:\n%s", code, msg)
+	}
+	if code, msg := trigger("--run", "od-multi", "--steps", "2", "--agents", "1"); code != 0 || !strings.Contains(msg, "node-4: accepted: 1 process(es): pid 4343 rank 1") {
+		t.Fatalf("trigger: exit %d:\n%s", code, msg)
+	}
+	var cfg string
+	waitFor(t, "the config", func() bool {
+		cfg, err = client.Poll()
+		return err != nil || cfg != ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Trace(cfg); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case res := <-captured:
+		if len(res.Published) != 1 || res.Capture.Run != "od-multi" {
+			t.Fatalf("capture: %+v", res)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("no capture published in a minute; agent log:\n%s", log.String())
+	}
+	waitFor(t, "the trace stored under od-multi", func() bool {
+		return storeCount(t, srv, "SELECT count(*) FROM slices WHERE run_id = 'od-multi' AND rank = 1") > 0
+	})
+}
+
 // An agent cannot stand where dynolog stands when the socket is taken: it
 // says so and stops.
 func TestOnDemandSocketTaken(t *testing.T) {
