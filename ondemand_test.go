@@ -45,6 +45,49 @@ func fakeProc(t *testing.T, env ...string) string {
 	return root
 }
 
+// onDemandAgent starts agent o (no counters, no step filter) with the
+// on-demand source src and waits until src serves; stop ends the agent
+// and fails the test on its error.
+func onDemandAgent(ctx context.Context, t *testing.T, o agent.Options, src *odwire.Source) (log *syncBuffer, stop func()) {
+	t.Helper()
+	log = &syncBuffer{}
+	o.Wait, o.Sources, o.Log = -1, []agent.Source{src}, log
+	o.Counters = agent.CounterOptions{From: "off", Period: time.Second, Flush: time.Second}
+	actx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- agent.Run(actx, o) }()
+	waitFor(t, "the agent's on-demand source", func() bool { return strings.Contains(log.String(), "on-demand: serving") })
+	return log, func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("agent: %v", err)
+		}
+	}
+}
+
+// kinetoProcess is a fake libkineto process pid on daemon name, announced
+// as libkineto does: by a first poll, which has no config yet.
+func kinetoProcess(t *testing.T, name string, pid int32) *fakekineto.Client {
+	t.Helper()
+	client, err := fakekineto.Dial(name, "", pid, []int32{pid - 1, 1}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := client.Poll(); err != nil || cfg != "" {
+		client.Close()
+		t.Fatalf("first poll: %q, %v", cfg, err)
+	}
+	return client
+}
+
+// triggerCmd runs 'trainscope trigger' against the NATS at url: its exit
+// code and its output.
+func triggerCmd(ctx context.Context, url string, args ...string) (int, string) {
+	var out, errOut bytes.Buffer
+	code := run(ctx, append([]string{"trigger", "--nats-url", url}, args...), &out, &errOut)
+	return code, out.String() + errOut.String()
+}
+
 // On demand, end to end: an agent with the on-demand source, a fake
 // libkineto process of rank 3 (RANK=3 in its environment, no
 // distributedInfo in its trace), 'trainscope trigger' over NATS; the
@@ -65,37 +108,14 @@ func TestOnDemandEndToEnd(t *testing.T) {
 	name := fmt.Sprintf("trainscope-e2e-%d", time.Now().UnixNano())
 	src := &odwire.Source{Run: "od-run", Enable: true, Dir: traces, Name: name, Inspect: ondemand.ProcFS(proc),
 		OnCapture: func(r odwire.Result) { captured <- r }}
-	log := &syncBuffer{}
-	actx, stopAgent := context.WithCancel(ctx)
-	agentDone := make(chan error, 1)
-	go func() {
-		agentDone <- agent.Run(actx, agent.Options{
-			Conn: agent.ConnOptions{URL: srv.NATSURL(), Run: "od-run", Host: "node-9"}, Dir: t.TempDir(), Wait: -1,
-			Counters: agent.CounterOptions{From: "off", Period: time.Second, Flush: time.Second},
-			Sources:  []agent.Source{src}, Log: log})
-	}()
-	defer func() {
-		stopAgent()
-		if err := <-agentDone; err != nil {
-			t.Errorf("agent: %v", err)
-		}
-	}()
-	waitFor(t, "the agent's on-demand source", func() bool { return strings.Contains(log.String(), "on-demand: serving") })
-
-	// the process announces itself as libkineto does: by polling
-	client, err := fakekineto.Dial(name, "", 4242, []int32{4241, 1}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log, stopAgent := onDemandAgent(ctx, t, agent.Options{
+		Conn: agent.ConnOptions{URL: srv.NATSURL(), Run: "od-run", Host: "node-9"}, Dir: t.TempDir()}, src)
+	defer stopAgent()
+	client := kinetoProcess(t, name, 4242)
 	defer client.Close()
-	if cfg, err := client.Poll(); err != nil || cfg != "" {
-		t.Fatalf("first poll: %q, %v", cfg, err)
-	}
 
 	trigger := func(args ...string) (int, string) {
-		var out, errOut bytes.Buffer
-		code := run(ctx, append([]string{"trigger", "--nats-url", srv.NATSURL()}, args...), &out, &errOut)
-		return code, out.String() + errOut.String()
+		return triggerCmd(ctx, srv.NATSURL(), args...)
 	}
 	if code, msg := trigger("--steps", "3"); code != 2 || !strings.Contains(msg, "--run ID is required") {
 		t.Errorf("trigger without --run: exit %d: %s", code, msg)
@@ -186,34 +206,13 @@ func TestOnDemandRunsIn(t *testing.T) {
 	name := fmt.Sprintf("trainscope-runsin-%d", time.Now().UnixNano())
 	src := &odwire.Source{Enable: true, Dir: traces, Name: name, Inspect: ondemand.ProcFS(proc),
 		OnCapture: func(r odwire.Result) { captured <- r }}
-	log := &syncBuffer{}
-	actx, stopAgent := context.WithCancel(ctx)
-	agentDone := make(chan error, 1)
-	go func() {
-		agentDone <- agent.Run(actx, agent.Options{
-			Conn: agent.ConnOptions{URL: srv.NATSURL(), Host: "node-4"}, RunsIn: t.TempDir(), Wait: -1,
-			Counters: agent.CounterOptions{From: "off", Period: time.Second, Flush: time.Second},
-			Sources:  []agent.Source{src}, Log: log})
-	}()
-	defer func() {
-		stopAgent()
-		if err := <-agentDone; err != nil {
-			t.Errorf("agent: %v", err)
-		}
-	}()
-	waitFor(t, "the agent's on-demand source", func() bool { return strings.Contains(log.String(), "on-demand: serving") })
-	client, err := fakekineto.Dial(name, "", 4343, []int32{4342, 1}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log, stopAgent := onDemandAgent(ctx, t, agent.Options{
+		Conn: agent.ConnOptions{URL: srv.NATSURL(), Host: "node-4"}, RunsIn: t.TempDir()}, src)
+	defer stopAgent()
+	client := kinetoProcess(t, name, 4343)
 	defer client.Close()
-	if cfg, err := client.Poll(); err != nil || cfg != "" {
-		t.Fatalf("first poll: %q, %v", cfg, err)
-	}
 	trigger := func(args ...string) (int, string) {
-		var out, errOut bytes.Buffer
-		code := run(ctx, append([]string{"trigger", "--nats-url", srv.NATSURL(), "--timeout", "1m"}, args...), &out, &errOut)
-		return code, out.String() + errOut.String()
+		return triggerCmd(ctx, srv.NATSURL(), append([]string{"--timeout", "1m"}, args...)...)
 	}
 	if code, msg := trigger("--run", "od-other", "--agents", "1", "--timeout", "2s"); code != 1 {
 		t.Errorf("a run no process names: exit %d:\n%s", code, msg)
@@ -222,6 +221,7 @@ func TestOnDemandRunsIn(t *testing.T) {
 		t.Fatalf("trigger: exit %d:\n%s", code, msg)
 	}
 	var cfg string
+	var err error
 	waitFor(t, "the config", func() bool {
 		cfg, err = client.Poll()
 		return err != nil || cfg != ""
