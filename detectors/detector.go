@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/trainscope/trainscope/detectors/report"
 )
 
 // Kinds of detector.
@@ -20,8 +22,9 @@ const (
 	KindFinding = "finding"
 )
 
-// Severities of findings, from least to most urgent.
-var Severities = []string{"info", "warn", "critical"}
+// Severities of findings, from least to most urgent: the report's, one
+// list for the headers' check and the report's counts.
+var Severities = report.Severities
 
 // Detector is one parsed .sql file.
 type Detector struct {
@@ -341,6 +344,18 @@ type Set struct {
 	// Progress, when set, hears after each detector of a pass how many of
 	// the pass's detectors are done; calls do not overlap.
 	Progress func(done, total int)
+}
+
+// Names are the names of the set's detectors of kind (KindMetric,
+// KindFinding), in the set's order.
+func (s *Set) Names(kind string) []string {
+	var names []string
+	for _, d := range s.Detectors {
+		if d.Kind == kind {
+			names = append(names, d.Name)
+		}
+	}
+	return names
 }
 
 // Config selects and tunes detectors.

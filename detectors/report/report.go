@@ -1,7 +1,7 @@
 package report
 
-// Severities of findings, from least to most urgent (the detectors'
-// severity header takes one of them).
+// Severities of findings, from least to most urgent: a detector's
+// severity header takes one of them (detectors.Severities is this list).
 var Severities = []string{"info", "warn", "critical"}
 
 // Report is everything a rendered report shows, for one or more runs.

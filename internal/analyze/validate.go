@@ -45,13 +45,7 @@ func Validate(ctx context.Context, configPath string, dirs []string, out io.Writ
 			}
 		}
 	}
-	var findings []string
-	for _, d := range set.Detectors {
-		if d.Kind == detectors.KindFinding {
-			findings = append(findings, d.Name)
-		}
-	}
-	if err := cfg.Serve.AutoTrigger.CheckDetectors(findings); err != nil {
+	if err := cfg.Serve.AutoTrigger.CheckDetectors(set.Names(detectors.KindFinding)); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {

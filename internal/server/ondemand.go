@@ -39,13 +39,7 @@ func (s *Server) autoTrigger(cfg *config.Config, set *detectors.Set, now func() 
 	if !ac.Enabled {
 		return nil, nil
 	}
-	var known []string
-	for _, d := range set.Detectors {
-		if d.Kind == "finding" {
-			known = append(known, d.Name)
-		}
-	}
-	if err := ac.CheckDetectors(known); err != nil {
+	if err := ac.CheckDetectors(set.Names(detectors.KindFinding)); err != nil {
 		return nil, &config.Error{Err: err}
 	}
 	cluster := cfg.Stream.Cluster
