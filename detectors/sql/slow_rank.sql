@@ -24,14 +24,18 @@ WITH s AS (
     JOIN ranks rb ON rb.run_id = a.run_id AND rb.host = ra.host AND rb.rank <> a.rank
     JOIN s b ON b.run_id = a.run_id AND b.rank = rb.rank
     GROUP BY a.run_id, a.rank
+), k AS MATERIALIZED (
+    -- each rank's median per compute kernel, computed once: the peers'
+    -- median below reads it too (inlined twice, the per-rank medians over
+    -- every compute kernel were most of this query's time)
+    SELECT run_id, rank, name, count(*) AS calls, median(dur) AS med FROM gpu_window WHERE class = 'COMP' GROUP BY ALL
 ), worst AS (
     -- the kernels that cost the rank the most time against its peers
     SELECT run_id, rank, string_agg(printf('%s %.2fx', left(name, 60), ratio), '; ' ORDER BY extra DESC) AS kernels
     FROM (
         SELECT k.run_id, k.rank, k.name, k.med / p.peer_med AS ratio, k.calls * (k.med - p.peer_med) AS extra
-        FROM (SELECT run_id, rank, name, count(*) AS calls, median(dur) AS med FROM gpu_window WHERE class = 'COMP' GROUP BY ALL) k
-        JOIN (SELECT run_id, name, median(med) AS peer_med FROM
-                 (SELECT run_id, rank, name, median(dur) AS med FROM gpu_window WHERE class = 'COMP' GROUP BY ALL)
+        FROM k
+        JOIN (SELECT run_id, name, median(med) AS peer_med FROM k
               GROUP BY ALL HAVING count(*) >= 2 AND median(med) > 0) p
           ON p.run_id = k.run_id AND p.name = k.name
         QUALIFY row_number() OVER (PARTITION BY k.run_id, k.rank ORDER BY k.calls * (k.med - p.peer_med) DESC, k.name) <= 3
