@@ -452,6 +452,8 @@ func (tl *timelines) fill(ctx context.Context, st *duck.Store, v string) (ok boo
 			return false, nil
 		}
 		cols, names = [][]int64{state, ns}, []string{"state", "ns"}
+	case "comm_exposed":
+		return true, tl.fillCommExposed(ctx, st) // timelines_comm.go
 	case "gpu_mem_exposed":
 		var digit, ns []int64
 		rk, digit, ns, ok = tl.memExposed()

@@ -5,7 +5,9 @@
 WITH ci AS (
     SELECT run_id, rank, stream, ts, wait_ns FROM collective_instances WHERE wait_ns > 0
 ), c AS (
-    -- each collective from its last member's arrival: its transfer
+    -- each collective from its last member's arrival: its transfer; grp
+    -- and coll as comm_exposed (the shared view of the transfer time no
+    -- compute hid) names them
     SELECT g.run_id, g.rank, g.ts + coalesce(ci.wait_ns, 0) AS ts, g.end_ts, g.dur - coalesce(ci.wait_ns, 0) AS dur,
            coalesce(ci.wait_ns, 0) AS wait_ns,
            coalesce(nullif(pg_desc, 'undefined'), 'pg ' || pg_name || coalesce(' ' || pg_ranks, ''), 'stream ' || g.stream) AS grp,
@@ -43,24 +45,6 @@ WITH ci AS (
     LEFT JOIN rk r ON r.run_id = m.run_id AND r.rank = m.member
     LEFT JOIN gpu_specs s ON s.gpu_name = r.gpu_name
     GROUP BY m.run_id, m.grp
-), keys AS (
-    -- one integer per (rank, group, collective): the sweep partitions on
-    -- it; lo and hi span the key's collectives
-    SELECT run_id, rank, grp, coll, lo, hi, row_number() OVER () AS kid
-    FROM (SELECT run_id, rank, grp, coll, min(ts) AS lo, max(end_ts) AS hi FROM c GROUP BY ALL)
-), a AS (
-    SELECT k.kid AS g, c.ts AS s, c.end_ts AS e
-    FROM c JOIN keys k ON k.run_id = c.run_id AND k.rank = c.rank AND k.grp = c.grp AND k.coll = c.coll
-), b AS (
-    -- compute on the same GPU, once per (group, collective) of that rank:
-    -- only what runs within the key's span can hide its collectives (a
-    -- rank with a few short collectives of several groups sweeps a few
-    -- kernels per group, not all of them)
-    SELECT k.kid AS g, w.ts AS s, w.end_ts AS e
-    FROM gpu_window w JOIN keys k ON k.run_id = w.run_id AND k.rank = w.rank AND w.end_ts > k.lo AND w.ts < k.hi
-    WHERE w.class = 'COMP'
-), x AS (
-    SELECT k.run_id, k.rank, k.grp, k.coll, e.exposed_ns FROM exposed_time(a, b) e JOIN keys k ON k.kid = e.g
 ), t AS (
     SELECT run_id, rank, grp, coll, count(*) AS calls, sum(dur + wait_ns) AS gpu_ns, sum(wait_ns) AS wait_ns, avg(bytes) AS bytes_per_call,
            sum(bytes) / nullif(sum(dur), 0) AS algbw_gbps,
@@ -79,5 +63,5 @@ SELECT t.run_id, t.rank, t.grp || ' ' || t.coll || ' via ' || coalesce(tr.transp
 FROM t
 JOIN gpu_span sp ON sp.run_id = t.run_id AND sp.rank = t.rank
 LEFT JOIN tr ON tr.run_id = t.run_id AND tr.grp = t.grp
-LEFT JOIN x ON x.run_id = t.run_id AND x.rank = t.rank AND x.grp = t.grp AND x.coll = t.coll
+LEFT JOIN comm_exposed x ON x.run_id = t.run_id AND x.rank = t.rank AND x.grp = t.grp AND x.coll = t.coll
 ORDER BY t.run_id, t.rank, exposed_ns DESC, subject

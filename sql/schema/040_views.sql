@@ -111,6 +111,39 @@ SELECT run_id, comm, step, seq, any_value(coalesce(coll_name, name)) AS collecti
 FROM collective_instances
 GROUP BY run_id, comm, step, seq;
 
+-- Per rank, process group and collective (comm_groups' grp and coll): the
+-- transfer time of its collectives (each from its last member's arrival)
+-- that no compute kernel on the same GPU overlapped, the union of the
+-- transfers less the part under the union of compute. Only the compute
+-- within the span of the key's collectives is swept with them: a rank
+-- with a few short collectives of several groups sweeps a few kernels per
+-- group, not all of them. A key whose transfers last no time has no row.
+-- A detector pass computes it in Go (timelines_comm.go).
+CREATE OR REPLACE VIEW comm_exposed AS
+WITH ci AS (
+    SELECT run_id, rank, stream, ts, wait_ns FROM collective_instances WHERE wait_ns > 0
+), c AS (
+    SELECT g.run_id, g.rank, g.ts + coalesce(ci.wait_ns, 0) AS ts, g.end_ts,
+           coalesce(nullif(pg_desc, 'undefined'), 'pg ' || pg_name || coalesce(' ' || pg_ranks, ''), 'stream ' || g.stream) AS grp,
+           coalesce(coll_name, name) || coalesce(' ' || coll_algo || coalesce('/' || coll_proto, ''), '') AS coll
+    FROM gpu_window g
+    LEFT JOIN ci ON ci.run_id = g.run_id AND ci.rank = g.rank AND ci.stream IS NOT DISTINCT FROM g.stream AND ci.ts = g.ts
+    WHERE g.class = 'COMM'
+), keys AS (
+    -- one integer per (rank, group, collective): the sweep partitions on
+    -- it; lo and hi span the key's collectives
+    SELECT run_id, rank, grp, coll, lo, hi, row_number() OVER () AS kid
+    FROM (SELECT run_id, rank, grp, coll, min(ts) AS lo, max(end_ts) AS hi FROM c GROUP BY ALL)
+), a AS (
+    SELECT k.kid AS g, c.ts AS s, c.end_ts AS e
+    FROM c JOIN keys k ON k.run_id = c.run_id AND k.rank = c.rank AND k.grp = c.grp AND k.coll = c.coll
+), b AS (
+    SELECT k.kid AS g, w.ts AS s, w.end_ts AS e
+    FROM gpu_window w JOIN keys k ON k.run_id = w.run_id AND k.rank = w.rank AND w.end_ts > k.lo AND w.ts < k.hi
+    WHERE w.class = 'COMP'
+)
+SELECT k.run_id, k.rank, k.grp, k.coll, e.exposed_ns FROM exposed_time(a, b) e JOIN keys k ON k.kid = e.g;
+
 -- Per rank: how long each combination of GPU work classes ran, from one
 -- sweep over every activity in the window. state counts active COMP
 -- activities in its low 20 bits, COMM (collective transfer) in the next 20,
