@@ -37,7 +37,7 @@ SELECT g.rk, g.ts + coalesce(ci.wait_ns, 0) AS s, g.end_ts AS e,
        coalesce(coll_name, name) || coalesce(' ' || coll_algo || coalesce('/' || coll_proto, ''), '') AS coll
 FROM gpu_window g
 LEFT JOIN ci ON ci.run_id = g.run_id AND ci.rank = g.rank AND ci.stream IS NOT DISTINCT FROM g.stream AND ci.ts = g.ts
-WHERE g.class = 'COMM'`
+WHERE g.class = 'COMM' AND g.kind = 'comm'`
 
 // commKey is a (group, collective) pair of comm_exposed.
 type commKey struct{ grp, coll string }

@@ -16,7 +16,7 @@ WITH m AS (
     SELECT run_id, rank, string_agg(coll || ' ' || fmt_ns(t), ', ' ORDER BY t DESC) AS colls,
            first(coll ORDER BY t DESC, coll) AS main_coll
     FROM (SELECT run_id, rank, coalesce(coll_name, name) AS coll, sum(dur) AS t
-          FROM gpu_window WHERE class = 'COMM' GROUP BY run_id, rank, coalesce(coll_name, name)
+          FROM gpu_window WHERE class = 'COMM' AND kind = 'comm' GROUP BY run_id, rank, coalesce(coll_name, name)
           QUALIFY row_number() OVER (PARTITION BY run_id, rank ORDER BY sum(dur) DESC) <= 3)
     GROUP BY run_id, rank
 )

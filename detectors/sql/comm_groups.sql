@@ -18,7 +18,7 @@ WITH ci AS (
            coll_name AS base
     FROM gpu_window g
     LEFT JOIN ci ON ci.run_id = g.run_id AND ci.rank = g.rank AND ci.stream IS NOT DISTINCT FROM g.stream AND ci.ts = g.ts
-    WHERE g.class = 'COMM'
+    WHERE g.class = 'COMM' AND g.kind = 'comm' -- kind, the same rows, reaches the scan of slices_detail
 ), rk AS (
     SELECT run_id, rank, nullif(host, '') AS host, gpu_name FROM ranks
 ), whole AS (

@@ -9,27 +9,19 @@
 -- threshold: min_calls = 3  # collectives the group must have run in the window
 -- fix: test the group's links in isolation (nccl-tests all_reduce_perf on exactly these ranks, nvidia-smi nvlink --status / nvidia-smi topo -m on their hosts, NIC counters and error rates for groups that span hosts); a link trained down to a lower width or speed, a failed NVLink lane or a flapping NIC shows here; move the job off the link or drain the node
 -- cause: slow_link
-WITH c AS (
-    SELECT run_id, rank, host, step, dur,
-           coalesce(pg_desc, '') AS descr,
-           coalesce(pg_ranks, pg_name, 'stream ' || stream) AS comm,
-           coalesce(coll_name, name) AS coll,
-           coll_group_size AS n,
-           greatest(coalesce(coll_in_elems, 0), coalesce(coll_out_elems, 0)) * dtype_bytes(coll_dtype) AS bytes,
-           -- NCCL runs a communicator's collectives in the same order on every member
-           row_number() OVER (PARTITION BY run_id, rank, coalesce(pg_ranks, pg_name, 'stream ' || stream), coalesce(step, -1)
-                              ORDER BY ts, dur) AS seq
-    FROM gpu_window
-    WHERE class = 'COMM'
-), inst AS (
-    -- one collective instance; the last member to arrive waits for no one,
-    -- so the shortest duration is the transfer itself
-    SELECT run_id, comm, coalesce(step, -1) AS step, seq, any_value(descr) AS descr, any_value(coll) AS coll,
-           any_value(n) AS n, any_value(bytes) AS bytes, min(dur) AS xfer_ns,
+WITH inst AS (
+    -- one collective instance (collective_instances: matched across ranks
+    -- by communicator, step and order, NCCL running a communicator's
+    -- collectives in the same order on every member; two members or more,
+    -- one collective); the last member to arrive waits for no one, so the
+    -- shortest duration is the transfer itself
+    SELECT run_id, comm, coalesce(step, -1) AS step, seq, any_value(coalesce(pg_desc, '')) AS descr,
+           any_value(coalesce(coll_name, name)) AS coll,
+           any_value(coll_group_size) AS n, any_value(bytes) AS bytes, min(end_ts - ts) AS xfer_ns,
            string_agg(DISTINCT host, ',' ORDER BY host) AS hosts
-    FROM c
+    FROM collective_instances
     GROUP BY run_id, comm, coalesce(step, -1), seq
-    HAVING count(DISTINCT coll) = 1 AND count(*) >= 2 AND any_value(bytes) > 0
+    HAVING any_value(bytes) > 0
 ), g AS (
     SELECT run_id, comm, descr, coll, n, bytes, count(*) AS calls, median(xfer_ns) AS xfer_ns,
            bytes / median(xfer_ns) * bus_factor(coll, n) AS busbw_gbps,

@@ -55,14 +55,22 @@ GROUP BY run_id, rank;
 -- late: the critical path runs through the last arrival of every
 -- collective, whatever the ranks' step times say (synchronous collectives
 -- even those out).
+-- It carries what coll_wait and slow_link read of each collective (group
+-- size, pg_desc, grp: the group as comm_groups names it, bytes: the larger
+-- of its input and output) so that they need not join gpu_window again.
 CREATE OR REPLACE VIEW collective_instances AS
 WITH c AS (
     SELECT run_id, rank, host, step, stream, name, coll_name, ts, end_ts, coll_in_elems, coll_dtype,
+           coll_group_size, pg_desc,
+           coalesce(nullif(pg_desc, 'undefined'), 'pg ' || pg_name || coalesce(' ' || pg_ranks, ''), 'stream ' || stream) AS grp,
+           greatest(coalesce(coll_in_elems, 0), coalesce(coll_out_elems, 0)) * dtype_bytes(coll_dtype) AS bytes,
            coalesce(pg_ranks, pg_name, 'stream ' || stream) AS comm,
            row_number() OVER (PARTITION BY run_id, rank, coalesce(pg_ranks, pg_name, 'stream ' || stream), coalesce(step, -1)
                               ORDER BY ts, end_ts) AS seq
     FROM gpu_window
-    WHERE class = 'COMM'
+    -- kind says it too, and reaches the scan of slices_detail (class,
+    -- computed, does not)
+    WHERE class = 'COMM' AND kind = 'comm'
 ), inst AS (
     SELECT run_id, comm, coalesce(step, -1) AS step_key, seq, quantile_disc(end_ts, 0.5) AS med_end, count(*) AS members
     FROM c
@@ -74,7 +82,7 @@ WITH c AS (
     GROUP BY c.run_id, c.rank
 ), a AS (
     SELECT c.run_id, c.comm, c.step, c.seq, c.rank, c.host, c.stream, c.name, c.coll_name, i.members,
-           c.ts, c.end_ts, o.clock_offset_ns,
+           c.ts, c.end_ts, o.clock_offset_ns, c.coll_group_size, c.pg_desc, c.grp, c.bytes,
            c.ts - o.clock_offset_ns AS arrival_ns,
            c.end_ts - o.clock_offset_ns AS aligned_end_ns
     FROM c
@@ -98,7 +106,8 @@ SELECT run_id, comm, step, seq, rank, host, stream, name, coll_name, members, ts
        arrival_order = 1 AS is_last,
        CASE WHEN arrival_order = 1
             THEN least(greatest(0, arrival_ns - coalesce(second_arrival_ns, arrival_ns)), coalesce(second_dur_ns, 0))
-            ELSE 0 END AS block_ns
+            ELSE 0 END AS block_ns,
+       coll_group_size, pg_desc, grp, bytes
 FROM r;
 
 CREATE OR REPLACE VIEW collective_waits AS
@@ -128,7 +137,7 @@ WITH ci AS (
            coalesce(coll_name, name) || coalesce(' ' || coll_algo || coalesce('/' || coll_proto, ''), '') AS coll
     FROM gpu_window g
     LEFT JOIN ci ON ci.run_id = g.run_id AND ci.rank = g.rank AND ci.stream IS NOT DISTINCT FROM g.stream AND ci.ts = g.ts
-    WHERE g.class = 'COMM'
+    WHERE g.class = 'COMM' AND g.kind = 'comm' -- kind reaches the scan
 ), keys AS (
     -- one integer per (rank, group, collective): the sweep partitions on
     -- it; lo and hi span the key's collectives
@@ -140,7 +149,7 @@ WITH ci AS (
 ), b AS (
     SELECT k.kid AS g, w.ts AS s, w.end_ts AS e
     FROM gpu_window w JOIN keys k ON k.run_id = w.run_id AND k.rank = w.rank AND w.end_ts > k.lo AND w.ts < k.hi
-    WHERE w.class = 'COMP'
+    WHERE w.class = 'COMP' AND w.kind = 'kernel'
 )
 SELECT k.run_id, k.rank, k.grp, k.coll, e.exposed_ns FROM exposed_time(a, b) e JOIN keys k ON k.kid = e.g;
 
