@@ -88,16 +88,20 @@ WITH c AS (
     FROM c
     JOIN inst i ON i.run_id = c.run_id AND i.comm = c.comm AND i.step_key = coalesce(c.step, -1) AND i.seq = c.seq
     JOIN off o ON o.run_id = c.run_id AND o.rank = c.rank
-), r AS (
-    SELECT *,
-           max(arrival_ns) OVER inst AS last_arrival_ns,
-           row_number() OVER (PARTITION BY run_id, comm, step, seq ORDER BY arrival_ns DESC, rank) AS arrival_order,
-           nth_value(arrival_ns, 2) OVER last2 AS second_arrival_ns,
-           nth_value(end_ts - ts, 2) OVER last2 AS second_dur_ns
+), top2 AS (
+    -- per instance, the last two arrivals (latest first, ties to the
+    -- lower rank): a group by and a join, cheaper than sorting every
+    -- column of every row in window functions (syn8: 98 -> 85 ms of CPU)
+    SELECT run_id, comm, step, seq, max(arrival_ns) AS last_arrival_ns,
+           max_by({'rank': rank, 'arrival_ns': arrival_ns, 'dur': end_ts - ts}, (arrival_ns, -rank), 2) AS l2
     FROM a
-    WINDOW inst AS (PARTITION BY run_id, comm, step, seq),
-           last2 AS (PARTITION BY run_id, comm, step, seq ORDER BY arrival_ns DESC, rank
-                     ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
+    GROUP BY run_id, comm, step, seq
+), r AS (
+    SELECT a.*, t.last_arrival_ns,
+           CASE WHEN a.rank = t.l2[1].rank THEN 1 ELSE 2 END AS arrival_order,
+           t.l2[2].arrival_ns AS second_arrival_ns,
+           t.l2[2].dur AS second_dur_ns
+    FROM a JOIN top2 t ON t.run_id = a.run_id AND t.comm = a.comm AND t.step IS NOT DISTINCT FROM a.step AND t.seq = a.seq
 )
 SELECT run_id, comm, step, seq, rank, host, stream, name, coll_name, members, ts, end_ts, clock_offset_ns,
        arrival_ns, aligned_end_ns, last_arrival_ns,
