@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/trainscope/trainscope/detectors"
+	"github.com/trainscope/trainscope/sql/duck"
 )
 
 // dataStallRun: three ranks, five 20 ms steps (the fifth is outside the
@@ -42,6 +43,22 @@ const loaderNext = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 
 func TestDataStallNamesRankStepAndLoader(t *testing.T) {
 	st, _ := analyzeDir(t, dataStallRun(t), "stall", detectors.Window{})
+	checkDataStall(t, st)
+}
+
+// Without a step-time account (a database another reader or version
+// wrote), the window's steps of the GPU work are searched: the same stall.
+func TestDataStallWithoutAccount(t *testing.T) {
+	st, _ := analyzeDir(t, dataStallRun(t), "stall_noacct", detectors.Window{})
+	if err := st.Exec(context.Background(), "DELETE FROM step_account"); err != nil {
+		t.Fatal(err)
+	}
+	runDetectors(t, st, detectors.Window{})
+	checkDataStall(t, st)
+}
+
+func checkDataStall(t *testing.T, st *duck.Store) {
+	t.Helper()
 	rows, err := st.Query(context.Background(), `SELECT rank, step_lo, step_hi, value, message, evidence FROM findings WHERE detector = 'data_stall'`)
 	if err != nil {
 		t.Fatal(err)

@@ -12,8 +12,11 @@ WITH complete AS (
     -- or not; without an account, in the window's
     SELECT DISTINCT run_id, rank, step FROM step_account WHERE complete AND step IS NOT NULL
     UNION
+    -- (the ranks without an account first: a join with none of them skips
+    -- the scan of the GPU rows that NOT EXISTS made)
     SELECT DISTINCT g.run_id, g.rank, g.step FROM gpu_window g
-    WHERE NOT EXISTS (SELECT 1 FROM step_account a WHERE a.run_id = g.run_id AND a.rank = g.rank)
+    JOIN (SELECT run_id, rank FROM analysis_window EXCEPT SELECT run_id, rank FROM step_account) n
+      ON n.run_id = g.run_id AND n.rank = g.rank
 ), lead AS (
     -- the first launch of each step: GPU work belongs to the step of the
     -- runtime call that launched it, and carries that call's start
@@ -33,9 +36,15 @@ WITH complete AS (
       AND l.lead_ns - b.med_lead_ns >= $min_step_share * b.med_step_ns
 ), culprit AS (
     -- the longest host operator inside each stall (the loader's __next__, a
-    -- collate function, a file read), ProfilerStep ranges left out
+    -- collate function, a file read), ProfilerStep ranges left out. The
+    -- stalls come as one list unnested: its estimate (one row) makes them
+    -- the join's build side, so no stall skips the scan of the host slices
+    -- and a few read only their steps; stalled itself is estimated at
+    -- millions of rows, and DuckDB hashed every host slice instead (syn8:
+    -- data_stall 196 -> 83 ms of CPU)
     SELECT x.run_id, x.rank, x.step, arg_max(h.name, (h.dur, h.name)) AS op, max(h.dur) AS op_ns
-    FROM stalled x
+    FROM (SELECT unnest(s, recursive := true)
+          FROM (SELECT list({'run_id': run_id, 'rank': rank, 'step': step, 'start_ns': start_ns, 'lead_ns': lead_ns}) AS s FROM stalled)) x
     JOIN slices h ON h.run_id = x.run_id AND h.rank = x.rank AND h.step = x.step
     WHERE h.kind IN ('cpu_op', 'python', 'annotation') AND h.name NOT LIKE 'ProfilerStep#%'
       AND h.ts >= x.start_ns AND h.ts < x.start_ns + x.lead_ns
