@@ -7,7 +7,9 @@
 -- fix: look at what the host does during the longest gap (data loading, checkpointing, logging, a synchronizing call, Python between steps) and overlap or move it off the step
 -- symptom: idle
 WITH u AS (
-    SELECT run_id, rank, start_ns AS s, lag(end_ns) OVER (PARTITION BY run_id, rank ORDER BY start_ns) AS prev_e
+    -- partitioned by the window's rank number, rk (one per run and rank):
+    -- an integer to hash and sort on rather than a run id's text
+    SELECT run_id, rank, start_ns AS s, lag(end_ns) OVER (PARTITION BY rk ORDER BY start_ns) AS prev_e
     FROM gpu_busy
 ), gaps AS (
     SELECT run_id, rank, prev_e AS gap_start, s - prev_e AS gap_ns FROM u WHERE prev_e IS NOT NULL AND s - prev_e >= $min_gap_ns
