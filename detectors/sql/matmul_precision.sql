@@ -2,7 +2,12 @@
 -- category: compute
 -- kind: metric
 -- description: per rank, the GPU time of matmul, attention and convolution kernels by math mode: bf16, fp16, fp8 (tensor cores), tf32 (FP32 inputs on tensor cores), fp32 (FP32 on the CUDA cores: TF32 off), or fp32? (FP32 inputs, neither the kernel nor its speed telling), from the launching operator's input dtype (record_shapes), the kernel's name (tf32, ffma, sgemm, simt) and, where the name does not say, the operator's achieved TFLOP/s (no faster than the GPU's FP32 peak: the CUDA cores; well above it: tensor cores); per step and as a share of the GPU span, with what FP32 on the CUDA cores would take at the TF32 peak and at the bf16 peak of the GPU (gpu_specs): the gain of torch.backends.cuda.matmul.allow_tf32 = True, or of bf16 autocast
-WITH ops AS (
+WITH comp AS MATERIALIZED (
+    -- the window's compute kernels, read once for both the distinct names
+    -- and the kernels (two scans of gpu_window before; syn8: 178 -> 147 ms
+    -- of CPU)
+    SELECT run_id, rank, name, dur, step, external_id FROM gpu_window WHERE class = 'COMP'
+), ops AS (
     -- the operators that launch matmul work, with their inputs' dtype and
     -- how fast their kernels ran (FLOPs from their shapes over their
     -- kernels' time)
@@ -25,7 +30,7 @@ WITH ops AS (
                WHEN regexp_matches(name, '(?i)sgemm|ffma|simt_s|f32f32_f32f32|fmha_cutlass[fb]_f32|_f32_') THEN 'fp32'
            END AS name_mode,
            regexp_matches(name, '(?i)gemm|nvjet|xmma|cutlass|flash|fmha|attention|conv|wgrad|dgrad') AS matmul_name
-    FROM (SELECT DISTINCT name FROM gpu_window WHERE class = 'COMP')
+    FROM (SELECT DISTINCT name FROM comp)
 ), k AS (
     SELECT g.run_id, g.rank, g.name, g.dur, g.step, o.dtype,
            CASE
@@ -37,12 +42,11 @@ WITH ops AS (
                WHEN o.dtype = 'fp32' AND o.achieved_tflops > 1.5 * p.fp32_tflops THEN 'tf32'
                WHEN o.dtype = 'fp32' THEN 'fp32?'
            END AS mode
-    FROM gpu_window g
+    FROM comp g
     LEFT JOIN names n ON n.name = g.name
     LEFT JOIN ops o ON o.run_id = g.run_id AND o.rank = g.rank AND o.external_id = g.external_id
     LEFT JOIN peaks p ON p.run_id = g.run_id AND p.rank = g.rank
-    WHERE g.class = 'COMP'
-      AND (o.external_id IS NOT NULL OR n.matmul_name)
+    WHERE (o.external_id IS NOT NULL OR n.matmul_name)
 ), spec AS (
     SELECT r.run_id, r.rank, g.fp32_tflops, g.tf32_tflops, g.bf16_tflops
     FROM ranks r LEFT JOIN gpu_specs g ON g.gpu_name = r.gpu_name
