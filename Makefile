@@ -72,7 +72,7 @@ FUZZTIME ?= 60s
 FUZZ_TARGETS := ingest/kineto:FuzzKineto ingest/nsys:FuzzNsys ingest/memsnap:FuzzMemsnap ingest/script:FuzzScript \
 	sql/flightsrv:FuzzCheckReadOnly detectors/report/html:FuzzHTMLPage stream/transport:FuzzDecode ingest:FuzzConsume ingest/dcgm:FuzzRead \
 	ingest/ncu:FuzzNCU gpu:FuzzOpCost internal/ondemand:FuzzDatagram internal/ondemand:FuzzEnviron internal/ondemand:FuzzTrigger \
-	ingest/memsnap:FuzzSniffPrecheck
+	ingest/memsnap:FuzzSniffPrecheck ingest:FuzzReadFile
 
 fuzz: $(foreach t,$(FUZZ_TARGETS),$(word 2,$(subst :, ,$(t)))) ## fuzz every reader of outside input (traces, Nsight Systems and Compute exports, snapshots, scripts, dcgm scrapes, recorded operator shapes, wire messages through the consumer, the SQL checker, the Kineto daemon's datagrams, process environments and trigger messages), FUZZTIME each
 

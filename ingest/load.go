@@ -234,7 +234,7 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 				var got *Loaded
 				err := checkFile(files[i]) // a pipe is never opened: it would block
 				if err == nil {
-					got, err = Sniff(files[i]).Read(ctx, files[i], ReadOptions{Options: opt, NoPrefetch: len(files) >= 2*workers})
+					got, err = readFile(ctx, files[i], ReadOptions{Options: opt, NoPrefetch: len(files) >= 2*workers})
 				}
 				select {
 				case results <- readResult{idx: i, got: got, err: err, took: time.Since(t0)}:

@@ -284,15 +284,18 @@ func (p *parser) unit(c cursor) {
 			p.state = stDone
 			return
 		}
-		key := c.Str()
+		// keys decoded, escapes and all, as encoding/json has them: a
+		// snapshot's "segm\u0065nts" is refused here as memsnap.Sniff takes
+		// it, which readFile in package ingest relies on
+		key := jsonscan.Text(c.Str())
 		c.Expect(':', "':' after a key")
-		if string(key) == "traceEvents" {
+		if key == "traceEvents" {
 			c.Expect('[', "'[' to start traceEvents")
 			p.trace.HasEvents = true
 			p.state = stEvents
 			return
 		}
-		p.topValue(c, string(key))
+		p.topValue(c, key)
 		p.state = stAfterValue
 	case stAfterValue:
 		switch c.WS() {
