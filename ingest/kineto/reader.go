@@ -66,6 +66,10 @@ func read(r io.Reader, name string, opt Options) (t *Trace, countersLeft bool, e
 	defer done()
 	gz := in.Gzip != nil
 	p := newParser(src, name, opt)
+	// the trace and the errors hold copies of what they took from the
+	// window (the builder interns every name it keeps): it goes back to
+	// the pool for the next file once read returns
+	defer p.s.Release()
 	if err := p.run(); err != nil {
 		var fe *FormatError
 		if gz && errors.As(err, &fe) && fe.Msg == "" {
@@ -127,7 +131,7 @@ type parser struct {
 	minTSAt, maxEndAt int64
 }
 
-const initialWindow = 1 << 20
+const initialWindow = jsonscan.PooledWindow
 
 // bytesPerEvent is a low estimate of JSON bytes per duration event in real
 // traces (300-600 here), used to size columns from a file's size.

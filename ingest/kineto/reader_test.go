@@ -534,3 +534,33 @@ func TestReadEscapedNames(t *testing.T) {
 		t.Errorf("TraceName = %q", tr.TraceName)
 	}
 }
+
+// The windows of finished reads are reused (jsonscan's pool): a trace
+// keeps nothing of its window, so reading another file leaves its names,
+// threads and metadata as they were.
+func TestReadKeepsNothingOfTheWindow(t *testing.T) {
+	doc := func(tag string) string {
+		return `{"deviceProperties": [{"name": "` + tag + `-gpu"}], "traceEvents":[
+	  {"ph":"X","cat":"cpu_op","name":"` + tag + `-op","pid":1,"tid":"` + tag + `-thread","ts":1,"dur":5,"args":{"Input Dims": [[2, 3]], "Input type": ["float"]}},
+	  {"ph":"X","cat":"kernel","name":"` + tag + `-kernel","pid":0,"tid":7,"ts":2,"dur":1,"args":{"correlation": 1, "Collective name": "` + tag + `-coll"}},
+	  {"ph":"M","name":"process_name","pid":1,"tid":0,"args":{"name":"` + tag + `-proc"}}
+	]}`
+	}
+	first := mustRead(t, "a.json", doc("aaaa"))
+	want := fmt.Sprint(first.Str.Len(), first.ThreadNames, first.ProcessNames, first.Devices)
+	var names []string
+	for i := range first.Str.Len() {
+		names = append(names, first.Str.Get(int32(i)))
+	}
+	for range 3 {
+		mustRead(t, "b.json", doc("bbbb"))
+	}
+	if got := fmt.Sprint(first.Str.Len(), first.ThreadNames, first.ProcessNames, first.Devices); got != want {
+		t.Errorf("after other reads: %s, was %s", got, want)
+	}
+	for i, n := range names {
+		if got := first.Str.Get(int32(i)); got != n || strings.Contains(got, "bbbb") {
+			t.Errorf("string %d: %q, was %q", i, got, n)
+		}
+	}
+}
