@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/trainscope/trainscope/bench/corpus"
+	"github.com/trainscope/trainscope/ingest/timeline"
 )
 
 // BenchmarkRead measures the whole reader on the largest corpus trace
@@ -69,5 +70,22 @@ func BenchmarkReadShapes(b *testing.B) {
 		if _, err := Read(bytes.NewReader(raw), "bench.json", Options{SizeHint: int64(len(raw))}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkAccount is the step-time account (timeline.Account) of the
+// bundled sample trace alone: each of r512's 512 files pays it once.
+func BenchmarkAccount(b *testing.B) {
+	const trace = "../../bench/sample/rank-0.sampled.pt.trace.json.gz"
+	if _, err := os.Stat(trace); err != nil {
+		b.Skip(err)
+	}
+	tr, err := ReadFile(trace, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		timeline.Account(tr.Slices, &tr.Steps)
 	}
 }

@@ -174,8 +174,15 @@ func (a *accounter) activities() {
 		}
 		a.acts = append(a.acts, act)
 	}
+	// comparisons spelled out: cmp.Or evaluates every one of its arguments
 	slices.SortFunc(a.acts, func(x, y activity) int {
-		return cmp.Or(cmp.Compare(x.s, y.s), cmp.Compare(x.e, y.e), cmp.Compare(x.row, y.row))
+		if x.s != y.s {
+			return cmp.Compare(x.s, y.s)
+		}
+		if x.e != y.e {
+			return cmp.Compare(x.e, y.e)
+		}
+		return cmp.Compare(x.row, y.row)
 	})
 }
 
@@ -323,7 +330,12 @@ func (a *accounter) sweep() {
 	for i, act := range a.acts {
 		edges = append(edges, edge{act.s, 1, i}, edge{act.e, -1, i})
 	}
-	slices.SortFunc(edges, func(x, y edge) int { return cmp.Or(cmp.Compare(x.t, y.t), cmp.Compare(x.delta, y.delta)) })
+	slices.SortFunc(edges, func(x, y edge) int {
+		if x.t != y.t {
+			return cmp.Compare(x.t, y.t)
+		}
+		return cmp.Compare(x.delta, y.delta)
+	})
 	var running [3]int
 	copyRun := make([]int, len(a.copies))
 	from, to := a.wins[0].start, a.wins[len(a.wins)-1].end
@@ -448,10 +460,40 @@ func (a *accounter) rows() []stream.AccountRow {
 	for _, r := range a.agg {
 		out = append(out, *r)
 	}
-	order := map[string]int{stream.AccountCompute: 0, stream.AccountComm: 1, stream.AccountCopy: 2, stream.AccountIdle: 3}
 	slices.SortFunc(out, func(x, y stream.AccountRow) int {
-		return cmp.Or(cmp.Compare(x.StartNS, y.StartNS), cmp.Compare(order[x.Category], order[y.Category]),
-			cmp.Compare(x.Cause, y.Cause), cmp.Compare(y.NS, x.NS), cmp.Compare(x.Subject, y.Subject), cmp.Compare(x.StackID, y.StackID))
+		// spelled out, not cmp.Or: that compares the strings of every pair
+		if x.StartNS != y.StartNS {
+			return cmp.Compare(x.StartNS, y.StartNS)
+		}
+		if c := cmp.Compare(categoryOrder(x.Category), categoryOrder(y.Category)); c != 0 {
+			return c
+		}
+		if c := strings.Compare(x.Cause, y.Cause); c != 0 {
+			return c
+		}
+		if x.NS != y.NS {
+			return cmp.Compare(y.NS, x.NS)
+		}
+		if c := strings.Compare(x.Subject, y.Subject); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.StackID, y.StackID)
 	})
 	return out
+}
+
+// categoryOrder is the place of an account category in rows' order (a
+// switch: a map looked up twice a comparison was most of the sort).
+func categoryOrder(c string) int {
+	switch c {
+	case stream.AccountCompute:
+		return 0
+	case stream.AccountComm:
+		return 1
+	case stream.AccountCopy:
+		return 2
+	case stream.AccountIdle:
+		return 3
+	}
+	return 0 // as the map's missing key did
 }

@@ -33,6 +33,25 @@ type segment struct {
 	row  int32
 }
 
+// threadRow is a host row with its start and end, for sorting.
+type threadRow struct {
+	ts, end int64
+	row     int32
+}
+
+// answers kept in an []int8 by name id; 0 is not asked yet
+const (
+	no  = 1
+	yes = 2
+)
+
+func yesNo(v bool) int8 {
+	if v {
+		return yes
+	}
+	return no
+}
+
 // hostThreads builds every host thread's tree and segments.
 func (a *accounter) hostThreads() {
 	s := a.s
@@ -44,50 +63,73 @@ func (a *accounter) hostThreads() {
 	}
 	// the profiler's step ranges are containers, not work: time in a step
 	// that no event inside it covers was not recorded
-	stepNames := map[int32]bool{}
-	byThread := map[[2]int64][]int32{}
+	// answers by name id, in slices rather than maps (0: not asked yet):
+	// looked up once a row, the maps were a third of this walk
+	stepNames := make([]int8, s.Str.Len())
+	var keys [][2]int64    // the threads in order of their first row
+	var byThread [][]int32 // their rows
+	threadAt := map[[2]int64]int{}
+	last := -1 // the thread of the previous row: rows come in runs of one thread
 	for i := range s.Len() {
 		if a.isHost(i) && s.Dur.V[i] >= 0 {
-			if s.Kind.V[i] == a.k.annotation {
-				name, seen := s.Name.V[i], false
-				if step, ok := stepNames[name]; ok {
-					seen = step
-				} else {
-					seen = strings.HasPrefix(s.Str.Get(name), "ProfilerStep#")
-					stepNames[name] = seen
+			if name := s.Name.V[i]; s.Kind.V[i] == a.k.annotation {
+				if stepNames[name] == 0 {
+					stepNames[name] = yesNo(strings.HasPrefix(s.Str.Get(name), "ProfilerStep#"))
 				}
-				if seen {
+				if stepNames[name] == yes {
 					continue
 				}
 			}
 			pid, tid := s.Thread(i)
 			key := [2]int64{pid, tid}
-			byThread[key] = append(byThread[key], int32(i))
+			if last < 0 || keys[last] != key {
+				j, ok := threadAt[key]
+				if !ok {
+					j = len(keys)
+					threadAt[key] = j
+					keys, byThread = append(keys, key), append(byThread, nil)
+				}
+				last = j
+			}
+			byThread[last] = append(byThread[last], int32(i))
 		}
 	}
 	// the loader's frames, by name id: a regexp per row cost 2 s on syn8
-	loaderName := map[int32]bool{}
+	loaderName := make([]int8, s.Str.Len())
 	isLoader := func(name int32) bool {
-		v, ok := loaderName[name]
-		if !ok {
-			v = isLoaderName(s.Str.Get(name))
-			loaderName[name] = v
+		if loaderName[name] == 0 {
+			loaderName[name] = yesNo(isLoaderName(s.Str.Get(name)))
 		}
-		return v
+		return loaderName[name] == yes
 	}
 	a.threads = make(map[[2]int64]*hostThread, len(byThread))
 	parent, launches := make([]int32, s.Len()), make([]bool, s.Len())
-	for key, rows := range byThread {
+	var sorted []threadRow // reused from thread to thread
+	for ti, rows := range byThread {
+		key := keys[ti]
 		t := &hostThread{parent: parent, launches: launches, loader: map[int32]int32{}}
-		slices.SortFunc(rows, func(x, y int32) int {
-			return cmp.Or(cmp.Compare(s.TS.V[x], s.TS.V[y]), cmp.Compare(s.TS.V[y]+s.Dur.V[y], s.TS.V[x]+s.Dur.V[x]), cmp.Compare(x, y))
+		// by start, the longer first: sorted on copies of the times, as
+		// looking them up in the columns on every comparison cost more
+		// than the rest of the walk
+		sorted = sorted[:0]
+		for _, r := range rows {
+			sorted = append(sorted, threadRow{s.TS.V[r], s.TS.V[r] + s.Dur.V[r], r})
+		}
+		slices.SortFunc(sorted, func(x, y threadRow) int {
+			if x.ts != y.ts {
+				return cmp.Compare(x.ts, y.ts)
+			}
+			if x.end != y.end {
+				return cmp.Compare(y.end, x.end)
+			}
+			return cmp.Compare(x.row, y.row)
 		})
 		type open struct {
 			row int32
 			end int64
 		}
 		var stack []open
-		cur := s.TS.V[rows[0]]
+		cur := sorted[0].ts
 		emit := func(to int64) {
 			if to <= cur {
 				return
@@ -103,8 +145,8 @@ func (a *accounter) hostThreads() {
 			}
 			cur = to
 		}
-		for _, r := range rows {
-			ts, end := s.TS.V[r], s.TS.V[r]+s.Dur.V[r]
+		for _, sr := range sorted {
+			r, ts, end := sr.row, sr.ts, sr.end
 			// a row that does not fit inside the open one is its sibling,
 			// as AssignSelfTimes has it (rounded timestamps make
 			// neighbours overlap by a few ns): the open one ends there
