@@ -107,7 +107,10 @@ func (a *accounter) hostThreads() {
 	var sorted []threadRow // reused from thread to thread
 	for ti, rows := range byThread {
 		key := keys[ti]
-		t := &hostThread{parent: parent, launches: launches, loader: map[int32]int32{}}
+		// a row opens at most two segments (its start, its end): sized for
+		// them, the segments never grow (regrowing was a tenth of this walk)
+		t := &hostThread{parent: parent, launches: launches, loader: map[int32]int32{},
+			segs: make([]segment, 0, 2*len(rows)+1)}
 		// by start, the longer first: sorted on copies of the times, as
 		// looking them up in the columns on every comparison cost more
 		// than the rest of the walk
