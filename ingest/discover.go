@@ -38,8 +38,9 @@ func Discover(paths []string) ([]string, error) {
 // folder it skips although its name looks like a trace: a named pipe,
 // socket or device (a reader would wait on a pipe forever), or a link to a
 // folder (links are not followed into folders, so a link loop cannot make
-// the walk endless). Nothing but regular files (or links to them) is ever
-// opened: a path given that is not a regular file or a folder is an error
+// the walk endless; a folder the user names through a link is walked).
+// Nothing but regular files (or links to them) is ever opened: a path
+// given that is not a regular file or a folder is an error
 // naming it. A link in a folder that leads nowhere (a loop, a dangling
 // link) is kept: reading it fails with an InputError naming it, or records
 // it as skipped with Options.SkipBad.
@@ -69,13 +70,21 @@ func DiscoverWith(paths []string, warn func(string)) ([]string, error) {
 			}
 			continue
 		}
+		// A folder given through a link (bench/syn8 -> /data/run7) is
+		// walked as the folder it names: WalkDir takes a link at its
+		// root for a file, which found nothing in it. Links inside the
+		// folder are still not followed into folders.
+		root := p
+		if li, err := os.Lstat(p); err == nil && li.Mode()&fs.ModeSymlink != 0 {
+			root = p + string(filepath.Separator)
+		}
 		var found []string
-		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+		err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
 			if d.IsDir() {
-				if path != p && strings.HasPrefix(d.Name(), ".") {
+				if path != root && strings.HasPrefix(d.Name(), ".") {
 					return filepath.SkipDir
 				}
 				return nil

@@ -118,3 +118,30 @@ func TestNonRegularPathsRefused(t *testing.T) {
 		}, pipe)
 	}
 }
+
+// A folder named through a link (a run's traces linked into a workspace)
+// is walked as the folder it names, and its files keep the link's path;
+// a link to a folder inside it is still skipped, not followed.
+func TestDiscoverFolderThroughLink(t *testing.T) {
+	real := t.TempDir()
+	for _, n := range []string{"rank-0.json", "rank-1.json.gz"} {
+		os.WriteFile(filepath.Join(real, n), []byte("{}"), 0o644)
+	}
+	os.Symlink(t.TempDir(), filepath.Join(real, "z.json"))
+	link := filepath.Join(t.TempDir(), "run7")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	files, err := DiscoverWith([]string{link}, func(s string) { warned = append(warned, s) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(link, "rank-0.json"), filepath.Join(link, "rank-1.json.gz")}
+	if !slices.Equal(files, want) {
+		t.Errorf("files %q, want %q", files, want)
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "a link to a folder") {
+		t.Errorf("warned %q, want the inner link to a folder named", warned)
+	}
+}
