@@ -44,48 +44,112 @@ type gapNote struct {
 // batches, those of them the store holds neither in the ledger nor in
 // rejected_batches. It runs in the commit's transaction, after the
 // fetch's own ledger rows are written.
+//
+// A small trace is a few batches, most often all in the fetch that ends
+// with its ranks batch: those need no query (two queries an artifact
+// were 3-4 ms of each ranks batch, most of a drain of many small traces'
+// CPU). What the fetch does not hold is looked up once for all its
+// artifacts: the ledger by id, rejected_batches by producer.
 func (c *Consumer) checkDeclared(ctx context.Context, items []*item) error {
+	var decls []declared
 	for _, it := range items {
 		if it.poison != nil || it.skipped {
 			continue
 		}
-		producer, n, ok := transport.Declared(it.id, it.msg.Headers())
-		if !ok || n < 2 {
-			continue
+		if producer, n, ok := transport.Declared(it.id, it.msg.Headers()); ok && n >= 2 {
+			decls = append(decls, declared{it, producer, n})
 		}
-		have, err := c.batchesOf(ctx, producer, n)
-		if err != nil {
-			return fmt.Errorf("batches of %s: %w", producer, err)
-		}
+	}
+	if len(decls) == 0 {
+		return nil
+	}
+	have, err := c.batchesOf(ctx, items, decls)
+	if err != nil {
+		return err
+	}
+	for _, d := range decls {
 		var missing []int
-		for k := 1; k < n; k++ {
-			if !have[k] {
+		for k := 1; k < d.n; k++ {
+			if !have[d.producer][k] {
 				missing = append(missing, k)
 			}
 		}
 		if len(missing) == 0 {
 			continue
 		}
-		gap := stream.Gap{Artifact: artifactOf(it), Producer: producer, Declared: n}
+		it := d.it
+		gap := stream.Gap{Artifact: artifactOf(it), Producer: d.producer, Declared: d.n}
 		reason := fmt.Sprintf("%sa batch of %s, one of the %d it was published in; the stream no longer held it when the ingestor got there: "+
-			"dropped at its limits (stream.discard: old with stream.max_bytes, or stream.max_age) or deleted", stream.MissingReason, gap.Artifact, n)
+			"dropped at its limits (stream.discard: old with stream.max_bytes, or stream.max_age) or deleted", stream.MissingReason, gap.Artifact, d.n)
 		now := time.Now().UnixNano()
 		for _, k := range missing {
+			id := fmt.Sprintf("%s-%d", d.producer, k)
 			if err := c.St.Exec(ctx, `INSERT INTO rejected_batches (stream_seq, subject, msg_id, headers, bytes, reason, rejected_ns, run_token)
-				VALUES (?, ?, ?, ?, 0, ?, ?, ?)`, it.seq, it.msg.Subject(), fmt.Sprintf("%s-%d", producer, k), gap.JSON(), reason, now,
+				VALUES (?, ?, ?, ?, 0, ?, ?, ?)`, it.seq, it.msg.Subject(), id, gap.JSON(), reason, now,
 				transport.SubjectRun(it.msg.Subject())); err != nil {
 				return fmt.Errorf("record missing batch: %w", err)
 			}
+			// recorded missing: an artifact after it in the fetch
+			// finds it in rejected_batches
+			have.add(id)
 		}
-		c.found = append(c.found, gapNote{run: it.run, artifact: gap.Artifact, missing: len(missing), declared: n})
+		c.found = append(c.found, gapNote{run: it.run, artifact: gap.Artifact, missing: len(missing), declared: d.n})
 	}
 	return nil
 }
 
-// batchesOf says which of producer's batches 1 .. n-1 the store has: in
-// the ledger, rejected, or already recorded missing.
-func (c *Consumer) batchesOf(ctx context.Context, producer string, n int) (map[int]bool, error) {
-	have := map[int]bool{}
+// declared is an item that declares how many batches its producer sent.
+type declared struct {
+	it       *item
+	producer string
+	n        int
+}
+
+// batchSets says, by producer, which of its batches 1 .. n-1 the store
+// holds.
+type batchSets map[string]map[int]bool
+
+// add notes the id of a stored batch for each producer it is a batch of.
+func (h batchSets) add(id string) {
+	for p, ks := range h {
+		if k := transport.BatchNumber(id, p); k > 0 {
+			ks[k] = true
+		}
+	}
+}
+
+// batchesOf says which of the declared producers' batches 1 .. n-1 the
+// store has: in the ledger, rejected, or already recorded missing. The
+// fetch's items are in the ledger (written, or skipped as there before).
+func (c *Consumer) batchesOf(ctx context.Context, items []*item, decls []declared) (batchSets, error) {
+	inFetch := make(map[string]bool, len(items))
+	for _, it := range items {
+		if it.poison == nil {
+			inFetch[it.id] = true
+		}
+	}
+	have := batchSets{}
+	for _, d := range decls {
+		if have[d.producer] == nil {
+			have[d.producer] = map[int]bool{}
+		}
+	}
+	var ask []any
+	asked := map[string]bool{}
+	for _, d := range decls {
+		for k := 1; k < d.n; k++ {
+			id := fmt.Sprintf("%s-%d", d.producer, k)
+			if inFetch[id] {
+				have[d.producer][k] = true
+			} else if !asked[id] {
+				asked[id] = true
+				ask = append(ask, id)
+			}
+		}
+	}
+	if len(ask) == 0 {
+		return have, nil
+	}
 	scan := func(q string, args ...any) error {
 		rows, err := c.St.Query(ctx, q, args...)
 		if err != nil {
@@ -97,27 +161,35 @@ func (c *Consumer) batchesOf(ctx context.Context, producer string, n int) (map[i
 			if err := rows.Scan(&id); err != nil {
 				return err
 			}
-			if k := transport.BatchNumber(id, producer); k > 0 {
-				have[k] = true
-			}
+			have.add(id)
 		}
 		return rows.Err()
 	}
 	// by their ids, through the ledger's key, a chunk at a time
 	const chunk = 1000
-	for lo := 1; lo < n; lo += chunk {
-		hi := min(lo+chunk, n)
-		ids := make([]any, 0, hi-lo)
-		for k := lo; k < hi; k++ {
-			ids = append(ids, fmt.Sprintf("%s-%d", producer, k))
-		}
+	for lo := 0; lo < len(ask); lo += chunk {
+		ids := ask[lo:min(lo+chunk, len(ask))]
 		q := "SELECT msg_id FROM ingested_batches WHERE msg_id IN (?" + strings.Repeat(", ?", len(ids)-1) + ")"
 		if err := scan(q, ids...); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("batches of %s: %w", decls[0].producer, err)
 		}
 	}
-	if err := scan("SELECT msg_id FROM rejected_batches WHERE starts_with(msg_id, ?)", producer+"-"); err != nil {
-		return nil, err
+	// the producers with batches still unaccounted for
+	var open []any
+	for _, d := range decls {
+		for k := 1; k < d.n; k++ {
+			if !have[d.producer][k] {
+				open = append(open, d.producer+"-")
+				break
+			}
+		}
+	}
+	for lo := 0; lo < len(open); lo += chunk {
+		prefixes := open[lo:min(lo+chunk, len(open))]
+		q := "SELECT msg_id FROM rejected_batches WHERE starts_with(msg_id, ?)" + strings.Repeat(" OR starts_with(msg_id, ?)", len(prefixes)-1)
+		if err := scan(q, prefixes...); err != nil {
+			return nil, fmt.Errorf("batches of %s: %w", prefixes[0].(string)[:len(prefixes[0].(string))-1], err)
+		}
 	}
 	return have, nil
 }
