@@ -93,7 +93,7 @@ func TestStagedFilesAreMerged(t *testing.T) {
 	if _, err := ingest.Load(context.Background(), offline, files, ingest.Options{RunID: "live", Host: "node-1", Rank: -1}); err != nil {
 		t.Fatal(err)
 	}
-	for _, tbl := range []string{"slices_core", "slices_detail", "stacks"} {
+	for _, tbl := range []string{"slices_core", "slices_detail", "stacks", "step_account"} {
 		// the rows of four copies, whatever files they are in
 		q := "SELECT count(*), sum(hash(s)::HUGEINT)::VARCHAR FROM " + tbl + " s"
 		var n1, n2 int64

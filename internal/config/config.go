@@ -64,9 +64,9 @@ type ServeConfig struct {
 	// file): it bounds the log a restart replays and the memory the
 	// uncheckpointed rows hold.
 	CheckpointWAL string `mapstructure:"checkpoint_wal"`
-	// Staged (the default) keeps the ingested slices, counters and stacks
-	// as Parquet files beside the database (DATA_DIR/trainscope.staged)
-	// instead of in it: ingest is 3-4x faster (bench/RESULTS.md); queries
+	// Staged (the default) keeps the ingested slices, counters, stacks and
+	// step accounts as Parquet files beside the database
+	// (DATA_DIR/trainscope.staged) instead of in it: ingest is 3-4x faster (bench/RESULTS.md); queries
 	// read them through views of the tables' names (duck.StagedTables). A
 	// store once staged stays so. False keeps every row in DuckDB's tables.
 	Staged bool `mapstructure:"staged"`

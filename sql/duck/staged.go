@@ -23,7 +23,11 @@ import (
 // counters too: a trace's memory events and the agents' GPU samples are
 // its third largest table. stacks too: each rank's call tree, ~500 rows,
 // which a commit of many small traces appended at 12 ms a commit.
-var StagedTables = []string{"slices_core", "slices_detail", "counters", "stacks"}
+// step_account too: each rank's account of its steps, ~370 rows of 14
+// columns on bench/tmp/r64, which the appender took 26 ms a commit for
+// (the drain of r64 x 16 spent more on it than on every other small
+// table together).
+var StagedTables = []string{"slices_core", "slices_detail", "counters", "stacks", "step_account"}
 
 // stagedRows is the table under a staged table's view.
 func stagedRows(table string) string { return table + "_rows" }
