@@ -91,7 +91,7 @@ func (s *Set) RunAudit(ctx context.Context, st *duck.Store, opt AuditOptions) ([
 	if err := recordAuditGPUs(ctx, st, opt); err != nil {
 		return nil, err
 	}
-	return s.runKinds(ctx, st, 1, KindFinding)
+	return s.runKinds(ctx, st, 1, nil, KindFinding)
 }
 
 // recordAuditGPUs fills audit_gpu: the script's own GPU when the catalog

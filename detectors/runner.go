@@ -85,7 +85,8 @@ func (s *Set) run(ctx context.Context, st *duck.Store, keep bool) ([]Result, err
 	if err := st.Exec(ctx, "DELETE FROM metrics WHERE run_id IN (SELECT run_id FROM ranks)"); err != nil {
 		return nil, err
 	}
-	if err := clearMetricTables(ctx, st); err != nil {
+	tables, err := clearMetricTables(ctx, st)
+	if err != nil {
 		return nil, err
 	}
 	if err := recordGPUSpecs(ctx, st); err != nil {
@@ -100,7 +101,7 @@ func (s *Set) run(ctx context.Context, st *duck.Store, keep bool) ([]Result, err
 	if shared {
 		workers = s.Workers
 	}
-	res, err := s.runKinds(ctx, st, workers, KindMetric, KindFinding)
+	res, err := s.runKinds(ctx, st, workers, tables, KindMetric, KindFinding)
 	if err != nil || !keep {
 		ReleaseShared(context.WithoutCancel(ctx), st)
 	}
@@ -113,8 +114,9 @@ func (s *Set) run(ctx context.Context, st *duck.Store, keep bool) ([]Result, err
 // take from: the store's own and forks of it. A detector that fails is a
 // Result with Err set, not the end of the pass: one broken query (or one
 // input it did not foresee) must not hide every other detector's findings.
-// Only a cancelled context stops the pass.
-func (s *Set) runKinds(ctx context.Context, st *duck.Store, workers int, kinds ...string) ([]Result, error) {
+// Only a cancelled context stops the pass. tables are the metric tables as
+// the pass found them (nil: none of kinds is KindMetric).
+func (s *Set) runKinds(ctx context.Context, st *duck.Store, workers int, tables *metricTables, kinds ...string) ([]Result, error) {
 	byKind := make([][]*Detector, len(kinds))
 	most := 0
 	for k, kind := range kinds {
@@ -158,7 +160,7 @@ func (s *Set) runKinds(ctx context.Context, st *duck.Store, workers int, kinds .
 		for _, w := range stores {
 			g.Go(func() error {
 				for i := int(next.Add(1) - 1); i < len(ds); i = int(next.Add(1) - 1) {
-					r, err := runOne(gctx, ds[i], w, s.Timed != nil)
+					r, err := runOne(gctx, ds[i], w, s.Timed != nil, tables)
 					if err != nil {
 						return err
 					}
@@ -185,8 +187,8 @@ func (s *Set) runKinds(ctx context.Context, st *duck.Store, workers int, kinds .
 }
 
 // runOne runs d; its failure is its Result's Err, unless ctx was cancelled.
-func runOne(ctx context.Context, d *Detector, st *duck.Store, profile bool) (Result, error) {
-	r, err := d.runProfiled(ctx, st, profile)
+func runOne(ctx context.Context, d *Detector, st *duck.Store, profile bool, tables *metricTables) (Result, error) {
+	r, err := d.runProfiled(ctx, st, profile, tables)
 	if err != nil {
 		if ctx.Err() != nil {
 			return r, err
@@ -368,12 +370,13 @@ func (d *Detector) args() []any {
 }
 
 func (d *Detector) run(ctx context.Context, st *duck.Store) (Result, error) {
-	return d.runProfiled(ctx, st, false)
+	return d.runProfiled(ctx, st, false, nil)
 }
 
 // runProfiled is run; with profile set, DuckDB profiles the detector's
-// query and the result splits it into planning and executing.
-func (d *Detector) runProfiled(ctx context.Context, st *duck.Store, profile bool) (Result, error) {
+// query and the result splits it into planning and executing. tables are
+// the pass's metric tables; nil asks the catalog for d's.
+func (d *Detector) runProfiled(ctx context.Context, st *duck.Store, profile bool, tables *metricTables) (Result, error) {
 	start := time.Now()
 	res := Result{Detector: d}
 	where := fmt.Sprintf("detector %s (%s:%d)", d.Name, d.File, d.Line)
@@ -414,7 +417,7 @@ func (d *Detector) runProfiled(ctx context.Context, st *duck.Store, profile bool
 	if err := rows.Err(); err != nil {
 		return res, fmt.Errorf("%s: %w", where, err)
 	}
-	if err := d.store(ctx, st, cols); err != nil {
+	if err := d.store(ctx, st, cols, tables); err != nil {
 		return res, fmt.Errorf("%s: %w", where, err)
 	}
 	res.Elapsed = time.Since(start)
@@ -422,8 +425,9 @@ func (d *Detector) runProfiled(ctx context.Context, st *duck.Store, profile bool
 }
 
 // store copies _detector_out into the metric detector's table and metrics
-// (one row per number), or into findings.
-func (d *Detector) store(ctx context.Context, st *duck.Store, cols []*sql.ColumnType) error {
+// (one row per number), or into findings. tables, where not nil, knows
+// the metric table as it stands and hears what it becomes.
+func (d *Detector) store(ctx context.Context, st *duck.Store, cols []*sql.ColumnType, tables *metricTables) error {
 	has := map[string]bool{}
 	for _, c := range cols {
 		has[c.Name()] = true
@@ -439,36 +443,7 @@ func (d *Detector) store(ctx context.Context, st *duck.Store, cols []*sql.Column
 	}
 	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 	if d.Kind == KindMetric {
-		var numeric, text []string
-		for _, c := range cols {
-			if metricKeys[c.Name()] && c.Name() != "subject" {
-				continue
-			}
-			switch strings.ToUpper(c.DatabaseTypeName()) {
-			case "VARCHAR":
-				text = append(text, `"`+c.Name()+`"`)
-			case "BOOLEAN", "BLOB", "DATE", "TIMESTAMP", "LIST", "STRUCT", "MAP":
-				return fmt.Errorf("metric column %q is %s; metric detectors return numbers, and text columns that name what was measured", c.Name(), c.DatabaseTypeName())
-			default:
-				numeric = append(numeric, c.Name())
-			}
-		}
-		if err := d.storeTable(ctx, st, cols); err != nil {
-			return err
-		}
-		if len(numeric) == 0 {
-			return nil
-		}
-		subject := "NULL::VARCHAR"
-		if len(text) > 0 {
-			subject = "concat_ws(' | ', " + strings.Join(text, ", ") + ")"
-		}
-		q := fmt.Sprintf(`INSERT INTO metrics (run_id, detector, rank, step_lo, step_hi, subject, metric, value)
-SELECT run_id, %s, %s, %s, %s, %s, u.m.metric, u.m.value
-FROM _detector_out, LATERAL (SELECT unnest([%s]) AS m) u`,
-			quote(d.Name), col("rank", "NULL::INTEGER"), col("step_lo", "NULL::INTEGER"), col("step_hi", "NULL::INTEGER"),
-			subject, structList(numeric, quote))
-		return st.Exec(ctx, q)
+		return d.storeMetric(ctx, st, cols, col, tables)
 	}
 	for _, c := range cols {
 		if !findingColumns[c.Name()] {
