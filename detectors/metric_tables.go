@@ -254,10 +254,17 @@ ORDER BY 1`, MetricTablePrefix)
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	for _, t := range tables {
-		if err := st.Exec(ctx, "DELETE FROM "+quoteIdent(t)+" WHERE run_id IN (SELECT run_id FROM ranks)"); err != nil {
-			return nil, fmt.Errorf("clear %s: %w", t, err)
+	// one transaction: a file store's commit apiece wrote its log once
+	// per table
+	if err := st.Tx(ctx, func() error {
+		for _, t := range tables {
+			if err := st.Exec(ctx, "DELETE FROM "+quoteIdent(t)+" WHERE run_id IN (SELECT run_id FROM ranks)"); err != nil {
+				return fmt.Errorf("clear %s: %w", t, err)
+			}
 		}
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	cols, err := pragmaColumns(ctx, st, tables)
 	if err != nil {
