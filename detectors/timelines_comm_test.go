@@ -5,8 +5,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/trainscope/trainscope/bench/corpus"
-	"github.com/trainscope/trainscope/ingest"
 	"github.com/trainscope/trainscope/sql/duck"
 )
 
@@ -84,28 +82,12 @@ func TestCommExposedMatchesTheView(t *testing.T) {
 		}
 	}
 	t.Run("sampled_pair", func(t *testing.T) {
-		st, err := duck.Open(ctx, "", duck.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		files := []string{corpus.Path(t, "kineto/hta/tests__data__trace_filter__sampled_rank-0.json.gz"),
-			corpus.Path(t, "kineto/hta/tests__data__trace_filter__sampled_rank-1.json.gz")}
-		if _, err := ingest.Load(ctx, st, files, ingest.Options{RunID: "pair", Rank: -1}); err != nil {
-			t.Fatal(err)
-		}
+		st := sampledPairStore(t)
 		check(t, st, Window{})
 		check(t, st, Window{StepLo: -1000, StepHi: 1 << 30, Set: true})
 	})
 	t.Run("hand", func(t *testing.T) {
-		st, err := duck.Open(ctx, "", duck.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		if err := st.Exec(ctx, handTimelineRows+";"+handCommRows); err != nil {
-			t.Fatal(err)
-		}
+		st := rowsStore(t, handTimelineRows+";"+handCommRows)
 		check(t, st, Window{})
 		check(t, st, Window{StepLo: 1, StepHi: 3, Set: true})
 		check(t, st, Window{StepLo: 2, StepHi: 2, Set: true})

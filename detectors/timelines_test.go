@@ -66,28 +66,12 @@ func TestTimelinesMatchTheViews(t *testing.T) {
 		}
 	}
 	t.Run("sampled_pair", func(t *testing.T) {
-		st, err := duck.Open(ctx, "", duck.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		files := []string{corpus.Path(t, "kineto/hta/tests__data__trace_filter__sampled_rank-0.json.gz"),
-			corpus.Path(t, "kineto/hta/tests__data__trace_filter__sampled_rank-1.json.gz")}
-		if _, err := ingest.Load(ctx, st, files, ingest.Options{RunID: "pair", Rank: -1}); err != nil {
-			t.Fatal(err)
-		}
+		st := sampledPairStore(t)
 		check(t, st, Window{})
 		check(t, st, Window{StepLo: -1000, StepHi: 1 << 30, Set: true})
 	})
 	t.Run("hand", func(t *testing.T) {
-		st, err := duck.Open(ctx, "", duck.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		if err := st.Exec(ctx, handTimelineRows); err != nil {
-			t.Fatal(err)
-		}
+		st := rowsStore(t, handTimelineRows)
 		check(t, st, Window{})
 		var waits int
 		if err := st.Conn().QueryRowContext(ctx, "SELECT count(*) FROM collective_instances WHERE wait_ns > 0").Scan(&waits); err != nil || waits == 0 {
@@ -207,4 +191,34 @@ func TestMemOpsEveryCopyKind(t *testing.T) {
 			t.Errorf("view %v: rank 1's exposed time by operation %v, want %v", viaView, got, want)
 		}
 	}
+}
+
+// sampledPairStore is an in-memory store holding HTA's sampled pair of
+// traces (two ranks, run "pair"), closed when t ends.
+func sampledPairStore(t *testing.T) *duck.Store {
+	t.Helper()
+	files := []string{corpus.Path(t, "kineto/hta/tests__data__trace_filter__sampled_rank-0.json.gz"),
+		corpus.Path(t, "kineto/hta/tests__data__trace_filter__sampled_rank-1.json.gz")}
+	st := rowsStore(t, "")
+	if _, err := ingest.Load(context.Background(), st, files, ingest.Options{RunID: "pair", Rank: -1}); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// rowsStore is an in-memory store holding what the statements rows insert
+// (none when empty), closed when t ends.
+func rowsStore(t *testing.T, rows string) *duck.Store {
+	t.Helper()
+	st, err := duck.Open(context.Background(), "", duck.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if rows != "" {
+		if err := st.Exec(context.Background(), rows); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st
 }
