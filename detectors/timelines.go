@@ -207,20 +207,8 @@ func (tl *timelines) busy() (rk []int32, start, end []int64) {
 				iv = append(iv, [2]int64{a.ts, a.end})
 			}
 		}
-		slices.SortFunc(iv, func(a, b [2]int64) int {
-			if a[0] != b[0] {
-				return cmp.Compare(a[0], b[0])
-			}
-			return cmp.Compare(a[1], b[1])
-		})
-		for i := 0; i < len(iv); {
-			s, e := iv[i][0], iv[i][1]
-			j := i + 1
-			for ; j < len(iv) && iv[j][0] <= e; j++ {
-				e = max(e, iv[j][1])
-			}
-			o.start, o.end = append(o.start, s), append(o.end, e)
-			i = j
+		for _, x := range mergeIntervals(iv) {
+			o.start, o.end = append(o.start, x[0]), append(o.end, x[1])
 		}
 		return o
 	})
@@ -231,6 +219,21 @@ func (tl *timelines) busy() (rk []int32, start, end []int64) {
 		start, end = append(start, per[i].start...), append(end, per[i].end...)
 	}
 	return rk, start, end
+}
+
+// mergeIntervals sorts iv and merges it into disjoint intervals (touching
+// ones merge: their union's length is the same).
+func mergeIntervals(iv [][2]int64) [][2]int64 {
+	slices.SortFunc(iv, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	out := iv[:0]
+	for _, x := range iv {
+		if n := len(out); n > 0 && x[0] <= out[n-1][1] {
+			out[n-1][1] = max(out[n-1][1], x[1])
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
 }
 
 // eachGroup runs f on every group, tl.workers groups at once, and returns

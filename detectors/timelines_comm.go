@@ -1,7 +1,6 @@
 package detectors
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -87,21 +86,6 @@ func readTransfers(ctx context.Context, st *duck.Store) (map[int32][]transfer, [
 		}
 	}
 	return byRk, keys, rdr.Err()
-}
-
-// mergeIntervals sorts iv and merges it into disjoint intervals (touching
-// ones merge: their union's length is the same).
-func mergeIntervals(iv [][2]int64) [][2]int64 {
-	slices.SortFunc(iv, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
-	out := iv[:0]
-	for _, x := range iv {
-		if n := len(out); n > 0 && x[0] <= out[n-1][1] {
-			out[n-1][1] = max(out[n-1][1], x[1])
-			continue
-		}
-		out = append(out, x)
-	}
-	return out
 }
 
 // coveredNs is how long the disjoint sorted intervals a and b overlap.
