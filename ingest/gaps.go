@@ -109,10 +109,17 @@ type declared struct {
 // holds.
 type batchSets map[string]map[int]bool
 
-// add notes the id of a stored batch for each producer it is a batch of.
+// add notes the id <producer>-N of a stored batch under its producer, if
+// it is one of h's: a batch number holds no '-', so the producer is what
+// comes before the last one (one map lookup, not a try of every producer
+// a fetch declared).
 func (h batchSets) add(id string) {
-	for p, ks := range h {
-		if k := transport.BatchNumber(id, p); k > 0 {
+	i := strings.LastIndexByte(id, '-')
+	if i < 0 {
+		return
+	}
+	if ks, ok := h[id[:i]]; ok {
+		if k := transport.BatchNumber(id, id[:i]); k > 0 {
 			ks[k] = true
 		}
 	}
@@ -188,7 +195,7 @@ func (c *Consumer) batchesOf(ctx context.Context, items []*item, decls []declare
 		prefixes := open[lo:min(lo+chunk, len(open))]
 		q := "SELECT msg_id FROM rejected_batches WHERE starts_with(msg_id, ?)" + strings.Repeat(" OR starts_with(msg_id, ?)", len(prefixes)-1)
 		if err := scan(q, prefixes...); err != nil {
-			return nil, fmt.Errorf("batches of %s: %w", prefixes[0].(string)[:len(prefixes[0].(string))-1], err)
+			return nil, fmt.Errorf("batches of %s: %w", strings.TrimSuffix(prefixes[0].(string), "-"), err)
 		}
 	}
 	return have, nil
