@@ -60,8 +60,9 @@ func (d *Detector) metricColumns(cols []*sql.ColumnType) []metricColumn {
 // columns and comment of each, learnt once as the pass starts and kept up
 // to date as its detectors make tables. Asking the catalog again for each
 // detector (duckdb_tables() and pragma_table_info, 5-28 ms a detector
-// while the other connections run queries) cost syn8's pass 0.32 s of its
-// 2.6 s. The detectors of a pass run side by side: mu guards known.
+// while the other connections run queries) cost syn8's detectors 0.32 s
+// summed over both connections. The detectors of a pass run side by
+// side: mu guards known.
 type metricTables struct {
 	mu    sync.Mutex
 	known map[string]metricTable // by table name
