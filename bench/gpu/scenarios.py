@@ -27,6 +27,10 @@ The scenarios, and the cause each must be blamed for:
   pageable_h2d  a 512 MB pageable host tensor copied to the GPU each step  copies
   fp32          the same model in FP32 with TF32 off (no autocast)         precision
   launch_bound  a tiny MLP: thousands of microsecond kernels a step        launch
+  small_batch   the healthy transformer fed 2 sequences of 128 tokens      launch
+  weak_stall    12 ms of host work before one step only (weak)            stall
+  logged        healthy, plus loss.item() and a log line every step       none (distractor)
+  workers       slow_input's 60 ms batches made by 6 DataLoader workers    none (distractor)
   memory        a snapshot with the allocator's history; torch's totals     (memory)
   ncu           three GEMMs profiled by ncu, stdout captured                (ncu)
 """
@@ -238,6 +242,52 @@ def launch_bound(out):
     return {"cause": "launch", "what": "a tiny MLP (24 layers of 256) and a per-parameter Adam: thousands of us-long kernels a step"}
 
 
+def small_batch(out):
+    # the common single-GPU fine-tune: a model too small for its batch, so
+    # eager PyTorch's per-op host cost, not the GPU, sets the step time
+    gpt_scenario(out, "small_batch", batch=2, seq=128)
+    return {"cause": "launch", "what": "the healthy transformer on 2 sequences of 128 tokens: host-bound eager PyTorch"}
+
+
+def weak_stall(out):
+    stall_at = WAIT + WARMUP + 2
+    gpt_scenario(out, "weak_stall", before_step=lambda s: save_checkpoint_metadata(12) if s == stall_at else None)
+    return {"cause": "stall", "step_index": stall_at - WAIT - WARMUP, "ms": 12,
+            "what": "12 ms of host work (save_checkpoint_metadata) before one step: a weak fault"}
+
+
+def logged(out):
+    # what nearly every training loop does: read the loss back each step and
+    # log it; one sync at the end of a step costs little and must not be blamed
+    model, opt = gpt_setup()
+    lines = []
+    with profiler(trace_path(out, "logged")) as prof:
+        for step in range(STEPS):
+            tokens = torch.randint(0, 32000, (8, 1025), device=DEV)
+            loss = train_step(model, opt, tokens)
+            lines.append(f"step {step} loss {loss.item():.4f}")
+            prof.step()
+    torch.cuda.synchronize()
+    return {"cause": "none", "what": "healthy, plus loss.item() and a log line after every step (a distractor for sync)"}
+
+
+def workers(out):
+    # slow_input's 60 ms of Python per batch, made by 6 worker processes and
+    # pinned: the loader keeps ahead of the GPU, so the input is not the limit
+    model, opt = gpt_setup()
+    batch, seq = 8, 1024
+    loader = torch.utils.data.DataLoader(SlowDataset(STEPS * batch, seq + 1, 32000, 60, batch), batch_size=batch,
+                                         num_workers=6, pin_memory=True, prefetch_factor=4)
+    it = iter(loader)
+    time.sleep(1.0)  # the workers start and fill their queues, as they would over a long run
+    with profiler(trace_path(out, "workers")) as prof:
+        for tokens in it:
+            train_step(model, opt, tokens.to(DEV, non_blocking=True))
+            prof.step()
+    torch.cuda.synchronize()
+    return {"cause": "none", "ms": 60, "what": "slow_input's 60 ms batches made by 6 pinned DataLoader workers (a distractor for input)"}
+
+
 def memory(out):
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
@@ -287,7 +337,8 @@ def ncu(out):
             "file": os.path.relpath(path, out), "rc": rc, "kernels": 3}
 
 
-SCENARIOS = {f.__name__: f for f in (healthy, stall_once, slow_input, sync, pageable_h2d, fp32, launch_bound, memory, ncu)}
+SCENARIOS = {f.__name__: f for f in (healthy, stall_once, slow_input, sync, pageable_h2d, fp32, launch_bound,
+                                      small_batch, weak_stall, logged, workers, memory, ncu)}
 
 
 def main():
@@ -321,8 +372,8 @@ def main():
         labels["scenarios"].append(label)
         torch.cuda.empty_cache()
         print(f"{n}: {time.time() - t0:.1f} s", flush=True)
-    with open(os.path.join(args.out, "labels.json"), "w") as f:
-        json.dump(labels, f, indent=1)
+        with open(os.path.join(args.out, "labels.json"), "w") as f:  # after each: a run cut short keeps what it made
+            json.dump(labels, f, indent=1)
     print(f"wrote {args.out}/labels.json; score it with: go run -tags duckdb_arrow ./bench/gpucheck {args.out}")
 
 
