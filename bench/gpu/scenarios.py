@@ -123,14 +123,48 @@ class SlowDataset(torch.utils.data.Dataset):
         return torch.randint(0, self.vocab, (self.seq,))
 
 
+# MODE is how a scenario's steps are recorded: "full" (torch.profiler with
+# shapes and Python stacks, as most users run it), "lean" (the profiler
+# without them, so the host pays less for it) or "none" (no profiler: the
+# steps are only timed, which is the job's own speed that the profiled
+# traces are measured against).
+MODE = "full"
+TIMINGS = {}  # scenario -> host time of each profiled step (ms), MODE "none"
+
+
+class StepTimer:
+    """MODE "none": the profiler's place in a scenario's loop. It times the
+    steps the profiler would record (WAIT+WARMUP onwards) on the host, the
+    last one after the GPU has finished."""
+
+    def __init__(self, name):
+        self.name, self.marks = name, []
+
+    def __enter__(self):
+        self.marks.append(time.perf_counter())
+        return self
+
+    def step(self):
+        if len(self.marks) == WAIT + WARMUP + ACTIVE:
+            torch.cuda.synchronize()  # the last recorded step ends when its work does
+        self.marks.append(time.perf_counter())
+
+    def __exit__(self, *exc):
+        m = self.marks[WAIT + WARMUP: WAIT + WARMUP + ACTIVE + 1]
+        TIMINGS[self.name] = [round((b - a) * 1000, 3) for a, b in zip(m, m[1:])]
+        return False
+
+
 def profiler(path):
+    if MODE == "none":
+        return StepTimer(os.path.basename(os.path.dirname(path)))
     os.makedirs(os.path.dirname(path), exist_ok=True)
     return profile(
         activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
         schedule=schedule(wait=WAIT, warmup=WARMUP, active=ACTIVE, repeat=1),
         on_trace_ready=lambda p: p.export_chrome_trace(path),
-        record_shapes=True,
-        with_stack=True,
+        record_shapes=MODE == "full",
+        with_stack=MODE == "full",
     )
 
 
@@ -345,8 +379,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="bench/gpu/run", help="folder to write the scenarios and labels.json to")
     ap.add_argument("--only", default="", help="comma-separated scenario names (default: all)")
+    ap.add_argument("--mode", default="full", choices=["full", "lean", "none"],
+                    help="full: torch.profiler with shapes and stacks; lean: without them; "
+                         "none: no profiler, the steps timed into OUT/timings.json")
     ap.add_argument("--ncu-child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    global MODE
+    MODE = args.mode
     if args.ncu_child:
         ncu_child()
         return
@@ -359,7 +398,9 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     labels = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda,
               "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "profiled_steps": ACTIVE, "scenarios": []}
+              "profiled_steps": ACTIVE, "mode": MODE, "scenarios": []}
+    if MODE != "full":
+        names = [n for n in names if n not in ("memory", "ncu")]  # they have no profiled steps
     for n in names:
         t0 = time.time()
         torch.manual_seed(0)
@@ -374,6 +415,9 @@ def main():
         print(f"{n}: {time.time() - t0:.1f} s", flush=True)
         with open(os.path.join(args.out, "labels.json"), "w") as f:  # after each: a run cut short keeps what it made
             json.dump(labels, f, indent=1)
+        if MODE == "none":
+            with open(os.path.join(args.out, "timings.json"), "w") as f:
+                json.dump(TIMINGS, f, indent=1)
     print(f"wrote {args.out}/labels.json; score it with: go run -tags duckdb_arrow ./bench/gpucheck {args.out}")
 
 
