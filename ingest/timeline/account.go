@@ -187,8 +187,10 @@ func (a *accounter) activities() {
 }
 
 // windows makes each step's window: from the end of the previous step's
-// GPU work (the first: from its host start or first activity) to the end
-// of its own GPU work (the GPU rows take the step of their launch).
+// GPU work (the first: from its host start or first activity, or from the
+// end of the GPU work launched before the capture, whichever is later) to
+// the end of its own GPU work (the GPU rows take the step of their
+// launch).
 func (a *accounter) windows(steps *stream.StepTable) {
 	s := a.s
 	type st struct {
@@ -223,6 +225,21 @@ func (a *accounter) windows(steps *stream.StepTable) {
 		x.gpuEnd = max(x.gpuEnd, act.e)
 		x.acts++
 	}
+	// the GPU work queued before the capture began (its launches are not in
+	// the trace, so it has no step) that still ran when the first step's
+	// did not: the backlog of a GPU-bound job, which ran through the first
+	// recorded step's host time and would make that step look a stall
+	backlogEnd := int64(-1)
+	if first := list[0]; first.gpuStart >= 0 {
+		for _, act := range a.acts {
+			if act.s >= first.gpuStart {
+				break
+			}
+			if !s.Step.Valid(int(act.row)) {
+				backlogEnd = max(backlogEnd, min(act.e, first.gpuStart))
+			}
+		}
+	}
 	prev := int64(0)
 	for i, x := range list {
 		start := prev
@@ -231,6 +248,7 @@ func (a *accounter) windows(steps *stream.StepTable) {
 			if x.gpuStart >= 0 {
 				start = min(start, x.gpuStart)
 			}
+			start = max(start, backlogEnd)
 		}
 		end := x.gpuEnd
 		if end < 0 {

@@ -219,3 +219,55 @@ func TestCorpusAccounts(t *testing.T) {
 		t.Errorf("only %d corpus traces have an account", n)
 	}
 }
+
+// A GPU-bound job's capture begins with the GPU still running work
+// launched before it (no launch in the trace, so no step): that backlog
+// ran during the first recorded step's host time but is not that step's.
+// Without the first window starting after it, the first step looked a
+// 2.5x stall of "compute" (fp32 on an H100, bench/gpu).
+func TestBacklogBeforeTheCapture(t *testing.T) {
+	ev := func(cat, name string, ts, dur float64, corr int) string {
+		args, pid, tid := "", 1, 1
+		if corr > 0 {
+			args = fmt.Sprintf(`, "args": {"correlation": %d, "stream": 7, "device": 0}`, corr)
+		}
+		if cat == "kernel" {
+			pid, tid = 0, 7
+		}
+		return fmt.Sprintf(`{"ph": "X", "cat": %q, "name": %q, "pid": %d, "tid": %d, "ts": %g, "dur": %g%s}`, cat, name, pid, tid, ts, dur, args)
+	}
+	var events []string
+	// launched before the capture: correlations 1-3, no launch call here
+	for i := range 3 {
+		events = append(events, ev("kernel", "backlog", 5+float64(i)*100, 100, 1+i))
+	}
+	// three steps of 100 us of host time, each launching 300 us of kernels
+	// (the host runs ahead, then waits in its launches)
+	corr := 10
+	gpu := 305.0
+	for step := range 3 {
+		host := float64(step) * 100
+		events = append(events, ev("user_annotation", fmt.Sprintf("ProfilerStep#%d", step+3), host, 100, 0))
+		for k := range 3 {
+			events = append(events, ev("cuda_runtime", "cudaLaunchKernel", host+float64(k)*30+1, 5, corr))
+			events = append(events, ev("kernel", "gemm", gpu, 100, corr))
+			gpu += 100
+			corr++
+		}
+	}
+	tr := read(t, []byte(`{"traceEvents": [`+strings.Join(events, ",\n")+`]}`))
+	checkTiling(t, "backlog", tr.Account)
+	lens := map[int32]int64{}
+	compute := map[int32]int64{}
+	for _, r := range tr.Account {
+		lens[r.Step] = r.EndNS - r.StartNS
+		if r.Category == "compute" {
+			compute[r.Step] += r.NS
+		}
+	}
+	for step := int32(3); step <= 5; step++ {
+		if lens[step] != 300_000 || compute[step] != 300_000 {
+			t.Errorf("step %d: window %d ns with %d ns of compute, want 300 us of its own kernels", step, lens[step], compute[step])
+		}
+	}
+}
