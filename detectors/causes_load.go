@@ -31,6 +31,9 @@ func loadCauseInput(ctx context.Context, st *duck.Store, r *report.Report, cfg C
 	if in.Account, err = loadAccount(ctx, st); err != nil {
 		return in, err
 	}
+	if in.Recorded, err = loadRecorded(ctx, st); err != nil {
+		return in, err
+	}
 	in.Stacks = map[causes.StackKey]string{}
 	wanted := causes.StacksWanted(in.Account)
 	for _, run := range r.Runs {
@@ -137,6 +140,38 @@ func loadAccount(ctx context.Context, st *duck.Store) (map[string][]causes.Accou
 			return nil, err
 		}
 		out[run] = append(out[run], r)
+	}
+	return out, rows.Err()
+}
+
+// loadRecorded is each run's host events recorded in a typical analysed
+// step (causes.Recorded): the events of the steps in the analysis window,
+// over the steps, a mean over the ranks.
+func loadRecorded(ctx context.Context, st *duck.Store) (map[string]causes.Recorded, error) {
+	rows, err := st.Query(ctx, `
+		WITH per AS (
+		  SELECT s.run_id, s.rank, count(DISTINCT s.step) AS steps,
+		         count(*) FILTER (WHERE s.kind = 'cpu_op') AS ops,
+		         count(*) FILTER (WHERE s.kind IN ('runtime', 'driver')) AS calls,
+		         count(*) FILTER (WHERE s.kind = 'python') AS python
+		  FROM slices s LEFT JOIN analysis_window w ON w.run_id = s.run_id AND w.rank = s.rank
+		  WHERE s.kind IN ('cpu_op', 'runtime', 'driver', 'python') AND s.step IS NOT NULL
+		    AND (w.step_lo IS NULL OR s.step >= w.step_lo) AND (w.step_hi IS NULL OR s.step <= w.step_hi)
+		  GROUP BY s.run_id, s.rank)
+		SELECT run_id, avg(ops / steps), avg(calls / steps), avg(python / steps)
+		FROM per WHERE steps > 0 GROUP BY run_id`)
+	if err != nil {
+		return nil, fmt.Errorf("recorded host events: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]causes.Recorded{}
+	for rows.Next() {
+		var run string
+		var r causes.Recorded
+		if err := rows.Scan(&run, &r.Ops, &r.Calls, &r.Python); err != nil {
+			return nil, err
+		}
+		out[run] = r
 	}
 	return out, rows.Err()
 }

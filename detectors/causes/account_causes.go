@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/trainscope/trainscope/detectors/mdfmt"
 	"github.com/trainscope/trainscope/detectors/report"
 )
 
@@ -68,6 +69,7 @@ func (j *judge) accountCauses(run string, ra *runAccount, others []rootCause) []
 		idle["launch"] += idle["unrecorded"]
 		idle["unrecorded"] = 0
 	}
+	taken := j.profilerCost(run, idle)
 	for cause, cost := range idle {
 		if !j.costsEnough(cost, step) {
 			continue
@@ -90,6 +92,7 @@ func (j *judge) accountCauses(run string, ra *runAccount, others []rootCause) []
 			ns, n := t.sumOf("idle/unrecorded/")
 			c.gaps = n == 0 || float64(ns)/float64(n) < longGapNS
 		}
+		c.profiler = taken[cause]
 		c.Subject, c.subjectKey, c.stack = subjectOf(top), top, -1
 		if top != "" {
 			c.stack = t.stack[top]
@@ -128,6 +131,7 @@ func (j *judge) accountCauses(run string, ra *runAccount, others []rootCause) []
 				continue
 			}
 			c, ok := j.stallCause(run, ra, s, t, others)
+			c.firstStep = s == ra.ranks[rank][0]
 			// a hiccup of a few ms is an outlier line, not a root cause
 			if ok && (c.StallNS >= j.cfg.OneOffNS || j.costsEnough(c.CostNS, step)) {
 				out = append(out, c)
@@ -141,8 +145,54 @@ func (j *judge) accountCauses(run string, ra *runAccount, others []rootCause) []
 			c.Stack = j.stacks[StackKey{run, *c.Rank, c.stack}]
 		}
 		c.Headline, c.Evidence = accountText(*c, t)
+		if c.profiler > 0 {
+			c.Headline += fmt.Sprintf(", after taking off %s a step that is the profiler's own recording cost (time untraced steps to confirm)", mdfmt.Duration(c.profiler))
+			c.Evidence = append(c.Evidence, j.profilerText(run, *c))
+		}
 	}
 	return out
+}
+
+// profilerEventNS is what torch.profiler costs the host for each event it
+// records (an operator, a runtime call, a Python frame), in a traced step
+// that an untraced one does not pay. Measured on an H100 machine's host
+// (bench/gpu, bench/ACCURACY.md): a host-bound transformer's step of
+// 7,700 recorded events took 36.8 ms traced with with_stack and
+// record_shapes, 32.1 ms traced without them (5,000 events) and 20.3 ms
+// untraced: 2.1-2.3 us an event; a tiny MLP's, 4.6 us. The lower figure,
+// rounded down, so that what is taken off is at most the profiler's.
+const profilerEventNS = 2000
+
+// profilerCost takes the profiler's own recording cost off a run's
+// host-side idle (launch and host work, in proportion), the part of a
+// traced step that the untraced job does not spend: what it took off,
+// by cause.
+func (j *judge) profilerCost(run string, idle map[string]float64) map[string]float64 {
+	cost := j.recorded[run].Events() * profilerEventNS
+	side := idle["launch"] + idle["host"]
+	if cost <= 0 || side <= 0 {
+		return nil
+	}
+	cut := min(cost, side)
+	taken := map[string]float64{}
+	for _, cause := range []string{"launch", "host"} {
+		taken[cause] = idle[cause] / side * cut
+		idle[cause] -= taken[cause]
+	}
+	return taken
+}
+
+// profilerText is the evidence line of a host-side cause the profiler's
+// cost was taken off.
+func (j *judge) profilerText(run string, c rootCause) string {
+	r := j.recorded[run]
+	what := fmt.Sprintf("%.0f operators, %.0f runtime and driver calls", r.Ops, r.Calls)
+	if r.Python > 0 {
+		what += fmt.Sprintf(" and %.0f Python frames (with_stack=True)", r.Python)
+	}
+	return fmt.Sprintf("the profiler's own cost: it recorded %s a step, about %s of host time at %s each that an untraced step does not spend; "+
+		"%s a step of it is taken off this cause. Time some steps without the profiler: if they take about the GPU's busy time, the job is GPU-bound and this cause is mostly the profiler's",
+		what, mdfmt.Duration(r.Events()*profilerEventNS), mdfmt.Duration(profilerEventNS), mdfmt.Duration(c.profiler))
 }
 
 // rankOutliers are the ranks of a multi-rank run that lose a step's time

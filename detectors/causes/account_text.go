@@ -64,6 +64,9 @@ func accountText(c rootCause, t typical) (string, []string) {
 		default:
 			head += "its kernels ran longer"
 		}
+		if c.firstStep {
+			head += "; it is the first step the profiler recorded, which also pays for starting the recording: not the job's stall unless a later step repeats it"
+		}
 	}
 	ev := []string{t.breakdown()}
 	if c.Kind == "one_off_stall" {

@@ -65,7 +65,21 @@ type Input struct {
 	Account map[string][]AccountRow
 	// Stacks are call stacks as frames from the outermost, the last few
 	Stacks map[StackKey]string
+	// Recorded is each run's host events the profiler recorded in a
+	// typical analysed step (mean over its ranks): the profiler's own cost
+	// on the host grows with them
+	Recorded map[string]Recorded
 }
+
+// Recorded counts the host events torch.profiler recorded in a run's
+// typical analysed step: operators, runtime and driver calls, and Python
+// frames (with_stack=True), each a mean over its ranks.
+type Recorded struct {
+	Ops, Calls, Python float64
+}
+
+// Events is every recorded host event of the step.
+func (r Recorded) Events() float64 { return r.Ops + r.Calls + r.Python }
 
 // Verdict is what Judge decides: the findings numbered and linked to the
 // causes they show or are explained by, the root causes costliest first
@@ -91,6 +105,7 @@ type judge struct {
 	roles    map[string]report.Role
 	steps    map[string]StepWindow
 	stacks   map[StackKey]string
+	recorded map[string]Recorded
 
 	causes          []rootCause
 	headlines       []report.Headline
@@ -114,7 +129,7 @@ type judge struct {
 // but in, and leaves in as it was.
 func Judge(in Input) Verdict {
 	j := &judge{cfg: in.Config, runs: in.Runs, findings: slices.Clone(in.Findings), metrics: in.Metrics,
-		roles: in.Roles, steps: in.Steps, stacks: in.Stacks}
+		roles: in.Roles, steps: in.Steps, stacks: in.Stacks, recorded: in.Recorded}
 	j.buildCauses(in)
 	j.buildSummary()
 	j.buildHeadlines()
@@ -146,9 +161,10 @@ func (j *judge) buildCauses(in Input) {
 		j.hardwareCauses(run.RunID, causes)
 		// costliest first; idle the trace cannot explain comes after every
 		// cause it can (the verdict names what is known, and says when the
-		// unknown costs more), and in short stretches never heads at all
+		// unknown costs more), and in short stretches never heads at all;
+		// so does a stall in the first recorded step
 		slices.SortStableFunc(causes, func(a, b rootCause) int {
-			return cmp.Or(cmp.Compare(boolInt(a.Kind == "unrecorded_idle"), boolInt(b.Kind == "unrecorded_idle")), cmp.Compare(b.CostNS, a.CostNS))
+			return cmp.Or(cmp.Compare(boolInt(a.last()), boolInt(b.last())), cmp.Compare(b.CostNS, a.CostNS))
 		})
 		for i := range causes {
 			causes[i].ID = fmt.Sprintf("c%d", len(j.causes)+i+1)

@@ -26,15 +26,27 @@ type rootCause struct {
 	precision  [3]float64
 	share      float64
 	peerMedian float64 // a rank outlier's peers' median, ns a step
+	// profiler: ns a step of a host-side cause taken off it as the
+	// profiler's own recording cost (profilerCost)
+	profiler float64
 	// rankOutlier: one rank of several losing more than its peers to it
 	rankOutlier bool
 	// gaps: idle the trace cannot explain, in short stretches (between
 	// sparse events, not host work of its own): it never heads the verdict
 	gaps bool
+	// firstStep: a one-off stall in its rank's first recorded step, which
+	// also pays for the profiler starting its recording (on an H100 such
+	// a step took 185-273 ms more than the others traced, and no longer
+	// than them untraced: bench/gpu); it never heads the verdict
+	firstStep bool
 }
 
 // heads says whether a cause may head the verdict.
-func (c rootCause) heads() bool { return !(c.Kind == "unrecorded_idle" && c.gaps) }
+func (c rootCause) heads() bool { return !(c.Kind == "unrecorded_idle" && c.gaps) && !c.firstStep }
+
+// last says whether a cause comes after every other of its run: idle the
+// trace cannot explain, and a stall in the first recorded step.
+func (c rootCause) last() bool { return c.Kind == "unrecorded_idle" || c.firstStep }
 
 // Late is one collective instance a rank held up, and what that rank did
 // before it compared with its peers (a row of the late_arrivals view):

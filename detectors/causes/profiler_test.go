@@ -1,0 +1,110 @@
+package causes
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/trainscope/trainscope/detectors/report"
+)
+
+// oneRank is a run of one rank and six 53 ms steps, each 27 ms of
+// compute, 17 ms idle in launches and 9 ms idle in host work; stallStep
+// (when >= 0) holds 180 ms more host work.
+func oneRank(rec Recorded, stallStep int) Input {
+	in := Input{Config: defaults,
+		Runs:     []report.RunInfo{{RunID: "r", Ranks: []int{0}, WorldSize: 1, GPUActivities: 100, TraceRanks: 1}},
+		Steps:    map[string]StepWindow{"r": {Steps: 6, MedianNS: 53e6}},
+		Account:  map[string][]AccountRow{},
+		Recorded: map[string]Recorded{"r": rec},
+	}
+	at := int64(0)
+	for step := range 6 {
+		host := int64(9e6)
+		if step == stallStep {
+			host += 180e6
+		}
+		end := at + 27e6 + 17e6 + host
+		for _, r := range []struct {
+			cat, cause, subject string
+			ns                  int64
+		}{{"compute", "kernels", "", 27e6}, {"idle", "launch", "aten::copy_", 17e6}, {"idle", "host", "train.py(9): save", host}} {
+			in.Account["r"] = append(in.Account["r"], AccountRow{Rank: 0, Step: step + 3, StartNS: at, EndNS: end, Complete: true, InWindow: true,
+				Cat: r.cat, Cause: r.cause, Subject: r.subject, Stack: -1, NS: r.ns, Intervals: 10, LongestNS: r.ns / 10})
+		}
+		at = end
+	}
+	return in
+}
+
+func causeOf(v Verdict, kind string) *report.Cause {
+	for i := range v.Causes {
+		if v.Causes[i].Kind == kind {
+			return &v.Causes[i]
+		}
+	}
+	return nil
+}
+
+// The profiler's recording cost (profilerEventNS an event) comes off the
+// host-side causes in proportion, and the headline says so; a trace that
+// recorded nothing keeps them whole.
+func TestProfilerCostTakenOff(t *testing.T) {
+	rec := Recorded{Ops: 4400, Calls: 780, Python: 2640} // the H100 transformer's step
+	cost := rec.Events() * profilerEventNS
+	for _, c := range []struct {
+		name             string
+		rec              Recorded
+		launch, hostWork float64
+	}{
+		{"no events", Recorded{}, 17e6, 9e6},
+		{"a traced transformer", rec, 17e6 - 17.0/26*cost, 9e6 - 9.0/26*cost},
+		// more recorded than the host-side idle: both go to zero
+		{"more than the idle", Recorded{Ops: 20000}, 0, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v := Judge(oneRank(c.rec, -1))
+			for kind, want := range map[string]float64{"launch_bound": c.launch, "host_bound": c.hostWork} {
+				got := causeOf(v, kind)
+				if want == 0 {
+					if got != nil {
+						t.Errorf("%s: %.0f ns a step, want no cause", kind, got.CostNS)
+					}
+					continue
+				}
+				if got == nil || math.Abs(got.CostNS-want) > 1 {
+					t.Fatalf("%s: %+v, want %.0f ns a step", kind, got, want)
+				}
+				taken := strings.Contains(got.Headline, "profiler's own recording cost")
+				if taken != (c.rec.Events() > 0) {
+					t.Errorf("%s: headline %q: says the profiler's cost was taken off: %v", kind, got.Headline, taken)
+				}
+			}
+		})
+	}
+}
+
+// A stall in the first recorded step is listed after the other causes and
+// never heads the verdict (it pays for the profiler's start); the same
+// stall in a later step heads it.
+func TestFirstStepStall(t *testing.T) {
+	for _, c := range []struct {
+		step  int
+		heads bool
+	}{{0, false}, {2, true}} {
+		v := Judge(oneRank(Recorded{}, c.step))
+		stall := causeOf(v, "one_off_stall")
+		if stall == nil {
+			t.Fatalf("stall in step index %d: no one-off stall among %+v", c.step, v.Causes)
+		}
+		if got := v.Headlines[0].Kind == "one_off_stall"; got != c.heads {
+			t.Errorf("stall in step index %d: heads the verdict %v, want %v (%q)", c.step, got, c.heads, v.Headlines[0].Text)
+		}
+		if first := strings.Contains(stall.Headline, "first step the profiler recorded"); first != (c.step == 0) {
+			t.Errorf("stall in step index %d: %q", c.step, stall.Headline)
+		}
+		if !c.heads && v.Causes[len(v.Causes)-1].Kind != "one_off_stall" {
+			t.Errorf("a first-step stall is not listed last: %+v", v.Causes)
+		}
+	}
+}
