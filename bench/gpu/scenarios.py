@@ -214,23 +214,36 @@ def healthy(out):
     return {"cause": "none", "what": "a 166M-parameter transformer, bf16 autocast, fused AdamW; nothing injected"}
 
 
-def stall_once(out):
+def stall_scenario(out, name, ms, what):
     # the profiled steps are WAIT+WARMUP .. STEPS-2; stall before the third of them
     stall_at = WAIT + WARMUP + 2
-    gpt_scenario(out, "stall_once", before_step=lambda s: save_checkpoint_metadata(150) if s == stall_at else None)
-    return {"cause": "stall", "step_index": stall_at - WAIT - WARMUP, "ms": 150,
-            "what": "150 ms of host work (save_checkpoint_metadata) before one step"}
+    gpt_scenario(out, name, before_step=lambda s: save_checkpoint_metadata(ms) if s == stall_at else None)
+    return {"cause": "stall", "step_index": stall_at - WAIT - WARMUP, "ms": ms, "what": what}
 
 
-def slow_input(out):
+def stall_once(out):
+    return stall_scenario(out, "stall_once", 150, "150 ms of host work (save_checkpoint_metadata) before one step")
+
+
+def input_scenario(out, name, workers=0):
+    """The healthy transformer fed by SlowDataset's ~60 ms of Python per
+    batch: in the training process (workers=0), or in worker processes."""
     model, opt = gpt_setup()
     batch, seq = 8, 1024
-    loader = torch.utils.data.DataLoader(SlowDataset(STEPS * batch, seq + 1, 32000, 60, batch), batch_size=batch, num_workers=0)
-    with profiler(trace_path(out, "slow_input")) as prof:
-        for tokens in loader:
+    extra = dict(num_workers=workers, pin_memory=True, prefetch_factor=4) if workers else {}
+    loader = torch.utils.data.DataLoader(SlowDataset(STEPS * batch, seq + 1, 32000, 60, batch), batch_size=batch, **extra)
+    it = iter(loader)
+    if workers:
+        time.sleep(1.0)  # the workers start and fill their queues, as they would over a long run
+    with profiler(trace_path(out, name)) as prof:
+        for tokens in it:
             train_step(model, opt, tokens.to(DEV, non_blocking=True))
             prof.step()
     torch.cuda.synchronize()
+
+
+def slow_input(out):
+    input_scenario(out, "slow_input")
     return {"cause": "input", "ms": 60, "what": "~60 ms of Python per batch in a single-process DataLoader"}
 
 
@@ -284,10 +297,7 @@ def small_batch(out):
 
 
 def weak_stall(out):
-    stall_at = WAIT + WARMUP + 2
-    gpt_scenario(out, "weak_stall", before_step=lambda s: save_checkpoint_metadata(12) if s == stall_at else None)
-    return {"cause": "stall", "step_index": stall_at - WAIT - WARMUP, "ms": 12,
-            "what": "12 ms of host work (save_checkpoint_metadata) before one step: a weak fault"}
+    return stall_scenario(out, "weak_stall", 12, "12 ms of host work (save_checkpoint_metadata) before one step: a weak fault")
 
 
 def logged(out):
@@ -308,17 +318,7 @@ def logged(out):
 def workers(out):
     # slow_input's 60 ms of Python per batch, made by 6 worker processes and
     # pinned: the loader keeps ahead of the GPU, so the input is not the limit
-    model, opt = gpt_setup()
-    batch, seq = 8, 1024
-    loader = torch.utils.data.DataLoader(SlowDataset(STEPS * batch, seq + 1, 32000, 60, batch), batch_size=batch,
-                                         num_workers=6, pin_memory=True, prefetch_factor=4)
-    it = iter(loader)
-    time.sleep(1.0)  # the workers start and fill their queues, as they would over a long run
-    with profiler(trace_path(out, "workers")) as prof:
-        for tokens in it:
-            train_step(model, opt, tokens.to(DEV, non_blocking=True))
-            prof.step()
-    torch.cuda.synchronize()
+    input_scenario(out, "workers", workers=6)
     return {"cause": "none", "ms": 60, "what": "slow_input's 60 ms batches made by 6 pinned DataLoader workers (a distractor for input)"}
 
 

@@ -148,3 +148,53 @@ func TestNames(t *testing.T) {
 		t.Errorf("cause claim %s %q", c, s)
 	}
 }
+
+// Real traces from an H100 (testdata/gpu-h100): what the verdict must get
+// right on them, each the fix of a wrong verdict seen there.
+func TestRealH100(t *testing.T) {
+	if testing.Short() {
+		t.Skip("analyses four real traces")
+	}
+	dir := filepath.Join("..", "..", "testdata", "gpu-h100")
+	set, err := detectors.NewSet(detectors.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reports := map[string]*report.Report{}
+	for _, name := range []string{"healthy", "fp32", "sync", "small_batch"} {
+		rep, err := analyze(context.Background(), set, filepath.Join(dir, name), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reports[name] = rep
+	}
+	causeOf := func(rep *report.Report, kind string) *report.Cause {
+		for i := range rep.Causes {
+			if rep.Causes[i].Kind == kind {
+				return &rep.Causes[i]
+			}
+		}
+		return nil
+	}
+	// fp32: the GPU still ran the warm-up's backlog in the first recorded
+	// step, which looked a 273 ms compute stall; precision is the cause
+	if claim, said := claimOf(reports["fp32"]); claim != "precision" || causeOf(reports["fp32"], "one_off_stall") != nil {
+		t.Errorf("fp32: the verdict names %s (%s), causes %+v; want precision and no stall", claim, said, reports["fp32"].Causes)
+	}
+	// sync: the first recorded step took 185 ms more on the host (traced
+	// only: untraced, no step was slow); it must not head the verdict
+	if claim, said := claimOf(reports["sync"]); claim == "stall" {
+		t.Errorf("sync: the verdict names the first recorded step's stall: %s", said)
+	}
+	// healthy: GPU-bound untraced (29-31 ms a step, 27.4 ms of GPU work);
+	// traced, 33.5% of its step was blamed on launches. The profiler's own
+	// cost comes off and the verdict says so
+	if c := causeOf(reports["healthy"], "launch_bound"); c != nil && (c.CostPct > 25 || !strings.Contains(c.Headline, "profiler's own recording cost")) {
+		t.Errorf("healthy: launch-bound at %.1f%% of a step: %s", c.CostPct, c.Headline)
+	}
+	// small batch: host-bound untraced too (20 ms a step against 4.7 ms of
+	// GPU work), which taking off the profiler's cost must not hide
+	if claim, said := claimOf(reports["small_batch"]); claim != "launch" {
+		t.Errorf("small_batch: the verdict names %s (%s), want launch", claim, said)
+	}
+}

@@ -161,8 +161,8 @@ func (j *judge) buildCauses(in Input) {
 		j.hardwareCauses(run.RunID, causes)
 		// costliest first; idle the trace cannot explain comes after every
 		// cause it can (the verdict names what is known, and says when the
-		// unknown costs more), and in short stretches never heads at all;
-		// so does a stall in the first recorded step
+		// unknown costs more), and in short stretches never heads at all; a
+		// stall in the first recorded step comes after the known causes too
 		slices.SortStableFunc(causes, func(a, b rootCause) int {
 			return cmp.Or(cmp.Compare(boolInt(a.last()), boolInt(b.last())), cmp.Compare(b.CostNS, a.CostNS))
 		})

@@ -37,12 +37,13 @@ type rootCause struct {
 	// firstStep: a one-off stall in its rank's first recorded step, which
 	// also pays for the profiler starting its recording (on an H100 such
 	// a step took 185-273 ms more than the others traced, and no longer
-	// than them untraced: bench/gpu); it never heads the verdict
+	// than them untraced: bench/gpu); it comes after every other cause, so
+	// it heads the verdict only when nothing else costs enough
 	firstStep bool
 }
 
 // heads says whether a cause may head the verdict.
-func (c rootCause) heads() bool { return !(c.Kind == "unrecorded_idle" && c.gaps) && !c.firstStep }
+func (c rootCause) heads() bool { return !(c.Kind == "unrecorded_idle" && c.gaps) }
 
 // last says whether a cause comes after every other of its run: idle the
 // trace cannot explain, and a stall in the first recorded step.

@@ -84,15 +84,21 @@ func TestProfilerCostTakenOff(t *testing.T) {
 	}
 }
 
-// A stall in the first recorded step is listed after the other causes and
-// never heads the verdict (it pays for the profiler's start); the same
-// stall in a later step heads it.
+// A stall in the first recorded step is listed after the other causes
+// (it pays for the profiler's start) and heads the verdict only when
+// nothing else costs enough; the same stall in a later step heads it.
 func TestFirstStepStall(t *testing.T) {
 	for _, c := range []struct {
 		step  int
+		rec   Recorded
 		heads bool
-	}{{0, false}, {2, true}} {
-		v := Judge(oneRank(Recorded{}, c.step))
+	}{
+		{0, Recorded{}, false},
+		{2, Recorded{}, true},
+		// the profiler's cost takes every other cause away: the stall heads
+		{0, Recorded{Ops: 20000}, true},
+	} {
+		v := Judge(oneRank(c.rec, c.step))
 		stall := causeOf(v, "one_off_stall")
 		if stall == nil {
 			t.Fatalf("stall in step index %d: no one-off stall among %+v", c.step, v.Causes)
@@ -103,7 +109,7 @@ func TestFirstStepStall(t *testing.T) {
 		if first := strings.Contains(stall.Headline, "first step the profiler recorded"); first != (c.step == 0) {
 			t.Errorf("stall in step index %d: %q", c.step, stall.Headline)
 		}
-		if !c.heads && v.Causes[len(v.Causes)-1].Kind != "one_off_stall" {
+		if c.step == 0 && v.Causes[len(v.Causes)-1].Kind != "one_off_stall" {
 			t.Errorf("a first-step stall is not listed last: %+v", v.Causes)
 		}
 	}
