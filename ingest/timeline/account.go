@@ -121,11 +121,36 @@ type accounter struct {
 	byLaunches []*hostThread
 	agg        map[aggKey]*stream.AccountRow
 	winAt      int // the window cursor of add
+	// launchName: whether a call's name is a launch's (blocks), by name id
+	launchName map[int32]bool
 }
 
 func (a *accounter) isCall(i int) bool {
 	k := a.s.Kind.V[i]
 	return k == a.k.runtime || k == a.k.driver
+}
+
+// blocks says whether row r is a runtime or driver call long enough to
+// have waited for the GPU (blockingNS) that can wait for it: not a launch
+// (cudaLaunchKernel, cuLaunchKernelEx, cudaGraphLaunch, hipLaunchKernel
+// ...), which only blocks on a full queue, when the GPU is busy. A launch
+// slowed by the profiler (tens of us each with CUPTI on) while the GPU ran
+// dry is launch overhead, not a sync (a tiny MLP traced on an H100 had
+// 9.7 ms a step of such "syncs" in aten::addcdiv_ and the like).
+func (a *accounter) blocks(r int32) bool {
+	if !a.isCall(int(r)) || a.s.Dur.V[r] < blockingNS {
+		return false
+	}
+	id := a.s.Name.V[r]
+	launch, ok := a.launchName[id]
+	if !ok {
+		launch = strings.Contains(a.s.Str.Get(id), "Launch")
+		if a.launchName == nil {
+			a.launchName = map[int32]bool{}
+		}
+		a.launchName[id] = launch
+	}
+	return !launch
 }
 
 func (a *accounter) isHost(i int) bool {

@@ -271,3 +271,52 @@ func TestBacklogBeforeTheCapture(t *testing.T) {
 		}
 	}
 }
+
+// A launch call slowed by the profiler (CUPTI on: tens of us) while the
+// GPU runs dry is launch overhead, not a sync: only a call that can wait
+// for the GPU (a synchronize, a blocking copy) drains it. Before, a tiny
+// MLP traced on an H100 had 9.7 ms a step of "syncs" in aten::addcdiv_.
+func TestSlowLaunchIsNoSync(t *testing.T) {
+	ev := func(cat, name string, ts, dur float64, corr int) string {
+		args, pid, tid := "", 1, 1
+		if corr > 0 {
+			args = fmt.Sprintf(`, "args": {"correlation": %d, "stream": 7, "device": 0}`, corr)
+		}
+		if cat == "kernel" {
+			pid, tid = 0, 7
+		}
+		return fmt.Sprintf(`{"ph": "X", "cat": %q, "name": %q, "pid": %d, "tid": %d, "ts": %g, "dur": %g%s}`, cat, name, pid, tid, ts, dur, args)
+	}
+	for _, c := range []struct {
+		call, cause string
+	}{
+		{"cudaLaunchKernel", "launch"},
+		{"cuLaunchKernelEx", "launch"},
+		{"cudaStreamSynchronize", "sync"},
+	} {
+		events := []string{
+			ev("user_annotation", "ProfilerStep#1", 0, 300, 0),
+			ev("cuda_runtime", "cudaLaunchKernel", 1, 4, 1),
+			ev("kernel", "k1", 10, 40, 1), // busy 10-50
+			ev("cpu_op", "aten::addcdiv_", 40, 60, 0),
+			// the GPU runs dry at 50 inside this 50 us call
+			ev("cuda_runtime", c.call, 45, 50, 0),
+			ev("cuda_runtime", "cudaLaunchKernel", 110, 4, 2),
+			ev("kernel", "k2", 120, 40, 2),
+		}
+		tr := read(t, []byte(`{"traceEvents": [`+strings.Join(events, ",\n")+`]}`))
+		checkTiling(t, c.call, tr.Account)
+		got := map[string]int64{}
+		for _, r := range tr.Account {
+			if r.Category == "idle" {
+				got[r.Cause] += r.NS
+			}
+		}
+		if c.cause == "sync" && got["sync"] != 70_000 {
+			t.Errorf("%s: %v ns of idle by cause, want the 70 us from 50 to 120 as sync", c.call, got)
+		}
+		if c.cause == "launch" && got["sync"] != 0 {
+			t.Errorf("%s: %v ns of idle by cause, want no sync", c.call, got)
+		}
+	}
+}

@@ -240,8 +240,8 @@ func (t *hostThread) at(x int64) int {
 }
 
 // blockingAt is the call the thread was blocked in at instant x (a runtime
-// or driver call that started before x, lasted blockingNS or more and
-// ended after it), or -1.
+// or driver call that can block (blocks), started before x and ended after
+// it), or -1.
 func (t *hostThread) blockingAt(a *accounter, x int64) int32 {
 	i := t.at(x)
 	if i >= len(t.segs) || t.segs[i].s > x {
@@ -249,7 +249,7 @@ func (t *hostThread) blockingAt(a *accounter, x int64) int32 {
 	}
 	s := a.s
 	for r := t.segs[i].row; r >= 0; r = t.parent[r] {
-		if a.isCall(int(r)) && s.TS.V[r] <= x && s.TS.V[r]+s.Dur.V[r] > x && s.Dur.V[r] >= blockingNS {
+		if a.blocks(r) && s.TS.V[r] <= x && s.TS.V[r]+s.Dur.V[r] > x {
 			return r
 		}
 	}
@@ -382,7 +382,7 @@ func (a *accounter) unrecorded(t *hostThread, from, to int64) {
 func (t *hostThread) nextBlockingStart(a *accounter, from, to int64) int64 {
 	for i := t.at(from); i < len(t.segs) && t.segs[i].s < to; i++ {
 		for r := t.segs[i].row; r >= 0; r = t.parent[r] {
-			if a.isCall(int(r)) && a.s.Dur.V[r] >= blockingNS {
+			if a.blocks(r) {
 				if s := a.s.TS.V[r]; s > from && s < to {
 					return s
 				}
