@@ -76,6 +76,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	fs.StringVar(&o.Config, "config", "", configHelp)
 	fs.StringArrayVar(&o.Detectors, "detectors", nil, detectorsHelp)
 	fs.BoolVarP(&o.Quiet, "quiet", "q", false, quietHelp)
+	fs.DurationVar(&o.UntracedStep, "untraced-step", 0, "the step time without the profiler, from your training log (e.g. 29.3ms): the verdict takes what the traced step spends beyond it off the host-side causes, as the profiler's own cost (default: estimated from the events recorded)")
 	fs.BoolVar(&o.SkipBad, "skip-bad", false, "go on past a file that cannot be read (truncated, not a trace): the report names each one skipped and why")
 	cli.ThreadsVar(fs, &o.Threads)
 	fs.BoolVar(&o.Timing, "timing", false, "print a per-phase timing line with the peak memory, and the slowest detectors and shared views, on stderr")

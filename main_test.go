@@ -167,6 +167,8 @@ func TestUsageErrors(t *testing.T) {
 		{"analyze", ".", "--steps", "7-3"},
 		{"analyze", ".", "--ranks", "a"},
 		{"analyze", ".", "--bogus"},
+		{"analyze", ".", "--untraced-step", "-5ms"},
+		{"analyze", ".", "--untraced-step", "fast"},
 		{"sql", "SELECT 1"},
 		{"export", "."},
 		{"export", "--perfetto", "x.json"},

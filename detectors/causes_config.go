@@ -22,6 +22,12 @@ type CausesConfig struct {
 	MinCostZ    float64 `mapstructure:"min_cost_z"`
 	OneOffShare float64 `mapstructure:"one_off_share"`
 	OneOffNS    float64 `mapstructure:"one_off_ns"`
+	// UntracedStepNS is the run's step time without the profiler, as the
+	// user's training log gives it (analyze --untraced-step); 0 when not
+	// known. Given, the traced median step less it is the profiler's own
+	// cost, taken off the host-side causes instead of the per-event
+	// estimate.
+	UntracedStepNS float64 `mapstructure:"untraced_step_ns"`
 }
 
 // DefaultCauses is the cause graph's thresholds when the config sets none.
@@ -58,6 +64,9 @@ func (c CausesConfig) Validate(prefix string) error {
 	}
 	if !(c.OneOffNS >= 0) {
 		bad("one_off_ns", c.OneOffNS, ">= 0 (ns in one step)")
+	}
+	if !(c.UntracedStepNS >= 0) {
+		bad("untraced_step_ns", c.UntracedStepNS, ">= 0 (ns a step without the profiler; 0: not known)")
 	}
 	return errors.Join(errs...)
 }

@@ -69,7 +69,7 @@ func (j *judge) accountCauses(run string, ra *runAccount, others []rootCause) []
 		idle["launch"] += idle["unrecorded"]
 		idle["unrecorded"] = 0
 	}
-	taken := j.profilerCost(run, idle)
+	taken := j.profilerCost(run, idle, step)
 	for cause, cost := range idle {
 		if !j.costsEnough(cost, step) {
 			continue
@@ -92,7 +92,7 @@ func (j *judge) accountCauses(run string, ra *runAccount, others []rootCause) []
 			ns, n := t.sumOf("idle/unrecorded/")
 			c.gaps = n == 0 || float64(ns)/float64(n) < longGapNS
 		}
-		c.profiler = taken[cause]
+		c.profiler, c.profilerStep = taken[cause], step
 		c.Subject, c.subjectKey, c.stack = subjectOf(top), top, -1
 		if top != "" {
 			c.stack = t.stack[top]
@@ -165,10 +165,15 @@ const profilerEventNS = 2000
 
 // profilerCost takes the profiler's own recording cost off a run's
 // host-side idle (launch and host work, in proportion), the part of a
-// traced step that the untraced job does not spend: what it took off,
-// by cause.
-func (j *judge) profilerCost(run string, idle map[string]float64) map[string]float64 {
+// traced step of step ns that the untraced job does not spend: the
+// traced step less the untraced one where the user gave it
+// (Thresholds.UntracedStepNS), else the recorded events' estimate. What
+// it took off, by cause.
+func (j *judge) profilerCost(run string, idle map[string]float64, step float64) map[string]float64 {
 	cost := j.recorded[run].Events() * profilerEventNS
+	if u := j.cfg.UntracedStepNS; u > 0 {
+		cost = max(0, step-u)
+	}
 	side := idle["launch"] + idle["host"]
 	if cost <= 0 || side <= 0 {
 		return nil
@@ -185,6 +190,11 @@ func (j *judge) profilerCost(run string, idle map[string]float64) map[string]flo
 // profilerText is the evidence line of a host-side cause the profiler's
 // cost was taken off.
 func (j *judge) profilerText(run string, c rootCause) string {
+	if u := j.cfg.UntracedStepNS; u > 0 {
+		return fmt.Sprintf("the profiler's own cost: a typical traced step takes %s and an untraced one %s (as given, --untraced-step): "+
+			"the %s between is what recording costs the host, and %s a step of it is taken off this cause",
+			mdfmt.Duration(c.profilerStep), mdfmt.Duration(u), mdfmt.Duration(c.profilerStep-u), mdfmt.Duration(c.profiler))
+	}
 	r := j.recorded[run]
 	what := fmt.Sprintf("%.0f operators, %.0f runtime and driver calls", r.Ops, r.Calls)
 	if r.Python > 0 {

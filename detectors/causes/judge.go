@@ -24,6 +24,8 @@ type Thresholds struct {
 	MinCostZ    float64
 	OneOffShare float64
 	OneOffNS    float64
+	// UntracedStepNS is the step time without the profiler (0: not known)
+	UntracedStepNS float64
 }
 
 // StepWindow is a run's analysed steps and their median duration.

@@ -28,7 +28,8 @@ type rootCause struct {
 	peerMedian float64 // a rank outlier's peers' median, ns a step
 	// profiler: ns a step of a host-side cause taken off it as the
 	// profiler's own recording cost (profilerCost)
-	profiler float64
+	profiler     float64
+	profilerStep float64 // the traced step it was measured against
 	// rankOutlier: one rank of several losing more than its peers to it
 	rankOutlier bool
 	// gaps: idle the trace cannot explain, in short stretches (between

@@ -114,3 +114,30 @@ func TestFirstStepStall(t *testing.T) {
 		}
 	}
 }
+
+// With the untraced step given (analyze --untraced-step), the traced step
+// less it is what comes off, not the per-event estimate; an untraced step
+// as long as the traced one takes nothing off.
+func TestUntracedStepGiven(t *testing.T) {
+	rec := Recorded{Ops: 4400, Calls: 780, Python: 2640}
+	for _, c := range []struct {
+		untraced, launch float64
+	}{
+		{45e6, 17e6 - 17.0/26*(53e6-45e6)},
+		{53e6, 17e6},
+		{20e6, 0},
+	} {
+		in := oneRank(rec, -1)
+		in.Config.UntracedStepNS = c.untraced
+		got := causeOf(Judge(in), "launch_bound")
+		switch {
+		case c.launch == 0 && got != nil:
+			t.Errorf("untraced %.0f ms: launch-bound at %.0f ns a step, want none", c.untraced/1e6, got.CostNS)
+		case c.launch > 0 && (got == nil || math.Abs(got.CostNS-c.launch) > 1):
+			t.Errorf("untraced %.0f ms: %+v, want %.0f ns a step", c.untraced/1e6, got, c.launch)
+		}
+		if got != nil && got.CostNS < 17e6 && !strings.Contains(strings.Join(got.Evidence, " "), "as given, --untraced-step") {
+			t.Errorf("untraced %.0f ms: the evidence does not say the step was given: %v", c.untraced/1e6, got.Evidence)
+		}
+	}
+}

@@ -38,6 +38,10 @@ type Options struct {
 	Quiet       bool     // no progress on stderr
 	Timing      bool     // the timing line and the slowest detectors
 	SkipBad     bool     // go on past a file that cannot be read
+	// UntracedStep is the step time without the profiler, from the user's
+	// training log (0: not known): the verdict takes the traced step less
+	// it off the host-side causes as the profiler's own cost
+	UntracedStep time.Duration
 }
 
 // analyzeMemoryLimit is DuckDB's memory for analyze unless duckdb.memory_limit
@@ -75,6 +79,12 @@ func Run(ctx context.Context, paths []string, o Options, out, errOut io.Writer) 
 		return err
 	}
 	cfg.Detectors.Dirs = append(cfg.Detectors.Dirs, o.Detectors...)
+	if o.UntracedStep < 0 {
+		return cli.Usage(fmt.Sprintf("analyze: --untraced-step %s: want a step time, e.g. 29.3ms", o.UntracedStep))
+	}
+	if o.UntracedStep > 0 {
+		cfg.Causes.UntracedStepNS = float64(o.UntracedStep)
+	}
 	set, err := detectors.NewSet(cfg.DetectorsConfig())
 	var slowest []timedStep
 	if err == nil && o.Timing {
