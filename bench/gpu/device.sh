@@ -13,6 +13,7 @@
 #   scale          go build -ldflags "-s -w" ./bench/scale
 #   hta-df_index_resolver.json.gz   the corpus trace syn8 is made of
 # Each phase has its own deadline, so the bundle at the end is always made.
+# SKIP_SCENARIOS=1 runs the curve alone; INPUTS and THREADS choose its runs.
 set -uo pipefail
 repo=$(pwd)
 out=${OUT:-/tmp/device-out}
@@ -38,9 +39,11 @@ chmod +x "$work/trainscope" .dev/scale
   touch "$work/inputs-ready" ) &
 inputs=$!
 
-say "scenarios (deadline ${SCENARIO_S:=300} s)"
-PYTHONUNBUFFERED=1 timeout "$SCENARIO_S" python3 bench/gpu/scenarios.py --out "$work/run"
-say "scenarios exit $?"
+if [ -z "${SKIP_SCENARIOS:-}" ]; then
+  say "scenarios (deadline ${SCENARIO_S:=300} s)"
+  PYTHONUNBUFFERED=1 timeout "$SCENARIO_S" python3 bench/gpu/scenarios.py --out "$work/run"
+  say "scenarios exit $?"
+fi
 wait "$inputs" # not a bare wait: that waits for the tee too
 
 say "curve (deadline ${CURVE_S:=170} s from here)"
