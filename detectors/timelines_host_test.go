@@ -42,13 +42,29 @@ const hostExposedPerBefore = `WITH RECURSIVE launchers AS (
     GROUP BY h.run_id, h.rank, h.kind, h.stack_id
 `
 
+// runtimeCallsBefore is runtime_api's per-call sums as it reads them from
+// the window's host slices.
+const runtimeCallsBefore = `
+SELECT run_id, rank, name, count(*) AS calls, sum(dur) AS host_ns, sum(dur - gpu_busy_dur) AS exposed_ns
+FROM host_window
+WHERE kind IN ('runtime', 'driver')
+GROUP BY ALL`
+
+// runtimeCallsAfter is the same from host_stack_time.
+const runtimeCallsAfter = `
+SELECT run_id, rank, name, sum(slices)::BIGINT AS calls, sum(slices_ns) AS host_ns, sum(idle_ns) AS exposed_ns
+FROM host_stack_time
+WHERE kind IN ('runtime', 'driver')
+GROUP BY ALL`
+
 // handHostRows: rank 0's thread 1 launches GPU work, its thread 2 (a
 // background thread) does not; rank 1 shows no launching thread, so all
 // its threads count. Two operators of one name under different callers
 // (stacks 2 and 3), a stack that holds two names (the step annotations'
 // stack 0), slices that last no time, have no self time (all of stack
-// 6's), no self time known (NULL) or no GPU busy time known, and slices in
-// steps 1-3.
+// 6's), no self time known (NULL) or no GPU busy time known, runtime and
+// driver calls (one with no self time known, one with no GPU busy time),
+// and slices in steps 1-3.
 const handHostRows = `
 INSERT INTO ranks (run_id, rank, host, source, rank_source, events, json_bytes) VALUES ('h', 0, 'a', 'x', 'x', 0, 0), ('h', 1, 'b', 'y', 'y', 0, 0);
 INSERT INTO steps VALUES ('h', 0, 1, 0, 1000), ('h', 0, 2, 1000, 2000), ('h', 0, 3, 2000, 3000),
@@ -74,6 +90,8 @@ FROM (VALUES
   (0, 2, 1, 'cpu_op', 'aten::empty', 1710, 10, NULL, 3, 5),
   (0, 2, 1, 'cpu_op', 'aten::zero_', 1720, 10, 0, 6, 0),
   (0, 1, 1, 'runtime', 'cudaLaunchKernel', 300, 5, 5, 5, 0),
+  (0, 2, 1, 'runtime', 'cudaLaunchKernel', 1300, 9, 9, 5, NULL),
+  (0, 3, 1, 'driver', 'cuLaunchKernel', 2300, 4, NULL, NULL, 1),
   (0, 1, 2, 'python', 'tqdm.py(3): run', 30, 600, 600, 4, 300),
   (0, NULL, 2, 'user', 'untimed', 40, 7, NULL, NULL, NULL),
   (1, 1, 5, 'python', 'train.py(9): g', 10, 500, 400, 0, 100),
@@ -87,7 +105,8 @@ FROM (VALUES (0, 1, 350, 100), (0, 2, 1350, 100), (0, 3, 2350, 100), (1, 1, 50, 
 `
 
 // host_stack_time feeds host_op_time and host_exposed the rows they had
-// when each scanned the window's host slices itself, on a real two-rank
+// when each scanned the window's host slices itself, and holds
+// runtime_api's per-call sums, on a real two-rank
 // trace and on hand-made rows, with and without a step window, read
 // through the views and through a pass's tables (temporary, and shared
 // as forks see them, the timelines on 192 goroutines), and the pass
@@ -127,7 +146,10 @@ func TestHostStackTimeFeedsHostOpTime(t *testing.T) {
 		if err := st.Exec(ctx, "CREATE OR REPLACE TEMP TABLE want_host_exposed AS "+before, he.args()...); err != nil {
 			t.Fatal(err)
 		}
-		defer st.Exec(ctx, "DROP TABLE want_host_op_time; DROP TABLE want_host_exposed")
+		if err := st.Exec(ctx, "CREATE OR REPLACE TEMP TABLE want_runtime_calls AS "+runtimeCallsBefore); err != nil {
+			t.Fatal(err)
+		}
+		defer st.Exec(ctx, "DROP TABLE want_host_op_time; DROP TABLE want_host_exposed; DROP TABLE want_runtime_calls")
 		compare := func(how string) {
 			t.Helper()
 			sameRows(t, st, fmt.Sprintf("host_op_time (%s, window %+v)", how, w), "want_host_op_time", "host_op_time", 1)
@@ -136,6 +158,11 @@ func TestHostStackTimeFeedsHostOpTime(t *testing.T) {
 			}
 			defer st.Exec(ctx, "DROP TABLE got_host_exposed")
 			sameRows(t, st, fmt.Sprintf("host_exposed (%s, window %+v)", how, w), "want_host_exposed", "got_host_exposed", minExposed)
+			if err := st.Exec(ctx, "CREATE OR REPLACE TEMP TABLE got_runtime_calls AS "+runtimeCallsAfter); err != nil {
+				t.Fatal(err)
+			}
+			defer st.Exec(ctx, "DROP TABLE got_runtime_calls")
+			sameRows(t, st, fmt.Sprintf("runtime calls (%s, window %+v)", how, w), "want_runtime_calls", "got_runtime_calls", 1)
 		}
 		compare("views")
 		for _, shared := range []bool{false, true} {

@@ -188,16 +188,20 @@ SELECT w.run_id, w.rank, c.state, c.ns FROM active_time(cls) c JOIN analysis_win
 -- and last end (host_op_time's measures); of those with some self time and
 -- duration (self_dur > 0, dur > 0) own_calls, own_ns (their self time) and
 -- exposed_self_ns, the part of their self time during which the rank's GPU
--- ran nothing (host_exposed's); a group of slices without self time has
--- calls 0. One scan of the host slices for host_op_time, host_exposed and
--- its launching threads (syn8: 1,368 rows from 650K slices; the pass
--- computes it once, before host_op_time).
+-- ran nothing (host_exposed's); of all its slices, whatever their self
+-- time, slices, slices_ns (their duration) and idle_ns (the part of it
+-- during which the GPU ran nothing, of those whose GPU busy time is
+-- known: runtime_api's per-call sums); a group of slices without self
+-- time has calls 0. One scan of the host slices for host_op_time,
+-- host_exposed and its launching threads (syn8: 1,368 rows from 650K
+-- slices; the pass computes it once, before host_op_time).
 CREATE OR REPLACE VIEW host_stack_time AS
 SELECT run_id, rank, tid, kind, name, stack_id,
        count(self_dur) AS calls, sum(d) AS total_ns, sum(self_dur) AS self_ns, max(d) AS longest_ns,
        min(s) AS first_ts, max(s + d) AS last_ts,
        count(own) AS own_calls, sum(own) AS own_ns,
-       sum(own * (1.0 - gpu_busy_dur / dur)) AS exposed_self_ns
+       sum(own * (1.0 - gpu_busy_dur / dur)) AS exposed_self_ns,
+       count(*) AS slices, sum(dur) AS slices_ns, sum(dur - gpu_busy_dur) AS idle_ns
 FROM (
     SELECT run_id, rank, tid, kind, name, stack_id, self_dur, dur, gpu_busy_dur,
            CASE WHEN self_dur IS NOT NULL THEN dur END AS d,
