@@ -29,7 +29,8 @@ the pipeline's bookkeeping: ingested_batches, rejected_batches and
 analyses. Views: gpu_window, host_window, gpu_span, gpu_busy,
 gpu_class_time, collective_instances (each rank's wait and transfer in
 every matched collective), collective_waits, late_arrivals,
-host_op_time, step_memory_peaks, run_status, analysed_span (the time
+host_op_time, host_stack_time (host time per rank, thread, operator and
+call stack), step_memory_peaks, run_status, analysed_span (the time
 each rank's analysed steps span), counters_by_rank (counters with the
 rank of their GPU), gpu_samples (GPU counters from any source
 under one vocabulary: sm_clock_mhz, power_w, temp_c, clock_reasons, xid,
