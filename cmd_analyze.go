@@ -72,6 +72,7 @@ func runAnalyze(ctx context.Context, args []string, out, errOut io.Writer) error
 	fs.StringVar(&o.GPU, "gpu", "", "GPU model when the traces do not say (a catalog key: "+strings.Join(gpu.Keys(), ", ")+")")
 	fs.IntVar(&o.Rank, "rank", -1, rankHelp)
 	fs.IntVar(&o.Workers, "workers", 0, "files read in parallel (default: one per core)")
+	fs.StringVar(&o.ReadMemory, "read-memory", "", "what the traces read at once may hold, e.g. 256MB (read_memory; default: room for 4 of the largest traces, at least 128MB)")
 	fs.StringVarP(&o.Out, "out", "o", "", outHelp)
 	fs.StringVar(&o.Config, "config", "", configHelp)
 	fs.StringArrayVar(&o.Detectors, "detectors", nil, detectorsHelp)

@@ -57,6 +57,15 @@ type Options struct {
 	// would pass it. A 192-core server reading 128 ranks of 1 GB traces
 	// would otherwise hold ~40 GB of parsed traces.
 	MemoryBudget int64
+	// ReadMemory bounds, in bytes, what the traces in flight (being read,
+	// waiting for the inserter, going in) are estimated to hold at once
+	// (readPeak: ~0.6 bytes per byte of JSON): a reader takes a file's
+	// share before it opens it and the inserter gives it back. Without it
+	// the traces read at once grow with Workers, one per core: syn8's 8
+	// ranks held ~35 MB each. 0 is room for readBigTraces of the largest
+	// traces, at least defaultReadMemory (128 MB), within MemoryBudget;
+	// < 0 is no bound.
+	ReadMemory int64
 	// HugeTraceMemoryLimit is DuckDB's memory limit (such as "256MB")
 	// while the chunks of a trace too big for one batch go in; "" keeps
 	// the store's. Such a trace outgrows the pool anyway, and while its
@@ -218,6 +227,12 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 		opt.RunID = DefaultRunID(files)
 	}
 	workers := readers(files, opt)
+	shares, budget := readShares(files, opt)
+	var room *readBudget
+	if shares != nil {
+		room = newReadBudget(budget)
+		noteReadBudget(opt, shares, budget, workers)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := make(chan int)
@@ -247,6 +262,9 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 	go func() {
 		defer close(jobs)
 		for i := range files {
+			if room != nil && room.take(ctx, shares[i]) != nil {
+				return
+			}
 			select {
 			case jobs <- i:
 			case <-ctx.Done():
@@ -265,7 +283,15 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 	snapRanks := map[int32]*memsnap.Snapshot{}
 	var unranked []*trace.Trace
 	done, sideFiles := 0, 0 // launch scripts and scrapes: a run of only these still loads
+	held := int64(0)        // the read budget's share of the result last handled
 	for {
+		if held > 0 {
+			// the inserter is done with the last result: its memory is
+			// garbage (an unranked trace waits for its rank below, outside
+			// the budget)
+			room.give(held)
+			held = 0
+		}
 		var res readResult
 		var more bool
 		// A reader stuck in a read that ignores ctx (a file on a hung
@@ -277,6 +303,9 @@ func Read(ctx context.Context, sink Sink, files []string, opt Options) (*Stats, 
 		}
 		if !more {
 			break
+		}
+		if room != nil {
+			held = shares[res.idx]
 		}
 		if res.err != nil {
 			if !opt.SkipBad || ctx.Err() != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 )
 
@@ -31,6 +32,16 @@ func readers(files []string, opt Options) int {
 		workers = min(workers, fit)
 	}
 	return workers
+}
+
+// noteReadBudget tells Progress when the read budget (readShares) keeps
+// the largest traces from being read one a reader.
+func noteReadBudget(opt Options, shares []int64, budget int64, workers int) {
+	largest := slices.Max(append(shares, 1))
+	if fit := max(1, int(budget/largest)); fit < workers && opt.Progress != nil {
+		fmt.Fprintf(opt.Progress, "reading up to %d of the largest files at once, not %d: each may hold ~%d MB while read, within a read budget of %d MB\n",
+			fit, workers, largest>>20, budget>>20)
+	}
 }
 
 // traceMemory estimates the memory a file's trace holds while read and

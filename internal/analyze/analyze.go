@@ -32,6 +32,7 @@ type Options struct {
 	GPU         string   // GPU model when the traces do not say
 	Rank        int      // rank for a trace that names none (-1: none)
 	Workers     int      // files read in parallel (0: one per core)
+	ReadMemory  string   // --read-memory: what traces read at once may hold ("": the read_memory key)
 	Config      string   // config file
 	Threads     int      // --threads (0: the threads key)
 	Detectors   []string // extra folders of .sql detectors
@@ -59,6 +60,27 @@ const analyzeMemoryLimit = "512MB"
 // Parquet files, and DuckDB takes little of them either way.
 const analyzeHugeTraceMemoryLimit = "256MB"
 
+// detectThreadMemory is the share of DuckDB's memory limit each of its
+// threads gets while the detectors run (detectThreads). Each running
+// query keeps intermediates a thread, outside the blocks the limit
+// counts: syn8's detectors peaked at ~175 MB with one thread, ~290 MB with
+// 16 and ~355 MB with 64 (2 cores, bench/RESULTS.md), where on a 16-core
+// machine they took no less time with 16 threads than with 8 (syn8 0.97
+// against 0.91 s, r512 2.93 against 2.72 s).
+const detectThreadMemory = 64_000_000 // 64MB, as DuckDB counts a limit of 512MB
+
+// detectThreads is DuckDB's threads for the detectors: cores, no more
+// than memLimit (DuckDB's memory limit, "512MB") holds at
+// detectThreadMemory a thread: 8 with analyze's default 512MB, 31 with
+// 2GB. duckdb.threads, when set, is used as it is instead.
+func detectThreads(cores int, memLimit string) int {
+	limit, err := config.ParseSize(memLimit)
+	if err != nil {
+		return cores // a limit DuckDB took but ParseSize does not read: no cap
+	}
+	return max(1, min(cores, int(limit/detectThreadMemory)))
+}
+
 // Run analyses the traces and other files at paths (files or folders)
 // and writes the report: 'trainscope analyze'.
 func Run(ctx context.Context, paths []string, o Options, out, errOut io.Writer) error {
@@ -77,6 +99,12 @@ func Run(ctx context.Context, paths []string, o Options, out, errOut io.Writer) 
 	cfg, err := loadConfig("analyze", o.Config, o.Threads)
 	if err != nil {
 		return err
+	}
+	if o.ReadMemory != "" {
+		if _, err := config.ParseSize(o.ReadMemory); err != nil {
+			return cli.Usage("analyze: --read-memory: " + err.Error())
+		}
+		cfg.ReadMemory = o.ReadMemory
 	}
 	cfg.Detectors.Dirs = append(cfg.Detectors.Dirs, o.Detectors...)
 	if o.UntracedStep < 0 {
@@ -141,8 +169,10 @@ func Run(ctx context.Context, paths []string, o Options, out, errOut io.Writer) 
 	if cfg.DuckDB.MemoryLimit == "" {
 		loadOpt.HugeTraceMemoryLimit = analyzeHugeTraceMemoryLimit
 	}
-	// one reader a core, as many as a quarter of the memory holds
+	// one reader a core, as many as a quarter of the memory holds, and
+	// no more traces at once than the read budget holds
 	loadOpt.MemoryBudget = config.MachineMemory() / 4
+	loadOpt.ReadMemory = cfg.ReadMemoryBytes()
 	stats, err := ingest.Load(ctx, st, files, loadOpt)
 	if err != nil {
 		return inputErr(err)
@@ -156,8 +186,9 @@ func Run(ctx context.Context, paths []string, o Options, out, errOut io.Writer) 
 	// before DuckDB's detectors need theirs, so the two do not add up.
 	debug.FreeOSMemory()
 	if cfg.DuckDB.Threads == 0 {
-		// the shared views and the detectors have the cores to themselves
-		if err := st.Exec(ctx, fmt.Sprintf("SET threads = %d", cfg.DuckThreads())); err != nil {
+		// the shared views and the detectors have the cores to themselves,
+		// as many as DuckDB's memory holds (detectThreads)
+		if err := st.Exec(ctx, fmt.Sprintf("SET threads = %d", detectThreads(cfg.DuckThreads(), memLimit))); err != nil {
 			return err
 		}
 	}

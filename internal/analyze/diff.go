@@ -55,7 +55,7 @@ func Diff(ctx context.Context, args []string, o DiffOptions, out, errOut io.Writ
 		if err != nil {
 			return cli.Input(err)
 		}
-		if _, err := ingest.Load(ctx, st, files, ingest.Options{RunID: side.run, Rank: -1, Workers: cfg.Cores(), Progress: progressTo(errOut, o.Quiet), Warn: cli.Warn(errOut)}); err != nil {
+		if _, err := ingest.Load(ctx, st, files, ingest.Options{RunID: side.run, Rank: -1, Workers: cfg.Cores(), ReadMemory: cfg.ReadMemoryBytes(), Progress: progressTo(errOut, o.Quiet), Warn: cli.Warn(errOut)}); err != nil {
 			return inputErr(err)
 		}
 	}

@@ -68,7 +68,7 @@ func Export(ctx context.Context, paths []string, o ExportOptions, out, errOut io
 			return err
 		}
 		if _, err := ingest.Load(ctx, st, files, ingest.Options{RunID: o.Run, Host: o.Host, Rank: o.Rank, Ranks: ranks,
-			Progress: progressTo(errOut, o.Quiet), Warn: cli.Warn(errOut)}); err != nil {
+			Progress: progressTo(errOut, o.Quiet), Warn: cli.Warn(errOut), ReadMemory: cfg.ReadMemoryBytes()}); err != nil {
 			st.Close()
 			return inputErr(err)
 		}

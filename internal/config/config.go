@@ -20,8 +20,12 @@ import (
 type Config struct {
 	// Threads is the core count every pool, worker count and DuckDB's
 	// threads are sized from (cores); 0 means GOMAXPROCS.
-	Threads   int              `mapstructure:"threads"`
-	Detectors detectors.Config `mapstructure:"detectors"`
+	Threads int `mapstructure:"threads"`
+	// ReadMemory bounds what the traces being read at once may hold (analyze,
+	// diff, profile and export: ingest.Options.ReadMemory), a size like
+	// 256MB; "" is room for 4 of the largest traces, at least 128MB.
+	ReadMemory string           `mapstructure:"read_memory"`
+	Detectors  detectors.Config `mapstructure:"detectors"`
 	// Causes are the cause graph's thresholds: what a root cause must
 	// cost, when a stall is one-off.
 	Causes  detectors.CausesConfig    `mapstructure:"causes"`
@@ -232,6 +236,11 @@ func (c *Config) Validate() error {
 	var errs []error
 	if c.Threads < 0 || c.Threads > MaxThreads {
 		errs = append(errs, fmt.Errorf("threads: %d, want 0 (GOMAXPROCS) to %d", c.Threads, MaxThreads))
+	}
+	if c.ReadMemory != "" {
+		if _, err := ParseSize(c.ReadMemory); err != nil {
+			errs = append(errs, fmt.Errorf("read_memory: %w", err))
+		}
 	}
 	for _, err := range []error{c.DuckDB.Validate("duckdb"), c.NATS.Validate("nats"), c.Stream.Validate("stream"),
 		c.Publish.Validate("publish"), c.Ingest.Validate("ingest"), c.Serve.Validate("serve"), c.Agent.Validate("agent"),

@@ -199,3 +199,23 @@ func TestAutoTriggerCheckDetectors(t *testing.T) {
 		t.Errorf("known detectors: %v", err)
 	}
 }
+
+// read_memory takes DuckDB's size syntax; anything else is refused with
+// its key.
+func TestReadMemory(t *testing.T) {
+	for in, want := range map[string]int64{"256MB": 256e6, "1GiB": 1 << 30, " 1.5 GB ": 1.5e9, "": 0} {
+		c := Default()
+		c.ReadMemory = in
+		if err := c.Validate(); err != nil {
+			t.Errorf("%q: %v", in, err)
+		}
+		if got := c.ReadMemoryBytes(); got != want {
+			t.Errorf("%q: %d bytes, want %d", in, got, want)
+		}
+	}
+	c := Default()
+	c.ReadMemory = "lots"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "read_memory") {
+		t.Errorf("read_memory lots: %v", err)
+	}
+}

@@ -2,7 +2,9 @@ package config
 
 import (
 	"bufio"
+	"fmt"
 	"os"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -65,4 +67,29 @@ func MachineMemory() int64 {
 		break
 	}
 	return total
+}
+
+// ParseSize reads a size like 256MB, 2GB or 512MiB (DuckDB's
+// memory_limit syntax) in bytes.
+func ParseSize(s string) (int64, error) {
+	m := sizeRE.FindStringSubmatch(s)
+	if m == nil {
+		return 0, fmt.Errorf("%q is not a size like 256MB or 1GiB", s)
+	}
+	f, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a size like 256MB or 1GiB", s)
+	}
+	unit := map[string]float64{"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+		"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}[m[2]]
+	return int64(f * unit), nil
+}
+
+var sizeRE = regexp.MustCompile(`^\s*(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$`)
+
+// ReadMemoryBytes is the read_memory key in bytes: 0 when it is not set
+// (ingest's default), as Validate has checked it.
+func (c *Config) ReadMemoryBytes() int64 {
+	n, _ := ParseSize(c.ReadMemory)
+	return n
 }
