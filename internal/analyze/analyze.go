@@ -121,8 +121,16 @@ func Run(ctx context.Context, paths []string, o Options, out, errOut io.Writer) 
 	if err != nil {
 		return cli.Input(err)
 	}
-	// detectors run side by side on their own connections, one per core
-	set.Workers = cfg.Cores()
+	memLimit := cmp.Or(cfg.DuckDB.MemoryLimit, analyzeMemoryLimit)
+	detectDuck := cfg.DuckThreads()
+	if cfg.DuckDB.Threads == 0 {
+		detectDuck = detectThreads(detectDuck, memLimit)
+	}
+	// detectors run side by side on their own connections, one per core,
+	// no more than twice DuckDB's threads: past that a query only waits
+	// for a thread, holding its state (syn8 at --threads 64 peaked at
+	// 300-340 MB with 64 side by side on 8 DuckDB threads)
+	set.Workers = min(cfg.Cores(), 2*detectDuck)
 	files, err := ingest.DiscoverWith(paths, cli.Warn(errOut))
 	if err != nil {
 		return cli.Input(err)
@@ -138,10 +146,6 @@ func Run(ctx context.Context, paths []string, o Options, out, errOut io.Writer) 
 		debug.SetGCPercent(25)
 	}
 	t0 := time.Now()
-	memLimit := cfg.DuckDB.MemoryLimit
-	if memLimit == "" {
-		memLimit = analyzeMemoryLimit
-	}
 	threads := cfg.DuckDB.Threads
 	if threads == 0 {
 		// while the traces load, the readers need the cores: one DuckDB
@@ -188,7 +192,7 @@ func Run(ctx context.Context, paths []string, o Options, out, errOut io.Writer) 
 	if cfg.DuckDB.Threads == 0 {
 		// the shared views and the detectors have the cores to themselves,
 		// as many as DuckDB's memory holds (detectThreads)
-		if err := st.Exec(ctx, fmt.Sprintf("SET threads = %d", detectThreads(cfg.DuckThreads(), memLimit))); err != nil {
+		if err := st.Exec(ctx, fmt.Sprintf("SET threads = %d", detectDuck)); err != nil {
 			return err
 		}
 	}
