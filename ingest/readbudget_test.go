@@ -101,18 +101,7 @@ func TestReadBudgetBoundsTracesInFlight(t *testing.T) {
 // never more than the budget; ReadMemory < 0 is no budget.
 func TestReadShares(t *testing.T) {
 	dir := t.TempDir()
-	sized := func(name string, size int64) string {
-		p := filepath.Join(dir, name)
-		f, err := os.Create(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Truncate(size); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
-		return p
-	}
+	sized := func(name string, size int64) string { return sizedFile(t, dir, name, size) }
 	small, big := sized("small.json", 1<<20), sized("big.json", 500<<20)
 	bigShare := readPeak(big)
 	for _, c := range []struct {

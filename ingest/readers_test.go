@@ -14,18 +14,7 @@ import (
 // budget, never none. A 192-core server is Workers 192 here.
 func TestReaders(t *testing.T) {
 	dir := t.TempDir()
-	sized := func(name string, size int64) string {
-		p := filepath.Join(dir, name)
-		f, err := os.Create(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Truncate(size); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
-		return p
-	}
+	sized := func(name string, size int64) string { return sizedFile(t, dir, name, size) }
 	var big []string
 	for i := range 200 {
 		big = append(big, sized(fmt.Sprintf("big-%03d.json", i), 100<<20))
@@ -64,4 +53,19 @@ func TestReaders(t *testing.T) {
 			t.Errorf("%s: %d readers, want %d", c.name, got, c.want)
 		}
 	}
+}
+
+// sizedFile makes an empty file of size bytes (sparse) in dir.
+func sizedFile(t *testing.T, dir, name string, size int64) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return p
 }

@@ -55,6 +55,20 @@ func read(t *testing.T, raw []byte) *kineto.Trace {
 	return tr
 }
 
+// ev is one complete event of a hand-made trace: host events on pid 1,
+// thread 1; kernels on pid 0, stream 7 (its correlation links it to its
+// launch).
+func ev(cat, name string, ts, dur float64, corr int) string {
+	args, pid, tid := "", 1, 1
+	if corr > 0 {
+		args = fmt.Sprintf(`, "args": {"correlation": %d, "stream": 7, "device": 0}`, corr)
+	}
+	if cat == "kernel" {
+		pid, tid = 0, 7
+	}
+	return fmt.Sprintf(`{"ph": "X", "cat": %q, "name": %q, "pid": %d, "tid": %d, "ts": %g, "dur": %g%s}`, cat, name, pid, tid, ts, dur, args)
+}
+
 // perStep sums a category and cause over the complete steps, per step.
 func perStep(rows []stream.AccountRow, category, cause string) (total float64, steps int, subjects map[string]int64) {
 	seen := map[int32]bool{}
@@ -139,34 +153,23 @@ func TestScenarioAccounts(t *testing.T) {
 // k3 runs, the host blocks in cudaStreamSynchronize under aten::item until
 // the GPU drains, then does Python work before launching k4 (all sync).
 func TestIdleCauses(t *testing.T) {
-	ev := func(cat, name string, tid int, ts, dur float64, corr int) string {
-		args := ""
-		if corr > 0 {
-			args = fmt.Sprintf(`, "args": {"correlation": %d, "stream": 7, "device": 0}`, corr)
-		}
-		pid := 1
-		if cat == "kernel" {
-			pid = 0
-		}
-		return fmt.Sprintf(`{"ph": "X", "cat": %q, "name": %q, "pid": %d, "tid": %d, "ts": %g, "dur": %g%s}`, cat, name, pid, tid, ts, dur, args)
-	}
 	events := []string{
-		ev("user_annotation", "ProfilerStep#1", 1, 0, 1000, 0),
-		ev("cuda_runtime", "cudaLaunchKernel", 1, 10, 5, 1),
-		ev("kernel", "k1", 7, 20, 80, 1), // busy 20-100
-		ev("cpu_op", "aten::compute_on_host", 1, 90, 50, 0),
-		ev("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 1, 150, 100, 0),
+		ev("user_annotation", "ProfilerStep#1", 0, 1000, 0),
+		ev("cuda_runtime", "cudaLaunchKernel", 10, 5, 1),
+		ev("kernel", "k1", 20, 80, 1), // busy 20-100
+		ev("cpu_op", "aten::compute_on_host", 90, 50, 0),
+		ev("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 150, 100, 0),
 		// 250-300: nothing recorded
-		ev("cpu_op", "aten::add", 1, 300, 20, 0),
-		ev("cuda_runtime", "cudaLaunchKernel", 1, 310, 5, 2),
-		ev("kernel", "k2", 7, 320, 100, 2), // busy 320-420; idle 100-320 waits for k2's launch
-		ev("cuda_runtime", "cudaLaunchKernel", 1, 330, 5, 3),
-		ev("kernel", "k3", 7, 420, 100, 3), // busy 420-520
-		ev("cpu_op", "aten::item", 1, 340, 190, 0),
-		ev("cuda_runtime", "cudaStreamSynchronize", 1, 345, 180, 0), // returns at 525, 5 us after the drain
-		ev("python_function", "train.py(40): log_value", 1, 540, 300, 0),
-		ev("cuda_runtime", "cudaLaunchKernel", 1, 900, 5, 4),
-		ev("kernel", "k4", 7, 910, 50, 4), // idle 520-910: sync
+		ev("cpu_op", "aten::add", 300, 20, 0),
+		ev("cuda_runtime", "cudaLaunchKernel", 310, 5, 2),
+		ev("kernel", "k2", 320, 100, 2), // busy 320-420; idle 100-320 waits for k2's launch
+		ev("cuda_runtime", "cudaLaunchKernel", 330, 5, 3),
+		ev("kernel", "k3", 420, 100, 3), // busy 420-520
+		ev("cpu_op", "aten::item", 340, 190, 0),
+		ev("cuda_runtime", "cudaStreamSynchronize", 345, 180, 0), // returns at 525, 5 us after the drain
+		ev("python_function", "train.py(40): log_value", 540, 300, 0),
+		ev("cuda_runtime", "cudaLaunchKernel", 900, 5, 4),
+		ev("kernel", "k4", 910, 50, 4), // idle 520-910: sync
 	}
 	tr := read(t, []byte(`{"traceEvents": [`+strings.Join(events, ",\n")+`]}`))
 	checkTiling(t, "hand-made", tr.Account)
@@ -226,16 +229,6 @@ func TestCorpusAccounts(t *testing.T) {
 // Without the first window starting after it, the first step looked a
 // 2.5x stall of "compute" (fp32 on an H100, bench/gpu).
 func TestBacklogBeforeTheCapture(t *testing.T) {
-	ev := func(cat, name string, ts, dur float64, corr int) string {
-		args, pid, tid := "", 1, 1
-		if corr > 0 {
-			args = fmt.Sprintf(`, "args": {"correlation": %d, "stream": 7, "device": 0}`, corr)
-		}
-		if cat == "kernel" {
-			pid, tid = 0, 7
-		}
-		return fmt.Sprintf(`{"ph": "X", "cat": %q, "name": %q, "pid": %d, "tid": %d, "ts": %g, "dur": %g%s}`, cat, name, pid, tid, ts, dur, args)
-	}
 	var events []string
 	// launched before the capture: correlations 1-3, no launch call here
 	for i := range 3 {
@@ -277,16 +270,6 @@ func TestBacklogBeforeTheCapture(t *testing.T) {
 // for the GPU (a synchronize, a blocking copy) drains it. Before, a tiny
 // MLP traced on an H100 had 9.7 ms a step of "syncs" in aten::addcdiv_.
 func TestSlowLaunchIsNoSync(t *testing.T) {
-	ev := func(cat, name string, ts, dur float64, corr int) string {
-		args, pid, tid := "", 1, 1
-		if corr > 0 {
-			args = fmt.Sprintf(`, "args": {"correlation": %d, "stream": 7, "device": 0}`, corr)
-		}
-		if cat == "kernel" {
-			pid, tid = 0, 7
-		}
-		return fmt.Sprintf(`{"ph": "X", "cat": %q, "name": %q, "pid": %d, "tid": %d, "ts": %g, "dur": %g%s}`, cat, name, pid, tid, ts, dur, args)
-	}
 	for _, c := range []struct {
 		call, cause string
 	}{
