@@ -192,6 +192,29 @@ func TestRealH100(t *testing.T) {
 	if c := causeOf(reports["healthy"], "launch_bound"); c != nil && (c.CostPct > 25 || !strings.Contains(c.Headline, "profiler's own recording cost")) {
 		t.Errorf("healthy: launch-bound at %.1f%% of a step: %s", c.CostPct, c.Headline)
 	}
+	// sync: untraced, its eight .item() a step and the Python on each value
+	// cost 5.9 ms a step (35.2 against logged's 29.3 ms); each
+	// cudaStreamSynchronize found the queue nearly drained and returned in
+	// 8-14 us, which the account took for no sync and charged the 0.5 ms of
+	// Python after it to host work (3.5 ms a step of sync)
+	if c := causeOf(reports["sync"], "sync"); c == nil || c.CostNS < 4.5e6 || c.CostNS > 7e6 {
+		t.Errorf("sync: the syncs cost %+v a step, want 4.5-7 ms (5.9 ms measured untraced)", c)
+	}
+	// given the untraced step, the profiler's cost comes off the host-side
+	// causes and the syncs head the verdict, ahead of memory-bound work
+	// counted at the bandwidth a kernel can reach
+	untraced, err := detectors.NewSet(detectors.Config{Causes: detectors.CausesConfig{MinCostPct: 5, MinCostNS: 100e3, MinCostZ: 3,
+		OneOffShare: 0.8, OneOffNS: 10e6, UntracedStepNS: 35.2e6}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := analyze(context.Background(), untraced, filepath.Join(dir, "sync"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if claim, said := claimOf(rep); claim != "sync" {
+		t.Errorf("sync with its untraced step (35.2 ms): the verdict names %s (%s), want sync", claim, said)
+	}
 	// small batch: host-bound untraced too (20 ms a step against 4.7 ms of
 	// GPU work), which taking off the profiler's cost must not hide
 	if claim, said := claimOf(reports["small_batch"]); claim != "launch" {

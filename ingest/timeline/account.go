@@ -121,8 +121,8 @@ type accounter struct {
 	byLaunches []*hostThread
 	agg        map[aggKey]*stream.AccountRow
 	winAt      int // the window cursor of add
-	// launchName: whether a call's name is a launch's (blocks), by name id
-	launchName map[int32]bool
+	// callClasses: each call name's class (callClass), by name id
+	callClasses map[int32]uint8
 }
 
 func (a *accounter) isCall(i int) bool {
@@ -130,27 +130,50 @@ func (a *accounter) isCall(i int) bool {
 	return k == a.k.runtime || k == a.k.driver
 }
 
-// blocks says whether row r is a runtime or driver call long enough to
-// have waited for the GPU (blockingNS) that can wait for it: not a launch
+// blocks says whether row r is a runtime or driver call that waited for
+// the GPU when the GPU ran dry inside it: a synchronization by name
+// (cudaStreamSynchronize, a blocking cudaMemcpy ...) however short (one
+// that finds the queue nearly drained returns in microseconds, and the GPU
+// then waits for all the host does before its next launch), or another
+// call long enough to have waited (blockingNS) that can wait: not a launch
 // (cudaLaunchKernel, cuLaunchKernelEx, cudaGraphLaunch, hipLaunchKernel
 // ...), which only blocks on a full queue, when the GPU is busy. A launch
 // slowed by the profiler (tens of us each with CUPTI on) while the GPU ran
 // dry is launch overhead, not a sync (a tiny MLP traced on an H100 had
 // 9.7 ms a step of such "syncs" in aten::addcdiv_ and the like).
 func (a *accounter) blocks(r int32) bool {
-	if !a.isCall(int(r)) || a.s.Dur.V[r] < blockingNS {
+	if !a.isCall(int(r)) {
 		return false
 	}
-	id := a.s.Name.V[r]
-	launch, ok := a.launchName[id]
+	c := a.callClass(a.s.Name.V[r])
+	return c == callSync || c == callOther && a.s.Dur.V[r] >= blockingNS
+}
+
+// call classes by name (callClass)
+const (
+	callOther uint8 = iota
+	callLaunch
+	callSync
+)
+
+// callClass says whether a call's name is a launch's, a synchronization's
+// (the names sync_api and bottleneck_class count) or another's, by name id.
+func (a *accounter) callClass(id int32) uint8 {
+	c, ok := a.callClasses[id]
 	if !ok {
-		launch = strings.Contains(a.s.Str.Get(id), "Launch")
-		if a.launchName == nil {
-			a.launchName = map[int32]bool{}
+		name := a.s.Str.Get(id)
+		switch {
+		case strings.Contains(name, "Launch"):
+			c = callLaunch
+		case strings.Contains(name, "Synchronize"), name == "cudaMemcpy", name == "hipMemcpy", name == "cudaMemset", name == "hipMemset":
+			c = callSync
 		}
-		a.launchName[id] = launch
+		if a.callClasses == nil {
+			a.callClasses = map[int32]uint8{}
+		}
+		a.callClasses[id] = c
 	}
-	return !launch
+	return c
 }
 
 func (a *accounter) isHost(i int) bool {

@@ -303,3 +303,45 @@ func TestSlowLaunchIsNoSync(t *testing.T) {
 		}
 	}
 }
+
+// A synchronization that finds the queue nearly drained returns in
+// microseconds; the GPU then waits for all the host does on the value
+// before its next launch (the H100 sync scenario: .item() then 0.5 ms of
+// Python, 8 us in cudaStreamSynchronize). That idle is the sync's; a
+// short call of another kind is not a sync, and neither is a launch.
+func TestShortSyncDrains(t *testing.T) {
+	for _, c := range []struct {
+		call       string
+		dur        float64
+		wantSyncNS int64
+	}{
+		{"cudaStreamSynchronize", 8, 500_000},
+		{"cudaDeviceSynchronize", 6, 500_000},
+		{"cudaMemcpy", 9, 500_000},
+		{"cudaEventQuery", 8, 0},
+		{"cudaLaunchKernel", 8, 0},
+	} {
+		events := []string{
+			ev("user_annotation", "ProfilerStep#1", 0, 700, 0),
+			ev("cuda_runtime", "cudaLaunchKernel", 1, 4, 1),
+			ev("kernel", "k1", 10, 45, 1), // busy 10-55
+			ev("cpu_op", "aten::item", 40, 30, 0),
+			ev("cuda_runtime", c.call, 50, c.dur, 0), // the GPU runs dry at 55
+			// Python on the value, launching nothing
+			ev("python_function", "train.py(97): busy", 70, 480, 0),
+			ev("cuda_runtime", "cudaLaunchKernel", 550, 4, 2),
+			ev("kernel", "k2", 555, 40, 2),
+		}
+		tr := read(t, []byte(`{"traceEvents": [`+strings.Join(events, ",\n")+`]}`))
+		checkTiling(t, c.call, tr.Account)
+		got := map[string]int64{}
+		for _, r := range tr.Account {
+			if r.Category == "idle" {
+				got[r.Cause] += r.NS
+			}
+		}
+		if got["sync"] != c.wantSyncNS {
+			t.Errorf("%s of %d us: %v ns of idle by cause, want %d ns of sync (55 to 555)", c.call, int(c.dur), got, c.wantSyncNS)
+		}
+	}
+}
