@@ -225,7 +225,7 @@ func TestHardwareFindings(t *testing.T) {
 				s := healthy(rank, at)
 				s.clock, s.power, s.reasons = 1650, 699, 0x4
 				return s
-			}}, []string{"gpu_clock_cap -"}, ""},
+			}}, []string{"gpu_clock_cap -"}, "8 of 8 GPUs run capped during the steps: SW power cap (worst: node-a gpu 0, SW power cap in 100% of its samples, up to 66 °C)"},
 		{"XID 79 on rank 4", hwRun{gemmUS: even,
 			state: func(rank int, at int64) gpuState {
 				s := healthy(rank, at)
