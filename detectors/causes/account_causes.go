@@ -150,6 +150,9 @@ func (j *judge) accountCauses(run string, ra *runAccount, others []rootCause) []
 			c.Evidence = append(c.Evidence, j.profilerText(run, *c))
 		}
 	}
+	if c, ok := j.commCause(run, ra, t); ok {
+		out = append(out, c)
+	}
 	return out
 }
 

@@ -191,6 +191,8 @@ func (j *judge) linkFindings(run string, causes []rootCause, waiters map[WaitKey
 				isShow = c.Why == "" && d.shows(report.KindSlowLink) || c.Why != "" && f.Host == c.Host && d.shows(c.Why)
 			case "slow_kernel", "memory_bound":
 				isShow = f.ID == c.finding
+			case kindComm:
+				isShow = d.symptom() == "transfer"
 			case "precision":
 				isShow = own[rank] && d.shows(c.Why) && strings.Contains(f.Message, "FP32")
 			case report.KindSlowHost:
@@ -212,7 +214,7 @@ func (j *judge) linkFindings(run string, causes []rootCause, waiters map[WaitKey
 				explained = !own[rank]
 			case report.KindSlowLink:
 				explained = own[rank] && d.symptom() == "transfer"
-			case "slow_kernel", "memory_bound", "precision":
+			case "slow_kernel", "memory_bound", "precision", kindComm:
 				explained = false
 			default:
 				// what peers that waited for it show (not their exposed

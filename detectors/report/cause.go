@@ -15,7 +15,7 @@ const (
 type Cause struct {
 	ID     string  `json:"id"`
 	RunID  string  `json:"run_id"`
-	Kind   string  `json:"kind"` // late_rank, one_off_stall, slow_host, hang, slow_link, slow_kernel
+	Kind   string  `json:"kind"` // late_rank, one_off_stall, slow_host, hang, slow_link, slow_kernel, memory_bound, precision, comm_bound, and the step account's (sync, input_bound, host_bound, launch_bound, unrecorded_idle, copies)
 	Rank   *int    `json:"rank,omitempty"`
 	Ranks  []int   `json:"ranks,omitempty"`
 	Host   string  `json:"host,omitempty"`
@@ -58,4 +58,4 @@ func (c Cause) Title() string { return causeTitle[c.Kind] }
 var causeTitle = map[string]string{"late_rank": "late rank", "one_off_stall": "one-off stall", KindSlowHost: "slow host",
 	KindHang: "hang", KindSlowLink: "slow link", "slow_kernel": "slow kernel", "sync": "synchronization", "input_bound": "input-bound",
 	"host_bound": "host-bound", "launch_bound": "launch-bound", "unrecorded_idle": "idle outside the trace", "copies": "copies",
-	"precision": "precision", "memory_bound": "memory-bound work"}
+	"precision": "precision", "memory_bound": "memory-bound work", "comm_bound": "exposed communication"}
