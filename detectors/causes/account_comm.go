@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/trainscope/trainscope/detectors/mdfmt"
 	"github.com/trainscope/trainscope/detectors/report"
@@ -32,8 +33,18 @@ const commFix = "hide the communication behind compute: with DDP let the gradien
 // of their step in it, and a cause there would head every one); telling
 // it from data-parallel traffic needs each stretch's process group.
 func (j *judge) commCause(run string, ra *runAccount, t typical) (rootCause, bool) {
-	per := t.perRank["comm/exposed/"]
-	if len(per) == 0 || len(ra.ranks) != 1 {
+	if len(ra.ranks) != 1 {
+		return rootCause{}, false
+	}
+	per := map[int]float64{} // by rank, every collective summed
+	for k, ranks := range t.perRank {
+		if strings.HasPrefix(k, "comm/") {
+			for rank, v := range ranks {
+				per[rank] += v
+			}
+		}
+	}
+	if len(per) == 0 {
 		return rootCause{}, false
 	}
 	ranks := slices.Sorted(maps.Keys(ra.ranks))
@@ -61,8 +72,13 @@ func (j *judge) commCause(run string, ra *runAccount, t typical) (rootCause, boo
 	if len(ranks) > 1 {
 		who = fmt.Sprintf("every traced rank, the least rank %d", least)
 	}
-	c.Headline = fmt.Sprintf("communication is exposed %s a step (%.1f%% of the median step, %s): the GPU runs only collectives, with no compute beside them, on %s",
-		mdfmt.Duration(floor), c.CostPct, mdfmt.Duration(t.stepNS), who)
+	most := ""
+	if _, subs := t.causeSum("comm", "exposed"); len(subs) > 0 && subjectOf(subs[0]) != "" {
+		c.Subject = subjectOf(subs[0])
+		most = fmt.Sprintf(" (the most: `%s`)", c.Subject)
+	}
+	c.Headline = fmt.Sprintf("communication is exposed %s a step (%.1f%% of the median step, %s): the GPU runs only collectives%s, with no compute beside them, on %s",
+		mdfmt.Duration(floor), c.CostPct, mdfmt.Duration(t.stepNS), most, who)
 	if part := traced(run0); part != "" {
 		c.Headline += fmt.Sprintf("; %s traced, so part of it may be waiting for the untraced ranks", part)
 	}

@@ -75,7 +75,7 @@ type activity struct {
 	s, e  int64
 	row   int32
 	class uint8
-	copy  int32 // busyCopy: index into copies
+	sub   int32 // busyCopy, busyComm: index into subs
 }
 
 // window is one step's window on the GPU timeline.
@@ -107,11 +107,13 @@ func Account(s *stream.SliceTable, steps *stream.StepTable) []stream.AccountRow 
 }
 
 type accounter struct {
-	s      *stream.SliceTable
-	k      kindIDs
-	acts   []activity // sorted by start
-	copies []string   // copy subjects ("HtoD pageable" ...)
-	wins   []window
+	s    *stream.SliceTable
+	k    kindIDs
+	acts []activity // sorted by start
+	subs []string   // copy and collective subjects ("HtoD pageable", "allreduce" ...)
+	// subClass is each subject's class (busyCopy, busyComm)
+	subClass []uint8
+	wins     []window
 	// the launch call of each GPU row's correlation id
 	launchOf map[int64]int32
 	// host threads: their rows flattened into innermost segments
@@ -185,7 +187,7 @@ func (a *accounter) isHost(i int) bool {
 func (a *accounter) activities() {
 	s, k := a.s, a.k
 	a.launchOf = map[int64]int32{}
-	copyIdx := map[string]int32{}
+	subIdx := map[string]int32{}
 	for i := range s.Len() {
 		kind := s.Kind.V[i]
 		if a.isCall(i) && s.Correlation.Valid(i) {
@@ -206,19 +208,31 @@ func (a *accounter) activities() {
 			continue
 		}
 		act := activity{s: s.TS.V[i], e: s.TS.V[i] + s.Dur.V[i], row: int32(i), class: class}
-		if class == busyCopy {
-			sub := "memset"
-			if kind == k.memcpy {
-				c := gpu.ParseCopy(s.Str.Get(s.Name.V[i]))
-				sub = strings.TrimSpace(cmp.Or(c.Kind, "copy") + " " + c.HostMem)
+		var sub string
+		switch {
+		case class == busyCopy && kind == k.memcpy:
+			c := gpu.ParseCopy(s.Str.Get(s.Name.V[i]))
+			sub = strings.TrimSpace(cmp.Or(c.Kind, "copy") + " " + c.HostMem)
+		case class == busyCopy:
+			sub = "memset"
+		case class == busyComm:
+			// the collective (its name in the trace's arguments), else its
+			// kernel
+			sub = s.Str.Get(s.Name.V[i])
+			if at, ok := slices.BinarySearch(s.CollName.Rows, int32(i)); ok {
+				sub = cmp.Or(s.Str.Get(s.CollName.Vals[at]), sub)
 			}
-			id, ok := copyIdx[sub]
+		}
+		if class == busyCopy || class == busyComm {
+			key := string(rune('0'+class)) + sub
+			id, ok := subIdx[key]
 			if !ok {
-				id = int32(len(a.copies))
-				copyIdx[sub] = id
-				a.copies = append(a.copies, sub)
+				id = int32(len(a.subs))
+				subIdx[key] = id
+				a.subs = append(a.subs, sub)
+				a.subClass = append(a.subClass, class)
 			}
-			act.copy = id
+			act.sub = id
 		}
 		a.acts = append(a.acts, act)
 	}
@@ -403,15 +417,15 @@ func (a *accounter) sweep() {
 		return cmp.Compare(x.delta, y.delta)
 	})
 	var running [3]int
-	copyRun := make([]int, len(a.copies))
+	subRun := make([]int, len(a.subs))
 	from, to := a.wins[0].start, a.wins[len(a.wins)-1].end
 	cur := from
 	state := func() (uint8, int32) {
 		for c := range uint8(3) {
 			if running[c] > 0 {
-				if c == busyCopy {
-					for id, m := range copyRun {
-						if m > 0 {
+				if c == busyCopy || c == busyComm {
+					for id, m := range subRun {
+						if m > 0 && a.subClass[id] == c {
 							return c, int32(id)
 						}
 					}
@@ -430,9 +444,9 @@ func (a *accounter) sweep() {
 		case busyCompute:
 			a.add(cur, t, stream.AccountCompute, "kernels", "", -1)
 		case busyComm:
-			a.add(cur, t, stream.AccountComm, "exposed", "", -1)
+			a.add(cur, t, stream.AccountComm, "exposed", a.subs[sub], -1)
 		case busyCopy:
-			a.add(cur, t, stream.AccountCopy, a.copies[sub], "", -1)
+			a.add(cur, t, stream.AccountCopy, a.subs[sub], "", -1)
 		default:
 			a.idle(cur, t)
 		}
@@ -444,8 +458,8 @@ func (a *accounter) sweep() {
 		}
 		act := a.acts[e.act]
 		running[act.class] += e.delta
-		if act.class == busyCopy {
-			copyRun[act.copy] += e.delta
+		if act.class == busyCopy || act.class == busyComm {
+			subRun[act.sub] += e.delta
 		}
 	}
 	emit(to)

@@ -3,6 +3,7 @@ package timeline_test
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
@@ -343,5 +344,44 @@ func TestShortSyncDrains(t *testing.T) {
 		if got["sync"] != c.wantSyncNS {
 			t.Errorf("%s of %d us: %v ns of idle by cause, want %d ns of sync (55 to 555)", c.call, int(c.dur), got, c.wantSyncNS)
 		}
+	}
+}
+
+// Exposed communication is named by its collective (the trace's
+// "Collective name", else what the reader reads in the kernel's name), as
+// copies are by their kind:
+// the verdict's cause of a one-rank trace says which collective the GPU
+// waited on.
+func TestExposedCommNamesItsCollective(t *testing.T) {
+	nccl := func(name, coll string, ts, dur float64, corr int) string {
+		args := fmt.Sprintf(`"correlation": %d, "stream": 9, "device": 0`, corr)
+		if coll != "" {
+			args += fmt.Sprintf(`, "Collective name": %q, "Group size": 8`, coll)
+		}
+		return fmt.Sprintf(`{"ph": "X", "cat": "kernel", "name": %q, "pid": 0, "tid": 9, "ts": %g, "dur": %g, "args": {%s}}`, name, ts, dur, args)
+	}
+	events := []string{
+		ev("user_annotation", "ProfilerStep#1", 0, 400, 0),
+		ev("cuda_runtime", "cudaLaunchKernel", 1, 4, 1),
+		ev("kernel", "gemm", 10, 100, 1), // compute 10-110
+		ev("cuda_runtime", "cudaLaunchKernel", 5, 4, 2),
+		nccl("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "allreduce", 60, 150, 2), // alone 110-210
+		ev("cuda_runtime", "cudaLaunchKernel", 6, 4, 3),
+		nccl("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", "", 210, 40, 3), // alone 210-250
+		ev("cuda_runtime", "cudaLaunchKernel", 7, 4, 4),
+		ev("kernel", "gemm", 250, 100, 4),
+	}
+	tr := read(t, []byte(`{"traceEvents": [`+strings.Join(events, ",\n")+`]}`))
+	checkTiling(t, "comm", tr.Account)
+	got := map[string]int64{}
+	for _, r := range tr.Account {
+		if r.Category == stream.AccountComm {
+			got[r.Subject] += r.NS
+		}
+	}
+	// the reader names a collective without the argument from its kernel
+	want := map[string]int64{"allreduce": 100_000, "sendrecv": 40_000}
+	if !maps.Equal(got, want) {
+		t.Errorf("exposed communication by subject %v, want %v", got, want)
 	}
 }
