@@ -266,6 +266,21 @@ func TestBacklogBeforeTheCapture(t *testing.T) {
 	}
 }
 
+// idleByCause reads a hand-made trace of events, checks that its account
+// tiles each step, and sums its idle by cause.
+func idleByCause(t *testing.T, name string, events []string) map[string]int64 {
+	t.Helper()
+	tr := read(t, []byte(`{"traceEvents": [`+strings.Join(events, ",\n")+`]}`))
+	checkTiling(t, name, tr.Account)
+	got := map[string]int64{}
+	for _, r := range tr.Account {
+		if r.Category == "idle" {
+			got[r.Cause] += r.NS
+		}
+	}
+	return got
+}
+
 // A launch call slowed by the profiler (CUPTI on: tens of us) while the
 // GPU runs dry is launch overhead, not a sync: only a call that can wait
 // for the GPU (a synchronize, a blocking copy) drains it. Before, a tiny
@@ -288,14 +303,7 @@ func TestSlowLaunchIsNoSync(t *testing.T) {
 			ev("cuda_runtime", "cudaLaunchKernel", 110, 4, 2),
 			ev("kernel", "k2", 120, 40, 2),
 		}
-		tr := read(t, []byte(`{"traceEvents": [`+strings.Join(events, ",\n")+`]}`))
-		checkTiling(t, c.call, tr.Account)
-		got := map[string]int64{}
-		for _, r := range tr.Account {
-			if r.Category == "idle" {
-				got[r.Cause] += r.NS
-			}
-		}
+		got := idleByCause(t, c.call, events)
 		if c.cause == "sync" && got["sync"] != 70_000 {
 			t.Errorf("%s: %v ns of idle by cause, want the 70 us from 50 to 120 as sync", c.call, got)
 		}
@@ -333,14 +341,7 @@ func TestShortSyncDrains(t *testing.T) {
 			ev("cuda_runtime", "cudaLaunchKernel", 550, 4, 2),
 			ev("kernel", "k2", 555, 40, 2),
 		}
-		tr := read(t, []byte(`{"traceEvents": [`+strings.Join(events, ",\n")+`]}`))
-		checkTiling(t, c.call, tr.Account)
-		got := map[string]int64{}
-		for _, r := range tr.Account {
-			if r.Category == "idle" {
-				got[r.Cause] += r.NS
-			}
-		}
+		got := idleByCause(t, c.call, events)
 		if got["sync"] != c.wantSyncNS {
 			t.Errorf("%s of %d us: %v ns of idle by cause, want %d ns of sync (55 to 555)", c.call, int(c.dur), got, c.wantSyncNS)
 		}
