@@ -351,7 +351,8 @@ func (r *chartSource) loadTimeline(ctx context.Context, st *duck.Store, run repo
 	// (collective_instances aligns them on collective ends)
 	base := `WITH off AS (SELECT rank, any_value(clock_offset_ns) AS o FROM collective_instances WHERE run_id = $run GROUP BY rank),
 k AS (
-    SELECT g.rank, g.class, g.ts - coalesce(off.o, 0) AS s, g.end_ts - coalesce(off.o, 0) AS e
+    SELECT g.rank, g.class, g.ts - coalesce(off.o, 0) AS s, g.end_ts - coalesce(off.o, 0) AS e,
+           CASE WHEN g.class = 'COMM' THEN coalesce(g.coll_name, g.name) END AS coll
     FROM gpu_window g LEFT JOIN off ON off.rank = g.rank
     WHERE g.run_id = $run AND g.step IS NOT DISTINCT FROM $step AND g.rank IN (` + strings.Join(inList, ",") + `)
 )`
@@ -426,8 +427,48 @@ SELECT rank, b, sum(least(e, $t0 + (b + 1) * $bw) - greatest(s, $t0 + b * $bw)):
 			l.Colls = append(l.Colls, c)
 		}
 	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	if err := unmatchedColls(ctx, st, base, args, lanes); err != nil {
+		return nil, err
+	}
 	for i := range tl.Lanes {
 		tl.Lanes[i] = *lanes[tl.Lanes[i].Rank]
 	}
-	return tl, rows.Err()
+	return tl, nil
+}
+
+// unmatchedColls draws the collective kernels of the lanes that have no
+// matched collective in the step (one rank traced, so no peer to match):
+// each as transfer, on the lane's own clock, since without its peers the
+// wait in it cannot be told apart.
+func unmatchedColls(ctx context.Context, st *duck.Store, base string, args []any, lanes map[int]*report.Lane) error {
+	var bare []string
+	for rk, l := range lanes {
+		if len(l.Colls) == 0 {
+			bare = append(bare, fmt.Sprint(rk))
+		}
+	}
+	if len(bare) == 0 {
+		return nil
+	}
+	slices.Sort(bare)
+	rows, err := st.Query(ctx, base+`
+SELECT rank, coll, s, e FROM k WHERE class = 'COMM' AND rank IN (`+strings.Join(bare, ",")+`) ORDER BY rank, s, e`, args[:2]...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var rk int
+		var c report.CollBar
+		if err := rows.Scan(&rk, &c.Name, &c.StartNS, &c.End); err != nil {
+			return err
+		}
+		c.WaitEndNS = c.StartNS
+		lanes[rk].Colls = append(lanes[rk].Colls, c)
+	}
+	return rows.Err()
 }

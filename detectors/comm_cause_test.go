@@ -26,4 +26,20 @@ func TestExposedCommOnRealTrace(t *testing.T) {
 	if c.Kind != "comm_bound" || c.CostPct < 50 || !strings.Contains(c.Headline, "1 of 8 ranks traced") || c.Subject != "allreduce" {
 		t.Fatalf("first cause %s (%.1f%%, %q): %s; want exposed communication in allreduce, over half the step, of 1 of 8 ranks", c.Kind, c.CostPct, c.Subject, c.Headline)
 	}
+	// its step's timeline draws the collectives it ran (no peer matches
+	// them, so they are transfer, not waiting); it drew compute alone
+	ch := rep.Charts("resnet")
+	if ch == nil || ch.Timeline == nil || len(ch.Timeline.Lanes) != 1 {
+		t.Fatalf("charts %+v, want a timeline of rank 0", ch)
+	}
+	var drawn int64
+	for _, cb := range ch.Timeline.Lanes[0].Colls {
+		if cb.WaitEndNS != cb.StartNS || cb.End <= cb.StartNS || cb.Name == "" {
+			t.Errorf("collective bar %+v, want a named transfer with no wait", cb)
+		}
+		drawn += cb.End - cb.StartNS
+	}
+	if span := ch.Timeline.EndNS - ch.Timeline.StartNS; drawn < span/2 {
+		t.Errorf("the timeline draws %d ns of collectives in a %d ns step, want over half of it", drawn, span)
+	}
 }
