@@ -173,7 +173,46 @@ func loadRecorded(ctx context.Context, st *duck.Store) (map[string]causes.Record
 		}
 		out[run] = r
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	return out, loadCaptured(ctx, st, out)
+}
+
+// loadCaptured adds to each run's Recorded its launch calls, and those
+// made inside a stream capture: after the thread's last
+// cudaStreamBeginCapture (hipStream... on ROCm) that no EndCapture
+// closed (an as-of join on the thread's capture calls). Runs without a
+// capture call cost one scan of the calls.
+func loadCaptured(ctx context.Context, st *duck.Store, out map[string]causes.Recorded) error {
+	rows, err := st.Query(ctx, `
+		WITH m AS (
+		  SELECT run_id, rank, pid, tid, ts, name LIKE '%BeginCapture%' AS open
+		  FROM slices
+		  WHERE kind IN ('runtime', 'driver') AND (name LIKE '%StreamBeginCapture%' OR name LIKE '%StreamEndCapture%')),
+		l AS (
+		  SELECT run_id, rank, pid, tid, ts FROM slices
+		  WHERE kind IN ('runtime', 'driver') AND name LIKE '%Launch%' AND name NOT LIKE '%GraphLaunch%'
+		    AND run_id IN (SELECT run_id FROM m))
+		SELECT l.run_id, count(*)::DOUBLE, (count(*) FILTER (WHERE m.open))::DOUBLE
+		FROM l ASOF LEFT JOIN m ON m.run_id = l.run_id AND m.rank = l.rank AND m.pid = l.pid AND m.tid = l.tid AND m.ts <= l.ts
+		GROUP BY l.run_id`)
+	if err != nil {
+		return fmt.Errorf("captured launches: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var run string
+		var launches, captured float64
+		if err := rows.Scan(&run, &launches, &captured); err != nil {
+			return err
+		}
+		r := out[run]
+		r.Launches, r.Captured = launches, captured
+		out[run] = r
+	}
+	return rows.Err()
 }
 
 // stackPaths are the call stacks of (rank, stack id) pairs of a run, each

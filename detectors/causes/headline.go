@@ -42,6 +42,14 @@ func traced(run report.RunInfo) string {
 
 func (j *judge) headlineOf(run report.RunInfo) report.Headline {
 	h := report.Headline{RunID: run.RunID, Kind: "none"}
+	if r := j.recorded[run.RunID]; r.capture() {
+		h.Kind = "graph_capture"
+		h.Text = fmt.Sprintf("This trace records a CUDA graph's capture: %.0f of its %.0f kernel launches were made inside a stream capture "+
+			"(cudaStreamBeginCapture to EndCapture, hipStream... on ROCm), which records them into a graph and runs none of them, so the GPU idles by construction "+
+			"and the causes below describe the capture, not the job's steps; profile steps that replay the graph (cudaGraphLaunch) to see where their time goes",
+			r.Captured, r.Launches)
+		return h
+	}
 	for _, c := range j.causes {
 		if c.RunID == run.RunID && c.heads() {
 			h.Kind, h.Cause, h.CostNS, h.CostPct, h.Fix = c.Kind, c.ID, c.CostNS, c.CostPct, c.Fix

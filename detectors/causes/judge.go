@@ -78,7 +78,21 @@ type Input struct {
 // frames (with_stack=True), each a mean over its ranks.
 type Recorded struct {
 	Ops, Calls, Python float64
+	// Launches and Captured count the whole trace's kernel and copy launch
+	// calls and those made inside a stream capture (between a
+	// cudaStreamBeginCapture and its EndCapture on the same thread), which
+	// record a CUDA graph and run nothing; summed over the run's ranks
+	Launches, Captured float64
 }
+
+// capture says whether a run's trace is mostly a CUDA graph's capture:
+// most of its launches (and at least minCaptured) ran nothing.
+func (r Recorded) capture() bool {
+	return r.Captured >= minCaptured && 2*r.Captured >= r.Launches
+}
+
+// minCaptured is how many captured launches make a trace a capture's.
+const minCaptured = 10
 
 // Events is every recorded host event of the step.
 func (r Recorded) Events() float64 { return r.Ops + r.Calls + r.Python }

@@ -63,6 +63,16 @@ func TestJudge(t *testing.T) {
 			kind: "no_gpu_work", text: []string{"No GPU work in this trace: 7 events"}},
 		{name: "one rank, nothing costly", in: Input{Config: defaults, Runs: []report.RunInfo{{RunID: "o", Ranks: []int{0}, Events: 7, TraceRanks: 1, GPUActivities: 3}}},
 			kind: "none", text: []string{"No cause costs 5% of a step or more"}},
+		// sglang's decode capture (TraceLens): 544 of 546 launches inside
+		// hipStreamBeginCapture..EndCapture, two kernels run; its verdict
+		// named an 11 us fill_ kernel
+		{name: "a graph's capture", in: Input{Config: defaults, Runs: []report.RunInfo{{RunID: "g", Ranks: []int{0}, Events: 7, TraceRanks: 1, GPUActivities: 2}},
+			Recorded: map[string]Recorded{"g": {Launches: 546, Captured: 544}}},
+			kind: "graph_capture", text: []string{"CUDA graph's capture: 544 of its 546 kernel launches", "replay the graph"}},
+		// a job that captures a graph once and replays it in its steps
+		{name: "a capture among run steps", in: Input{Config: defaults, Runs: []report.RunInfo{{RunID: "o", Ranks: []int{0}, Events: 7, TraceRanks: 1, GPUActivities: 3}},
+			Recorded: map[string]Recorded{"o": {Launches: 5000, Captured: 400}}},
+			kind: "none", text: []string{"No cause costs 5% of a step or more"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := len(c.in.Findings)

@@ -75,7 +75,7 @@ type RunInfo struct {
 type Headline struct {
 	RunID   string  `json:"run_id"`
 	Text    string  `json:"text"`
-	Kind    string  `json:"kind"` // the cause's kind; "none", "no_gpu_work" or "memory_only" without one
+	Kind    string  `json:"kind"` // the cause's kind; "none", "no_gpu_work", "memory_only" or "graph_capture" without one
 	Cause   string  `json:"cause,omitempty"`
 	CostNS  float64 `json:"cost_ns_per_step,omitempty"`
 	CostPct float64 `json:"cost_pct_of_step,omitempty"`

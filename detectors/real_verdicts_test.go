@@ -43,3 +43,18 @@ func TestExposedCommOnRealTrace(t *testing.T) {
 		t.Errorf("the timeline draws %d ns of collectives in a %d ns step, want over half of it", drawn, span)
 	}
 }
+
+// sglang's decode capture (TraceLens, MI300X): 544 of its 546 launches are
+// inside hipStreamBeginCapture..EndCapture and record a graph; two kernels
+// ran. Its verdict named an 11 us fill_ kernel at 0% of its roofline; it
+// now says the trace is a capture's.
+func TestGraphCaptureOnRealTrace(t *testing.T) {
+	st, res := analyzeDir(t, corpusDir("tracelens/tests__traces__inference__sglang_decode__capture_traces__bs_32_rank0.json.gz")(t), "sglang", detectors.Window{})
+	rep, err := detectors.BuildReport(context.Background(), st, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Headline) != 1 || rep.Headline[0].Kind != "graph_capture" || !strings.Contains(rep.Headline[0].Text, "544 of its 546 kernel launches") {
+		t.Fatalf("headlines %+v, want the capture's with its 544 of 546 launches", rep.Headline)
+	}
+}
