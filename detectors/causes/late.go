@@ -323,13 +323,17 @@ func typicalCost(a *lateAgg, steps []int) (float64, int) {
 }
 
 // rankCount is how many ranks a run has.
-func (j *judge) rankCount(run string) int {
+func (j *judge) rankCount(run string) int { return len(j.runInfo(run).Ranks) }
+
+// runInfo is what the report knows of a run (the zero RunInfo when it
+// knows nothing).
+func (j *judge) runInfo(run string) report.RunInfo {
 	for _, ri := range j.runs {
 		if ri.RunID == run {
-			return len(ri.Ranks)
+			return ri
 		}
 	}
-	return 0
+	return report.RunInfo{}
 }
 
 // MedianMAD is the median of xs and their median absolute deviation.

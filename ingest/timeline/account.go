@@ -187,7 +187,11 @@ func (a *accounter) isHost(i int) bool {
 func (a *accounter) activities() {
 	s, k := a.s, a.k
 	a.launchOf = map[int64]int32{}
-	subIdx := map[string]int32{}
+	type subKey struct {
+		class uint8
+		sub   string
+	}
+	subIdx := map[subKey]int32{}
 	for i := range s.Len() {
 		kind := s.Kind.V[i]
 		if a.isCall(i) && s.Correlation.Valid(i) {
@@ -224,7 +228,7 @@ func (a *accounter) activities() {
 			}
 		}
 		if class == busyCopy || class == busyComm {
-			key := string(rune('0'+class)) + sub
+			key := subKey{class, sub}
 			id, ok := subIdx[key]
 			if !ok {
 				id = int32(len(a.subs))
