@@ -122,3 +122,76 @@ func TestMetricTableKnown(t *testing.T) {
 	}
 	check("Check, same table", look(), state{[]string{"run_id VARCHAR", "rank INTEGER", "x DOUBLE"}, "first", xDoc, []string{"r1", "r1"}, 4})
 }
+
+// TestUncommentedMetricTables: a pass that leaves the comments out
+// (analyze without --db) stores the same table and metrics rows, one per
+// number with the text columns as the subject, and a later pass that
+// documents finds the table bare and comments it.
+func TestUncommentedMetricTables(t *testing.T) {
+	ctx := context.Background()
+	st, err := duck.Open(ctx, "", duck.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Exec(ctx, `INSERT INTO ranks (run_id, rank, host, source, rank_source, events, json_bytes) VALUES ('r1', 0, '', 'x', 'x', 0, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Parse("x/mu.sql", []byte("-- name: mu\n-- category: test\n-- kind: metric\n-- description: documented\n"+
+		"SELECT 'r1' AS run_id, 2 AS step_lo, k AS kernel, 'x' || k AS op, k * 1.5 AS a, k * 10 AS b FROM range(1, 3) t(k)\n"))
+	// every number a metric, the text column its subject
+	if err != nil {
+		t.Fatal(err)
+	}
+	query := func(q string) []string {
+		t.Helper()
+		rows, err := st.Query(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	comments := `SELECT coalesce((SELECT comment FROM duckdb_tables() WHERE table_name = 'metric_mu'), '-') || ' / ' ||
+		coalesce((SELECT comment FROM duckdb_columns() WHERE table_name = 'metric_mu' AND column_name = 'a'), '-')`
+	wantMetrics := []string{
+		"r1 mu NULL 2 NULL x1 a 1.5", "r1 mu NULL 2 NULL x1 b 10.0", "r1 mu NULL 2 NULL x1 kernel 1.0",
+		"r1 mu NULL 2 NULL x2 a 3.0", "r1 mu NULL 2 NULL x2 b 20.0", "r1 mu NULL 2 NULL x2 kernel 2.0",
+	}
+	metricRows := `SELECT concat_ws(' ', run_id, detector, coalesce(rank::VARCHAR, 'NULL'), coalesce(step_lo::VARCHAR, 'NULL'),
+		coalesce(step_hi::VARCHAR, 'NULL'), subject, metric, value) FROM metrics ORDER BY ALL`
+	for _, c := range []struct {
+		uncommented bool
+		comments    string
+	}{
+		{true, "- / -"},
+		{false, "documented / in metrics: detector = 'mu' AND metric = 'a'"},
+		{true, "documented / in metrics: detector = 'mu' AND metric = 'a'"},
+	} {
+		set := &Set{Detectors: []*Detector{d}, Workers: 2, Uncommented: c.uncommented}
+		res, err := set.Run(ctx, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res[0].Err != nil {
+			t.Fatal(res[0].Err)
+		}
+		if got := query(comments); len(got) != 1 || got[0] != c.comments {
+			t.Errorf("uncommented %v: comments %q, want %q", c.uncommented, got, c.comments)
+		}
+		if got := query(metricRows); !slices.Equal(got, wantMetrics) {
+			t.Errorf("uncommented %v: metrics\n%q\nwant\n%q", c.uncommented, got, wantMetrics)
+		}
+		if got := query("SELECT count(*)::VARCHAR FROM metric_mu"); got[0] != "2" {
+			t.Errorf("uncommented %v: %s rows in metric_mu, want 2", c.uncommented, got[0])
+		}
+	}
+}

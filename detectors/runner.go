@@ -89,6 +89,7 @@ func (s *Set) run(ctx context.Context, st *duck.Store, keep bool) ([]Result, err
 	if err != nil {
 		return nil, err
 	}
+	tables.bare = s.Uncommented
 	if err := recordGPUSpecs(ctx, st); err != nil {
 		return nil, err
 	}

@@ -131,6 +131,9 @@ func Run(ctx context.Context, paths []string, o Options, out, errOut io.Writer) 
 	// for a thread, holding its state (syn8 at --threads 64 peaked at
 	// 300-340 MB with 64 side by side on 8 DuckDB threads)
 	set.Workers = min(cfg.Cores(), 2*detectDuck)
+	// without --db the store is gone with the command: no SQL client
+	// will read the metric tables' comments
+	set.Uncommented = o.DB == ""
 	files, err := ingest.DiscoverWith(paths, cli.Warn(errOut))
 	if err != nil {
 		return cli.Input(err)
