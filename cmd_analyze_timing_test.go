@@ -30,4 +30,11 @@ func TestAnalyzeTimingLine(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^timing: \d+ detectors and shared views, `).MatchString(errOut) {
 		t.Errorf("no line of the slowest detectors in:\n%s", errOut)
 	}
+	sum := regexp.MustCompile(`(?m)^timing: (\d+) detector queries: planning [0-9.]+m?s, executing [0-9.]+m?s, summed`).FindStringSubmatch(errOut)
+	if sum == nil {
+		t.Fatalf("no line of the detectors' planning in:\n%s", errOut)
+	}
+	if n, _ := strconv.Atoi(sum[1]); n < 30 {
+		t.Errorf("%d detector queries planned: want every detector's", n)
+	}
 }

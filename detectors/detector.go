@@ -338,6 +338,10 @@ type Set struct {
 	// ("view gpu_busy") and each detector took to run ("detector
 	// top_kernels"): what `analyze --timing` lists.
 	Timed func(what string, took time.Duration)
+	// Planned, when set with Timed, hears each detector query's split of
+	// DuckDB's planning (binding, optimizers, physical plan) and the rest
+	// of its latency.
+	Planned func(planning, executing time.Duration)
 	// Workers is how many detectors run at once on an in-memory store
 	// (each on a connection of its own); 0 or 1 runs them one by one.
 	Workers int

@@ -207,6 +207,9 @@ func (s *Set) timed(r Result) {
 		}
 		s.Timed(what, r.Elapsed)
 	}
+	if s.Planned != nil && (r.Planning > 0 || r.Executing > 0) {
+		s.Planned(r.Planning, r.Executing)
+	}
 }
 
 // recordGPUSpecs adds the catalog entry of every GPU name the ranks report

@@ -115,8 +115,10 @@ func Run(ctx context.Context, paths []string, o Options, out, errOut io.Writer) 
 	}
 	set, err := detectors.NewSet(cfg.DetectorsConfig())
 	var slowest []timedStep
+	var planned plannedSum
 	if err == nil && o.Timing {
 		set.Timed = func(what string, took time.Duration) { slowest = append(slowest, timedStep{what, took}) }
+		set.Planned = planned.add
 	}
 	if err != nil {
 		return cli.Input(err)
@@ -233,6 +235,7 @@ func Run(ctx context.Context, paths []string, o Options, out, errOut io.Writer) 
 		}
 		fmt.Fprintln(errOut)
 		printSlowest(errOut, slowest, 12)
+		planned.print(errOut)
 	}
 	if !o.Quiet {
 		if o.Out != "" {

@@ -51,3 +51,27 @@ func printSlowest(w io.Writer, steps []timedStep, n int) {
 	}
 	fmt.Fprintln(w)
 }
+
+// plannedSum adds up the detector queries' planning and executing
+// (Set.Planned), whose calls do not overlap.
+type plannedSum struct {
+	n                   int
+	planning, executing time.Duration
+}
+
+func (p *plannedSum) add(planning, executing time.Duration) {
+	p.n++
+	p.planning += planning
+	p.executing += executing
+}
+
+// print says what DuckDB spent planning the detector queries against
+// running them: planning depends on the queries, not on the rows (the
+// pass's cost on a trace of a few thousand events).
+func (p *plannedSum) print(w io.Writer) {
+	if p.n == 0 {
+		return
+	}
+	fmt.Fprintf(w, "timing: %d detector queries: planning %s, executing %s, summed (DuckDB's profile)\n",
+		p.n, p.planning.Round(time.Millisecond), p.executing.Round(time.Millisecond))
+}
