@@ -150,6 +150,61 @@ func (ra *runAccount) markOutliers(rank int) {
 			s.outlier = true
 		}
 	}
+	// A step whose idle for one reason grew as much, against that reason's
+	// own spread over the rank's other steps, stalled too, though the
+	// steps' lengths spread wider (a lean H100 trace: its first steps ran
+	// 34-38 ms while the GPU's queue filled, the rest 41-43 ms, and the
+	// 12 ms stall's step, 51.9 ms, was inside three deviations of them;
+	// its idle with no event recorded was 13.0 ms against 0.8-2.0 ms). The
+	// step itself must have grown by half as much: idle that only moved
+	// from one reason to another is no stall. And such steps must be
+	// fewer than a third of the rank's: a trace whose steps run at two
+	// speeds (the lean tiny MLP's: three at 29-30 ms, three at 47-69,
+	// untraced all 12-14 ms) has no one-off among them.
+	var grew []*acctStep
+	for _, s := range ra.ranks[rank] {
+		if s.complete && !s.outlier {
+			if d := ra.idleGrew(s); d > 0 && d >= OutlierPct/100*med && s.len()-med >= d/2 {
+				grew = append(grew, s)
+			}
+		}
+	}
+	if 3*len(grew) < len(lens) {
+		for _, s := range grew {
+			s.outlier = true
+		}
+	}
+}
+
+// idleGrew is the most one reason's idle (an idle/<cause> key) in step s
+// exceeds its median over the rank's other complete steps that are not
+// outliers, by at least 1 ms and three robust deviations; 0 when none
+// does, or fewer than two steps compare.
+func (ra *runAccount) idleGrew(s *acctStep) float64 {
+	var others []map[string]float64
+	for _, o := range ra.ranks[s.rank] {
+		if o != s && o.complete && !o.outlier {
+			others = append(others, o.byKey(true))
+		}
+	}
+	if len(others) < 2 {
+		return 0
+	}
+	most := 0.0
+	for k, v := range s.byKey(true) {
+		if !strings.HasPrefix(k, "idle/") {
+			continue
+		}
+		xs := make([]float64, len(others))
+		for i, o := range others {
+			xs[i] = o[k]
+		}
+		med, mad := MedianMAD(xs)
+		if d := v - med; d >= max(1e6, 3*1.4826*mad) {
+			most = max(most, d)
+		}
+	}
+	return most
 }
 
 // excess is what an outlier step spent beyond a typical step, by key:

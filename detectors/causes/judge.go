@@ -178,9 +178,11 @@ func (j *judge) buildCauses(in Input) {
 		// costliest first; idle the trace cannot explain comes after every
 		// cause it can (the verdict names what is known, and says when the
 		// unknown costs more), and in short stretches never heads at all; a
-		// stall in the first recorded step comes after the known causes too
+		// stall in the first recorded step comes after the known causes too,
+		// and so does a host-side cause the profiler's cost may be all of
 		slices.SortStableFunc(causes, func(a, b rootCause) int {
-			return cmp.Or(cmp.Compare(boolInt(a.last()), boolInt(b.last())), cmp.Compare(b.CostNS, a.CostNS))
+			return cmp.Or(cmp.Compare(boolInt(a.last()), boolInt(b.last())),
+				cmp.Compare(boolInt(a.unsure), boolInt(b.unsure)), cmp.Compare(b.CostNS, a.CostNS))
 		})
 		for i := range causes {
 			causes[i].ID = fmt.Sprintf("c%d", len(j.causes)+i+1)

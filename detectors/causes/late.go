@@ -30,6 +30,11 @@ type rootCause struct {
 	// profiler's own recording cost (profilerCost)
 	profiler     float64
 	profilerStep float64 // the traced step it was measured against
+	// unsure: a host-side cause that would not cost enough had the
+	// profiler cost the most per event it has been measured to
+	// (profilerEventHighNS): all of it may be the profiler's, so it comes
+	// after the causes that are not
+	unsure bool
 	// rankOutlier: one rank of several losing more than its peers to it
 	rankOutlier bool
 	// gaps: idle the trace cannot explain, in short stretches (between

@@ -173,3 +173,110 @@ func TestMemoryBoundAtAttainableBandwidth(t *testing.T) {
 		}
 	}
 }
+
+// A host-side cause that would not cost enough had every recorded event
+// cost profilerEventHighNS is unsure: it is listed after the causes that
+// are sure, whatever it costs, and its headline says it may be the
+// profiler's; one that survives that estimate, or whose run has its
+// untraced step given, keeps its place by cost.
+func TestUnsureHostCauseAfterSureOnes(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		rec      Recorded
+		untraced float64
+		unsure   bool
+	}{
+		// 5,180 events: 10.4 ms taken off at 2 us, 23.8 of the 26 ms at 4.6 us
+		{"the profiler could be all of it", Recorded{Ops: 4400, Calls: 780}, 0, true},
+		// 1,000 events: 4.6 ms at the most, 14 ms of launch idle left
+		{"more than the profiler could cost", Recorded{Ops: 1000}, 0, false},
+		// measured, not estimated: 8 ms comes off, 11.8 ms left
+		{"untraced step given", Recorded{Ops: 4400, Calls: 780}, 45e6, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := oneRank(c.rec, -1)
+			in.Config.UntracedStepNS = c.untraced
+			// element-wise work at 62% of the peak bandwidth: 4.54 ms a step
+			in.Roles = map[string]report.Role{"memory_bound_ops": {Cause: "memory_bound"}}
+			in.Findings = []report.Finding{{RunID: "r", Detector: "memory_bound_ops", Subject: "element-wise",
+				Evidence: map[string]any{"gpu_ns": 6 * 14.79e6, "gbytes": 6 * 30.9, "peak_tbs": 3.35, "calls": 2010.0, "shapes": 45.0,
+					"achieved_tbs": 30.9 / 14.79e-3 / 1e3, "gpu": "H100-SXM"}}}
+			v := Judge(in)
+			launch, mem := causeOf(v, "launch_bound"), causeOf(v, "memory_bound")
+			if launch == nil || mem == nil {
+				t.Fatalf("causes %+v: want launch-bound and memory-bound", v.Causes)
+			}
+			if launch.CostNS <= mem.CostNS {
+				t.Fatalf("launch-bound %.0f ns a step, memory-bound %.0f: the case wants launch to cost more", launch.CostNS, mem.CostNS)
+			}
+			first := v.Causes[0].Kind
+			if c.unsure && first != "memory_bound" || !c.unsure && first != "launch_bound" {
+				t.Errorf("first cause %s, want %s (causes %+v)", first, map[bool]string{true: "memory_bound", false: "launch_bound"}[c.unsure], v.Causes)
+			}
+			if said := strings.Contains(launch.Headline, "could be nearly all the profiler's"); said != c.unsure {
+				t.Errorf("launch-bound headline %q: says it may be the profiler's: %v, want %v", launch.Headline, said, c.unsure)
+			}
+		})
+	}
+}
+
+// stepsRun is a run of one rank whose steps each hold computeMS of
+// compute and the given idle (ms) waiting for launches and in nothing
+// recorded.
+func stepsRun(computeMS float64, launchMS, unrecordedMS []float64) Input {
+	in := Input{Config: defaults,
+		Runs:    []report.RunInfo{{RunID: "r", Ranks: []int{0}, WorldSize: 1, GPUActivities: 100, TraceRanks: 1}},
+		Steps:   map[string]StepWindow{"r": {Steps: len(launchMS)}},
+		Account: map[string][]AccountRow{},
+	}
+	at := int64(0)
+	for i := range launchMS {
+		rows := []struct {
+			cat, cause string
+			ms         float64
+		}{{"compute", "kernels", computeMS}, {"idle", "launch", launchMS[i]}, {"idle", "unrecorded", unrecordedMS[i]}}
+		end := at + int64((computeMS+launchMS[i]+unrecordedMS[i])*1e6)
+		for _, r := range rows {
+			ns := int64(r.ms * 1e6)
+			in.Account["r"] = append(in.Account["r"], AccountRow{Rank: 0, Step: i + 3, StartNS: at, EndNS: end, Complete: true, InWindow: true,
+				Cat: r.cat, Cause: r.cause, Subject: "", Stack: -1, NS: ns, Intervals: 1, LongestNS: ns})
+		}
+		at = end
+	}
+	return in
+}
+
+// A one-off stall shows in the idle that grew in its step even where the
+// steps' lengths spread too wide for the step-length rule (the lean H100
+// weak_stall trace: 12 ms of unrecorded host work in one step, its first
+// steps short while the GPU's queue filled). Steps that run at two speeds
+// hold no one-off, nor does a step whose idle only moved from one reason
+// to another.
+func TestStallByWhatGrew(t *testing.T) {
+	for _, c := range []struct {
+		name              string
+		compute           float64
+		launch, unrecorde []float64
+		stallStep         int // 0: none
+		stallMS           float64
+	}{
+		{"weak stall", 27, []float64{6.7, 9.8, 11.9, 12.8, 14.3, 14.4}, []float64{0.8, 1.1, 13.0, 1.7, 2.0, 2.0}, 5, 10.4},
+		{"two speeds", 1.5, []float64{25.3, 24.8, 42.1, 64.4, 50.1, 25.3}, []float64{3, 3, 3, 3, 3, 3}, 0, 0},
+		{"moved, not grown", 27, []float64{14, 14.2, 3, 14.1, 13.9, 14}, []float64{2, 1.9, 13, 2.1, 2, 2}, 0, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			v := Judge(stepsRun(c.compute, c.launch, c.unrecorde))
+			stall := causeOf(v, "one_off_stall")
+			switch {
+			case c.stallStep == 0 && stall != nil:
+				t.Errorf("a stall in step %d: %s", *stall.Step, stall.Headline)
+			case c.stallStep > 0 && stall == nil:
+				t.Fatalf("no stall among %+v", v.Causes)
+			case c.stallStep > 0:
+				if *stall.Step != c.stallStep || stall.Why != "unrecorded" || math.Abs(stall.StallNS-c.stallMS*1e6) > 0.05e6 {
+					t.Errorf("stall in step %d, why %s, %.2f ms; want step %d, unrecorded, %.2f ms", *stall.Step, stall.Why, stall.StallNS/1e6, c.stallStep, c.stallMS)
+				}
+			}
+		})
+	}
+}
