@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/trainscope/trainscope/detectors/causes"
 	"github.com/trainscope/trainscope/detectors/report"
 	"github.com/trainscope/trainscope/sql/duck"
@@ -121,27 +122,62 @@ func loadWaiters(ctx context.Context, st *duck.Store) (map[causes.WaitKey][]repo
 
 // loadAccount reads step_account, per run, in order of rank and step.
 func loadAccount(ctx context.Context, st *duck.Store) (map[string][]causes.AccountRow, error) {
-	rows, err := st.Query(ctx, `
-		SELECT a.run_id, a.rank, coalesce(a.step, -1), a.start_ns, a.end_ns, a.complete,
+	// read as Arrow: r512's 2.5M events make rows enough that database/sql's
+	// scan of each value was most of the read
+	rdr, err := st.QueryArrow(ctx, `
+		SELECT a.run_id, a.rank::INTEGER, coalesce(a.step, -1)::INTEGER, a.start_ns::BIGINT, a.end_ns::BIGINT, a.complete::BOOLEAN,
 		       coalesce((w.step_lo IS NULL OR a.step >= w.step_lo) AND (w.step_hi IS NULL OR a.step <= w.step_hi), true),
-		       a.category, a.cause, coalesce(a.subject, ''), coalesce(a.stack_id, -1), a.ns, a.intervals, a.longest_ns
+		       a.category, a.cause, coalesce(a.subject, ''), coalesce(a.stack_id, -1)::INTEGER, a.ns::BIGINT, a.intervals::BIGINT, a.longest_ns::BIGINT
 		FROM step_account a LEFT JOIN analysis_window w ON w.run_id = a.run_id AND w.rank = a.rank
 		ORDER BY a.run_id, a.rank, a.start_ns, a.category, a.cause, a.ns DESC, a.subject`)
 	if err != nil {
 		return nil, fmt.Errorf("step account: %w", err)
 	}
-	defer rows.Close()
+	defer rdr.Release()
 	out := map[string][]causes.AccountRow{}
-	for rows.Next() {
-		var run string
-		var r causes.AccountRow
-		if err := rows.Scan(&run, &r.Rank, &r.Step, &r.StartNS, &r.EndNS, &r.Complete, &r.InWindow,
-			&r.Cat, &r.Cause, &r.Subject, &r.Stack, &r.NS, &r.Intervals, &r.LongestNS); err != nil {
-			return nil, err
+	// the batch's memory goes with it: keep one copy of each string
+	interned := map[string]string{}
+	intern := func(a *array.String, i int) string {
+		v := a.Value(i)
+		if s, ok := interned[v]; ok {
+			return s
 		}
-		out[run] = append(out[run], r)
+		s := strings.Clone(v)
+		interned[s] = s
+		return s
 	}
-	return out, rows.Err()
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		run, ok0 := rec.Column(0).(*array.String)
+		rank, ok1 := rec.Column(1).(*array.Int32)
+		step, ok2 := rec.Column(2).(*array.Int32)
+		start, ok3 := rec.Column(3).(*array.Int64)
+		end, ok4 := rec.Column(4).(*array.Int64)
+		complete, ok5 := rec.Column(5).(*array.Boolean)
+		inWin, ok6 := rec.Column(6).(*array.Boolean)
+		cat, ok7 := rec.Column(7).(*array.String)
+		cause, ok8 := rec.Column(8).(*array.String)
+		subject, ok9 := rec.Column(9).(*array.String)
+		stack, ok10 := rec.Column(10).(*array.Int32)
+		ns, ok11 := rec.Column(11).(*array.Int64)
+		intervals, ok12 := rec.Column(12).(*array.Int64)
+		longest, ok13 := rec.Column(13).(*array.Int64)
+		if !(ok0 && ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && ok8 && ok9 && ok10 && ok11 && ok12 && ok13) {
+			return nil, fmt.Errorf("step account: unexpected column types %s", rec.Schema())
+		}
+		if n := int(rec.NumRows()); n > 0 && run.Value(0) == run.Value(n-1) {
+			k := intern(run, 0)
+			out[k] = slices.Grow(out[k], n) // sorted by run: most batches are one run's
+		}
+		for i := range int(rec.NumRows()) {
+			r := causes.AccountRow{Rank: int(rank.Value(i)), Step: int(step.Value(i)), StartNS: start.Value(i), EndNS: end.Value(i),
+				Complete: complete.Value(i), InWindow: inWin.Value(i), Cat: intern(cat, i), Cause: intern(cause, i),
+				Subject: intern(subject, i), Stack: stack.Value(i), NS: ns.Value(i), Intervals: intervals.Value(i), LongestNS: longest.Value(i)}
+			k := intern(run, i)
+			out[k] = append(out[k], r)
+		}
+	}
+	return out, rdr.Err()
 }
 
 // loadRecorded is each run's host events recorded in a typical analysed
