@@ -17,14 +17,7 @@ import (
 // table, comment or row, or fail to insert.
 func TestMetricTableKnown(t *testing.T) {
 	ctx := context.Background()
-	st, err := duck.Open(ctx, "", duck.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.Exec(ctx, `INSERT INTO ranks (run_id, rank, host, source, rank_source, events, json_bytes) VALUES ('r1', 0, '', 'x', 'x', 0, 0)`); err != nil {
-		t.Fatal(err)
-	}
+	st := oneRankStore(t)
 	parse := func(desc, body string) *Detector {
 		t.Helper()
 		d, err := Parse("x/mt.sql", fmt.Appendf(nil, "-- name: mt\n-- category: test\n-- kind: metric\n-- description: %s\n%s\n", desc, body))
@@ -129,14 +122,7 @@ func TestMetricTableKnown(t *testing.T) {
 // documents finds the table bare and comments it.
 func TestUncommentedMetricTables(t *testing.T) {
 	ctx := context.Background()
-	st, err := duck.Open(ctx, "", duck.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.Exec(ctx, `INSERT INTO ranks (run_id, rank, host, source, rank_source, events, json_bytes) VALUES ('r1', 0, '', 'x', 'x', 0, 0)`); err != nil {
-		t.Fatal(err)
-	}
+	st := oneRankStore(t)
 	d, err := Parse("x/mu.sql", []byte("-- name: mu\n-- category: test\n-- kind: metric\n-- description: documented\n"+
 		"SELECT 'r1' AS run_id, 2 AS step_lo, k AS kernel, 'x' || k AS op, k * 1.5 AS a, k * 10 AS b FROM range(1, 3) t(k)\n"))
 	// every number a metric, the text column its subject
@@ -194,4 +180,20 @@ func TestUncommentedMetricTables(t *testing.T) {
 			t.Errorf("uncommented %v: %s rows in metric_mu, want 2", c.uncommented, got[0])
 		}
 	}
+}
+
+// oneRankStore is an empty in-memory store that knows run r1's rank 0,
+// closed when the test ends.
+func oneRankStore(t *testing.T) *duck.Store {
+	t.Helper()
+	ctx := context.Background()
+	st, err := duck.Open(ctx, "", duck.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Exec(ctx, `INSERT INTO ranks (run_id, rank, host, source, rank_source, events, json_bytes) VALUES ('r1', 0, '', 'x', 'x', 0, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

@@ -156,26 +156,7 @@ func TestRealH100(t *testing.T) {
 		t.Skip("analyses four real traces")
 	}
 	dir := filepath.Join("..", "..", "testdata", "gpu-h100")
-	set, err := detectors.NewSet(detectors.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reports := map[string]*report.Report{}
-	for _, name := range []string{"healthy", "fp32", "sync", "small_batch"} {
-		rep, err := analyze(context.Background(), set, filepath.Join(dir, name), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		reports[name] = rep
-	}
-	causeOf := func(rep *report.Report, kind string) *report.Cause {
-		for i := range rep.Causes {
-			if rep.Causes[i].Kind == kind {
-				return &rep.Causes[i]
-			}
-		}
-		return nil
-	}
+	reports := realReports(t, dir, "healthy", "fp32", "sync", "small_batch")
 	// fp32: the GPU still ran the warm-up's backlog in the first recorded
 	// step, which looked a 273 ms compute stall; precision is the cause
 	if claim, said := claimOf(reports["fp32"]); claim != "precision" || causeOf(reports["fp32"], "one_off_stall") != nil {
@@ -237,27 +218,7 @@ func TestRealH100Lean(t *testing.T) {
 	if testing.Short() {
 		t.Skip("analyses four real traces")
 	}
-	dir := filepath.Join("..", "..", "testdata", "gpu-h100-lean")
-	set, err := detectors.NewSet(detectors.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reports := map[string]*report.Report{}
-	for _, name := range []string{"weak_stall", "launch_bound", "sync", "healthy"} {
-		rep, err := analyze(context.Background(), set, filepath.Join(dir, name), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		reports[name] = rep
-	}
-	causeOf := func(rep *report.Report, kind string) *report.Cause {
-		for i := range rep.Causes {
-			if rep.Causes[i].Kind == kind {
-				return &rep.Causes[i]
-			}
-		}
-		return nil
-	}
+	reports := realReports(t, filepath.Join("..", "..", "testdata", "gpu-h100-lean"), "weak_stall", "launch_bound", "sync", "healthy")
 	// 12 ms of unrecorded host work before step 5: its step sat inside
 	// three deviations of the others' lengths, but its unrecorded idle
 	// (13.0 ms against 0.8-2.0) did not
@@ -282,4 +243,33 @@ func TestRealH100Lean(t *testing.T) {
 	if c := causeOf(reports["healthy"], "launch_bound"); c != nil && !strings.Contains(c.Headline, "could be nearly all the profiler's") {
 		t.Errorf("healthy: launch-bound at %.1f%% of a step, not said to be possibly the profiler's: %s", c.CostPct, c.Headline)
 	}
+}
+
+// realReports analyses each named trace folder under dir with the
+// built-in detectors and their defaults.
+func realReports(t *testing.T, dir string, names ...string) map[string]*report.Report {
+	t.Helper()
+	set, err := detectors.NewSet(detectors.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reports := map[string]*report.Report{}
+	for _, name := range names {
+		rep, err := analyze(context.Background(), set, filepath.Join(dir, name), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reports[name] = rep
+	}
+	return reports
+}
+
+// causeOf is rep's first cause of kind, or nil.
+func causeOf(rep *report.Report, kind string) *report.Cause {
+	for i := range rep.Causes {
+		if rep.Causes[i].Kind == kind {
+			return &rep.Causes[i]
+		}
+	}
+	return nil
 }
