@@ -158,16 +158,17 @@ func (d *Detector) tableStmts(cols []*sql.ColumnType, have metricTable, ok, bare
 	table := metricTableName(d.Name)
 	want := d.metricColumns(cols)
 	now = metricTable{cols: make([][2]string, len(want)), comment: d.Description}
-	if bare {
-		now.comment = have.comment
-		if !ok || !slices.Equal(have.cols, now.cols) {
-			now.comment = ""
-		}
-	}
 	for i, c := range want {
 		now.cols[i] = [2]string{c.name, c.typ}
 	}
 	same := ok && slices.Equal(have.cols, now.cols)
+	if bare {
+		// no comment is written: the table keeps what it had, unless made anew
+		now.comment = ""
+		if same {
+			now.comment = have.comment
+		}
+	}
 	if !same {
 		defs := make([]string, len(want))
 		for i, c := range want {

@@ -161,12 +161,19 @@ func (ra *runAccount) markOutliers(rank int) {
 	// fewer than a third of the rank's: a trace whose steps run at two
 	// speeds (the lean tiny MLP's: three at 29-30 ms, three at 47-69,
 	// untraced all 12-14 ms) has no one-off among them.
-	var grew []*acctStep
+	// each candidate step's idle by reason, summed once
+	var steps []*acctStep
+	var idle []map[string]float64
 	for _, s := range ra.ranks[rank] {
 		if s.complete && !s.outlier {
-			if d := ra.idleGrew(s); d > 0 && d >= OutlierPct/100*med && s.len()-med >= d/2 {
-				grew = append(grew, s)
-			}
+			steps = append(steps, s)
+			idle = append(idle, s.byKey(true))
+		}
+	}
+	var grew []*acctStep
+	for i, s := range steps {
+		if d := idleGrew(idle, i); d > 0 && d >= OutlierPct/100*med && s.len()-med >= d/2 {
+			grew = append(grew, s)
 		}
 	}
 	if 3*len(grew) < len(lens) {
@@ -176,28 +183,25 @@ func (ra *runAccount) markOutliers(rank int) {
 	}
 }
 
-// idleGrew is the most one reason's idle (an idle/<cause> key) in step s
-// exceeds its median over the rank's other complete steps that are not
-// outliers, by at least 1 ms and three robust deviations; 0 when none
-// does, or fewer than two steps compare.
-func (ra *runAccount) idleGrew(s *acctStep) float64 {
-	var others []map[string]float64
-	for _, o := range ra.ranks[s.rank] {
-		if o != s && o.complete && !o.outlier {
-			others = append(others, o.byKey(true))
-		}
-	}
-	if len(others) < 2 {
+// idleGrew is the most one reason's idle (an idle/<cause> key) in step i
+// of steps (each a step's time by cat/cause) exceeds its median over the
+// other steps, by at least 1 ms and three robust deviations; 0 when none
+// does, or fewer than two other steps compare.
+func idleGrew(steps []map[string]float64, i int) float64 {
+	if len(steps) < 3 {
 		return 0
 	}
 	most := 0.0
-	for k, v := range s.byKey(true) {
+	xs := make([]float64, 0, len(steps)-1)
+	for k, v := range steps[i] {
 		if !strings.HasPrefix(k, "idle/") {
 			continue
 		}
-		xs := make([]float64, len(others))
-		for i, o := range others {
-			xs[i] = o[k]
+		xs = xs[:0]
+		for j, o := range steps {
+			if j != i {
+				xs = append(xs, o[k])
+			}
 		}
 		med, mad := MedianMAD(xs)
 		if d := v - med; d >= max(1e6, 3*1.4826*mad) {

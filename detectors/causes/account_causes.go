@@ -150,11 +150,12 @@ func (j *judge) accountCauses(run string, ra *runAccount, others []rootCause) []
 			c.Stack = j.stacks[StackKey{run, *c.Rank, c.stack}]
 		}
 		c.Headline, c.Evidence = accountText(*c, t)
-		if c.unsure {
-			c.Headline += fmt.Sprintf(", after taking off %s a step that is the profiler's own recording cost; at %s an event, the most recording has been measured to cost, it could be nearly all the profiler's: time untraced steps (--untraced-step) before acting on it", mdfmt.Duration(c.profiler), mdfmt.Duration(profilerEventHighNS))
-			c.Evidence = append(c.Evidence, j.profilerText(run, *c))
-		} else if c.profiler > 0 {
-			c.Headline += fmt.Sprintf(", after taking off %s a step that is the profiler's own recording cost (time untraced steps to confirm)", mdfmt.Duration(c.profiler))
+		if c.profiler > 0 || c.unsure {
+			then := " (time untraced steps to confirm)"
+			if c.unsure {
+				then = fmt.Sprintf("; at %s an event, the most recording has been measured to cost, it could be nearly all the profiler's: time untraced steps (--untraced-step) before acting on it", mdfmt.Duration(profilerEventHighNS))
+			}
+			c.Headline += fmt.Sprintf(", after taking off %s a step that is the profiler's own recording cost%s", mdfmt.Duration(c.profiler), then)
 			c.Evidence = append(c.Evidence, j.profilerText(run, *c))
 		}
 	}
